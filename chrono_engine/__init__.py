@@ -1,0 +1,35 @@
+"""chrono_engine: a temporal-validity retrieval engine for retrieval-augmented generation.
+
+Stores timestamped, versioned evidence beside its vectors (bitemporal: valid time and
+transaction time), scores freshness with principled decay, and answers "valid now",
+"valid at T", "as known at T'" and "within a window" queries with certified exact or
+approximate fused top-k.
+
+>>> import chrono_engine as ce
+>>> ce.Exponential(half_life=30).evaluate(30).item()
+0.5
+"""
+from __future__ import annotations
+
+from . import errors
+from ._core import build_info as _build_info
+from .decay import (Decay, DecayPolicy, Exponential, Gaussian, HalfLife, Linear, NoDecay,
+                    PowerLaw, Weibull, parse_decay)
+from .engine import Engine
+from .scoring import ScoringPolicy, score
+
+__version__ = "0.1.0"
+
+__all__ = ["Engine", "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear",
+           "NoDecay", "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
+           "build_info", "errors", "__version__"]
+
+
+def build_info() -> dict:
+    """What this build compiled and chose: compiler, flags, SIMD level, hnswlib version.
+
+    >>> import chrono_engine as ce
+    >>> ce.build_info()["hnswlib_version"]
+    '0.8.0'
+    """
+    return dict(_build_info())

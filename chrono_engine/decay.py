@@ -1,0 +1,1047 @@
+"""Decay families D(age) and per-fact-type decay policies.
+
+The validity of an evidence item e at query time T is (paper eq. 2/3)
+
+    V(e, T) = q_e · D_j(age),    age = T − t_e  (days)
+
+where q_e is the source reliability and D_j the decay profile of the item's fact type j
+(its "sensitivity class"). This module holds the decay families, their vectorised NumPy
+references (``Decay.evaluate``), the exact parameter contract of the C++ kernel
+(``Decay._kernel_spec`` and its NumPy reference :func:`evaluate_spec`) and
+:class:`DecayPolicy`, which picks a family per fact type.
+
+Conventions shared by every family:
+
+* the caller passes ``age_days = T − t_e`` in days (float, scalar or array; NaN gives NaN;
+  ``numpy.timedelta64`` values are converted to days);
+* ``unit=`` says in which unit the *parameters* are given ("days", "hours" or "seconds");
+  internally the age is converted to that unit (``a = age_days · 24`` for hours);
+* a non-symmetric family clamps negative ages (items observed after T) to 0, so D = 1;
+  ``symmetric=True`` uses the distance |T − t_e| instead, for window-centred decay (the
+  Elasticsearch / Milvus / Qdrant behaviour, which measure |value − origin|);
+* formulas match the ``chronofy`` reference package (0.1.9) where it has the family.
+
+>>> from chrono_engine.decay import Exponential, DecayPolicy, NoDecay
+>>> news = Exponential(half_life=7)            # β = ln 2 / 7 per day
+>>> [round(float(v), 4) for v in news([0, 7, 14])]
+[1.0, 0.5, 0.25]
+>>> policy = DecayPolicy({"news": news}, default=NoDecay())
+>>> policy.evaluate([7, 7], ["news", "demographic"]).tolist()
+[0.5, 1.0]
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from numbers import Real
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from chrono_engine.errors import NotFoundError, QueryError
+
+__all__ = [
+    "Decay",
+    "Exponential",
+    "HalfLife",
+    "Gaussian",
+    "Linear",
+    "PowerLaw",
+    "Weibull",
+    "NoDecay",
+    "DecayPolicy",
+    "parse_decay",
+    "evaluate_spec",
+]
+
+_LN2 = math.log(2.0)
+
+# How many of the parameter's unit fit in one day: a = age_days * factor.
+_UNIT_FACTORS: dict[str, float] = {"days": 1.0, "hours": 24.0, "seconds": 86400.0}
+
+# Kernel codes shared with the C++ decay kernel in cpp/ (see evaluate_spec).
+_CODE_NONE, _CODE_EXP, _CODE_GAUSS, _CODE_LINEAR, _CODE_POWER, _CODE_WEIBULL = range(6)
+
+KernelSpec = tuple[int, float, float, float, bool]
+
+_POLICY_FORMAT_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------
+# input checks
+# --------------------------------------------------------------------------------------
+
+def _number(value: object, name: str, owner: str, *, positive: bool) -> float:
+    """A finite real number, > 0 (positive) or >= 0; bools are refused on purpose."""
+    rule = "> 0" if positive else ">= 0"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise QueryError(f"{owner}: {name} must be a finite number {rule}, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or (x <= 0.0 if positive else x < 0.0):
+        raise QueryError(f"{owner}: {name} must be a finite number {rule}, got {value!r}")
+    return x
+
+
+def _fraction(value: object, name: str, owner: str, *, allow_zero: bool = False) -> float:
+    """A number in the open interval (0, 1) (or [0, 1) with allow_zero)."""
+    interval = "[0, 1)" if allow_zero else "(0, 1)"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise QueryError(f"{owner}: {name} must be a number in {interval}, got {value!r}")
+    x = float(value)
+    low_ok = x >= 0.0 if allow_zero else x > 0.0
+    if not (math.isfinite(x) and low_ok and x < 1.0):
+        raise QueryError(f"{owner}: {name} must be a number in {interval}, got {value!r}")
+    return x
+
+
+def _unit(unit: object, owner: str) -> str:
+    if not isinstance(unit, str) or unit not in _UNIT_FACTORS:
+        raise QueryError(f"{owner}: unit must be one of 'days', 'hours' or 'seconds', "
+                         f"got {unit!r}")
+    return unit
+
+
+def _flag(value: object, name: str, owner: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise QueryError(f"{owner}: {name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _one_of(owner: str, first: tuple[str, object], second: tuple[str, object]) -> None:
+    (n1, v1), (n2, v2) = first, second
+    if v1 is None and v2 is None:
+        raise QueryError(f"{owner} needs exactly one of {n1} or {n2}; got neither")
+    if v1 is not None and v2 is not None:
+        raise QueryError(f"{owner} needs exactly one of {n1} or {n2}; got both "
+                         f"({n1}={v1!r}, {n2}={v2!r})")
+
+
+def _as_age_days(age_days: npt.ArrayLike) -> np.ndarray:
+    """Ages as a float64 array (a copy only when a conversion is needed)."""
+    arr = np.asarray(age_days)
+    kind = arr.dtype.kind
+    if kind == "f" or kind in "iu":
+        return arr.astype(np.float64, copy=False)
+    if kind == "m":
+        return arr / np.timedelta64(1, "D")
+    if kind == "O":
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+        try:  # datetime.timedelta objects
+            return arr.astype("timedelta64[us]") / np.timedelta64(1, "D")
+        except (TypeError, ValueError):
+            pass
+    raise QueryError(f"ages must be numbers of days or timedeltas, got dtype {arr.dtype} "
+                     f"({_short(age_days)})")
+
+
+def _short(obj: object, limit: int = 60) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------
+# kernel contract reference
+# --------------------------------------------------------------------------------------
+
+def evaluate_spec(spec: KernelSpec, age_days: npt.ArrayLike) -> np.ndarray:
+    """NumPy reference of the C++ decay kernel for one ``(code, p0, p1, scale, symmetric)``.
+
+    The kernel first forms ``a = (|age| if symmetric else max(age, 0)) · scale`` and then
+
+    ====  ============  =======================================
+    code  family        D(a)
+    ====  ============  =======================================
+    0     none          1 (NaN for a NaN age)
+    1     exponential   exp(−p0 · max(0, a − p1))
+    2     gaussian      exp(−max(0, a − p1)² / (2 · p0²))
+    3     linear        max(0, 1 − p0 · max(0, a − p1))
+    4     power law     (1 + a)^(−p0)
+    5     weibull       exp(−(a / p1)^p0)
+    ====  ============  =======================================
+
+    Every family's ``_kernel_spec()`` produces such a tuple, and
+    ``family.evaluate(x) == evaluate_spec(family._kernel_spec(), x)`` (tests check 1e-12).
+
+    >>> evaluate_spec((1, math.log(2) / 7, 0.0, 1.0, False), [-3.0, 14.0]).round(6).tolist()
+    [1.0, 0.25]
+    """
+    if not isinstance(spec, tuple) or len(spec) != 5:
+        raise QueryError(f"a decay kernel spec is a 5-tuple (code, p0, p1, scale, symmetric), "
+                         f"got {_short(spec)}")
+    code, p0, p1, scale, symmetric = spec
+    if int(code) != code or not 0 <= int(code) <= 5:
+        raise QueryError(f"unknown decay kernel code {code!r}; expected 0..5")
+    x = _as_age_days(age_days)
+    with np.errstate(over="ignore", under="ignore"):
+        a = (np.abs(x) if symmetric else np.maximum(x, 0.0)) * float(scale)
+        code = int(code)
+        if code == _CODE_NONE:
+            out = np.where(np.isnan(a), np.nan, 1.0)
+        elif code == _CODE_EXP:
+            out = np.exp(-p0 * np.maximum(0.0, a - p1))
+        elif code == _CODE_GAUSS:
+            d = np.maximum(0.0, a - p1)
+            out = np.exp(-(d * d) / (2.0 * p0 * p0))
+        elif code == _CODE_LINEAR:
+            out = np.maximum(0.0, 1.0 - p0 * np.maximum(0.0, a - p1))
+        elif code == _CODE_POWER:
+            out = (1.0 + a) ** (-p0)
+        else:
+            out = np.exp(-((a / p1) ** p0))
+    return np.asarray(out, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------
+# families
+# --------------------------------------------------------------------------------------
+
+_FAMILIES: dict[str, type[Decay]] = {}
+
+
+class Decay(ABC):
+    """Base class of the decay families D(age) ∈ [0, 1], D(0) = 1, non-increasing in age.
+
+    A decay object is immutable, hashable, comparable (same family and parameters) and
+    picklable. ``d(age_days)`` is the same as ``d.evaluate(age_days)``.
+
+    >>> from chrono_engine.decay import Decay, Weibull
+    >>> d = Weibull(shape=2.0, scale=30.0)
+    >>> Decay.from_dict(d.to_dict()) == d
+    True
+    """
+
+    __slots__ = ("_unit", "_symmetric")
+
+    #: name used in ``to_dict`` / ``from_dict``
+    family: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.family:
+            _FAMILIES[cls.family] = cls
+
+    def __init__(self, *, unit: str = "days", symmetric: bool = False) -> None:
+        owner = type(self).__name__
+        self._unit = _unit(unit, owner)
+        self._symmetric = _flag(symmetric, "symmetric", owner)
+
+    # -- immutability ------------------------------------------------------------------
+    def __setattr__(self, name: str, value: object) -> None:
+        # Parameters are set once in __init__; afterwards a decay is a value object that
+        # engines may share between threads and cache by hash.
+        if hasattr(self, name):
+            raise AttributeError(f"{type(self).__name__} is immutable")
+        object.__setattr__(self, name, value)
+
+    # -- common properties -------------------------------------------------------------
+    @property
+    def unit(self) -> str:
+        """Unit of the parameters: "days", "hours" or "seconds"."""
+        return self._unit
+
+    @property
+    def symmetric(self) -> bool:
+        """True when D uses |T − t_e| (window-centred); False clamps negative ages to 0."""
+        return self._symmetric
+
+    @property
+    def _unit_factor(self) -> float:
+        return _UNIT_FACTORS[self._unit]
+
+    @property
+    @abstractmethod
+    def half_life(self) -> float:
+        """Age (in ``unit``) at which D first equals 0.5, computed analytically."""
+
+    @property
+    def half_life_days(self) -> float:
+        """:attr:`half_life` converted to days."""
+        return self.half_life / self._unit_factor
+
+    # -- evaluation --------------------------------------------------------------------
+    def evaluate(self, age_days: npt.ArrayLike) -> np.ndarray:
+        """Vectorised NumPy reference: D at ``age_days`` (T − t_e in days) as float64.
+
+        Accepts scalars, sequences, arrays and timedelta64 arrays; the result has the
+        input's shape (0-d for a scalar). NaN ages give NaN.
+        """
+        x = _as_age_days(age_days)
+        with np.errstate(over="ignore", under="ignore"):
+            a = (np.abs(x) if self._symmetric else np.maximum(x, 0.0)) * self._unit_factor
+            out = self._evaluate_units(a)
+        return np.asarray(out, dtype=np.float64)
+
+    def __call__(self, age_days: npt.ArrayLike) -> np.ndarray:
+        """Alias of :meth:`evaluate`."""
+        return self.evaluate(age_days)
+
+    @abstractmethod
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        """D at non-negative ages ``a`` already in ``unit`` (NaN passes through)."""
+
+    @abstractmethod
+    def _kernel_spec(self) -> KernelSpec:
+        """(code, p0, p1, scale, symmetric) for the C++ kernel; see :func:`evaluate_spec`."""
+
+    # -- parameters, equality, persistence ---------------------------------------------
+    @abstractmethod
+    def _params(self) -> dict[str, float]:
+        """Canonical parameters, in constructor keyword form."""
+
+    def _key(self) -> tuple[Any, ...]:
+        return (type(self), tuple(self._params().items()), self._unit, self._symmetric)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Decay):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        parts = [f"{k}={v!r}" for k, v in self._params().items()]
+        if self._unit != "days":
+            parts.append(f"unit={self._unit!r}")
+        if self._symmetric:
+            parts.append("symmetric=True")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description; :meth:`Decay.from_dict` rebuilds an equal object.
+
+        >>> from chrono_engine.decay import HalfLife
+        >>> HalfLife(12, unit="hours").to_dict()
+        {'family': 'half_life', 'half_life': 12.0, 'unit': 'hours', 'symmetric': False}
+        """
+        return {"family": self.family, **self._params(), "unit": self._unit,
+                "symmetric": self._symmetric}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Decay:
+        """Rebuild a decay from :meth:`to_dict` output (any family when called on Decay).
+
+        >>> from chrono_engine.decay import Decay
+        >>> Decay.from_dict({"family": "power_law", "exponent": 1.5})
+        PowerLaw(exponent=1.5)
+        """
+        if not isinstance(data, Mapping):
+            raise QueryError(f"a decay description must be a mapping, got {_short(data)}")
+        fields = dict(data)
+        family = fields.pop("family", None)
+        target = _FAMILIES.get(family) if isinstance(family, str) else None
+        if target is None:
+            raise QueryError(f"unknown decay family {family!r}; expected one of "
+                             f"{sorted(_FAMILIES)}")
+        if cls is not Decay and target is not cls:
+            raise QueryError(f"{cls.__name__}.from_dict got a {family!r} description")
+        try:
+            return target(**fields)
+        except TypeError as exc:
+            raise QueryError(f"bad {family!r} decay description {_short(dict(data))}: "
+                             f"{exc}") from None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Decay.from_dict, (self.to_dict(),))
+
+
+class Exponential(Decay):
+    """Exponential decay D(age) = exp(−β · max(0, age − offset)).
+
+    The paper's decay (eq. 2) and the Bayes-optimal surrogate under an Ornstein–Uhlenbeck
+    latent process, with β = 2κ (κ the mean-reversion rate). Give exactly one of
+    ``beta`` (β, per ``unit``) or ``half_life`` (h ⇒ β = ln 2 / h). ``offset`` is a grace
+    period with D = 1; the :attr:`half_life` property is ``offset + ln 2 / β``.
+
+    >>> d = Exponential(half_life=30)
+    >>> round(d.beta, 6), round(float(d(30)), 6)
+    (0.023105, 0.5)
+    >>> float(Exponential(beta=1.0, offset=2)(1.5))   # inside the grace period
+    1.0
+    """
+
+    __slots__ = ("_beta", "_offset")
+    family = "exponential"
+
+    def __init__(self, beta: float | None = None, half_life: float | None = None, *,
+                 offset: float = 0.0, unit: str = "days", symmetric: bool = False) -> None:
+        super().__init__(unit=unit, symmetric=symmetric)
+        _one_of("Exponential", ("beta (β)", beta), ("half_life", half_life))
+        if beta is not None:
+            self._beta = _number(beta, "beta (β)", "Exponential", positive=True)
+        else:
+            h = _number(half_life, "half_life", "Exponential", positive=True)
+            self._beta = _LN2 / h
+        self._offset = _number(offset, "offset", "Exponential", positive=False)
+
+    @classmethod
+    def from_scale(cls, scale: float, offset: float = 0.0, decay: float = 0.5, *,
+                   unit: str = "days", symmetric: bool = True) -> Exponential:
+        """Elasticsearch / Milvus ``exp`` decay (origin = query time, scale, offset, decay).
+
+        Documented formula (Elasticsearch function_score "decay functions"; Milvus
+        "Exponential Decay" ranker): S = exp(λ · max(0, |x − origin| − offset)),
+        λ = ln(decay) / scale, so D = ``decay`` at |age| = offset + scale. Here β = −λ.
+
+        >>> float(Exponential.from_scale(10, offset=5, decay=0.3)(-15))
+        0.3
+        """
+        s = _number(scale, "scale", "Exponential.from_scale", positive=True)
+        dec = _fraction(decay, "decay", "Exponential.from_scale")
+        return cls(beta=-math.log(dec) / s, offset=offset, unit=unit, symmetric=symmetric)
+
+    @classmethod
+    def from_midpoint(cls, scale: float, midpoint: float = 0.5, *, unit: str = "days",
+                      symmetric: bool = True) -> Exponential:
+        """Qdrant ``exp_decay`` (target = query time, scale, midpoint).
+
+        Qdrant's score-boosting formula (documentation "Hybrid queries → decay functions";
+        lib/segment rescore_formula): exp(ln(midpoint) / scale · |x − target|), so
+        D = ``midpoint`` at |age| = scale. Here β = −ln(midpoint) / scale.
+
+        >>> round(float(Exponential.from_midpoint(2.0, midpoint=0.2)(2.0)), 12)
+        0.2
+        """
+        s = _number(scale, "scale", "Exponential.from_midpoint", positive=True)
+        m = _fraction(midpoint, "midpoint", "Exponential.from_midpoint")
+        return cls(beta=-math.log(m) / s, unit=unit, symmetric=symmetric)
+
+    @classmethod
+    def from_mean_reversion_rate(cls, kappa: float, *, unit: str = "days",
+                                 symmetric: bool = False) -> Exponential:
+        """β = 2κ from the mean-reversion rate κ of an OU latent process (paper, Prop. 1).
+
+        >>> Exponential.from_mean_reversion_rate(0.25).beta
+        0.5
+        """
+        k = _number(kappa, "kappa (κ)", "Exponential.from_mean_reversion_rate", positive=True)
+        return cls(beta=2.0 * k, unit=unit, symmetric=symmetric)
+
+    @property
+    def beta(self) -> float:
+        """β, the decay rate per ``unit``."""
+        return self._beta
+
+    @property
+    def offset(self) -> float:
+        """Grace period (in ``unit``) before decay starts."""
+        return self._offset
+
+    @property
+    def half_life(self) -> float:
+        """Age at which D = 0.5: offset + ln 2 / β."""
+        return self._offset + _LN2 / self._beta
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        return np.exp(-self._beta * np.maximum(0.0, a - self._offset))
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_EXP, self._beta, self._offset, self._unit_factor, self._symmetric)
+
+    def _params(self) -> dict[str, float]:
+        return {"beta": self._beta, "offset": self._offset}
+
+    def __repr__(self) -> str:
+        parts = [f"beta={self._beta!r}"]
+        if self._offset:
+            parts.append(f"offset={self._offset!r}")
+        if self._unit != "days":
+            parts.append(f"unit={self._unit!r}")
+        if self._symmetric:
+            parts.append("symmetric=True")
+        return f"Exponential({', '.join(parts)})"
+
+
+class HalfLife(Decay):
+    """Half-life decay D(age) = 0.5^(age / h) (chronofy ``HalfLifeDecay``).
+
+    The same curve as :class:`Exponential` with β = ln 2 / h, parameterised the way
+    pharmacology and many teams think about freshness ("halves every h").
+
+    >>> d = HalfLife(6, unit="hours")
+    >>> float(d(0.25))          # 6 hours = 0.25 days
+    0.5
+    """
+
+    __slots__ = ("_h",)
+    family = "half_life"
+
+    def __init__(self, half_life: float, *, unit: str = "days",
+                 symmetric: bool = False) -> None:
+        super().__init__(unit=unit, symmetric=symmetric)
+        self._h = _number(half_life, "half_life", "HalfLife", positive=True)
+
+    @property
+    def half_life(self) -> float:
+        """h, the age (in ``unit``) at which D = 0.5."""
+        return self._h
+
+    @property
+    def beta(self) -> float:
+        """Equivalent exponential rate β = ln 2 / h."""
+        return _LN2 / self._h
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        return 0.5 ** (a / self._h)
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_EXP, _LN2 / self._h, 0.0, self._unit_factor, self._symmetric)
+
+    def _params(self) -> dict[str, float]:
+        return {"half_life": self._h}
+
+
+class Gaussian(Decay):
+    """Gaussian decay D(age) = exp(−max(0, age − offset)² / (2σ²)).
+
+    Flat near the anchor, then falling fast: the article's "Gaussian half-life" decay and
+    the Elasticsearch / Milvus ``gauss`` function. Give exactly one of ``sigma`` (σ) or
+    ``half_life`` (h ⇒ σ = h / √(2 ln 2)); the :attr:`half_life` property is
+    ``offset + σ·√(2 ln 2)``.
+
+    >>> round(float(Gaussian(half_life=10)(10)), 12)
+    0.5
+    """
+
+    __slots__ = ("_sigma", "_offset")
+    family = "gaussian"
+
+    def __init__(self, sigma: float | None = None, half_life: float | None = None,
+                 offset: float = 0.0, *, unit: str = "days", symmetric: bool = False) -> None:
+        super().__init__(unit=unit, symmetric=symmetric)
+        _one_of("Gaussian", ("sigma (σ)", sigma), ("half_life", half_life))
+        if sigma is not None:
+            self._sigma = _number(sigma, "sigma (σ)", "Gaussian", positive=True)
+        else:
+            h = _number(half_life, "half_life", "Gaussian", positive=True)
+            self._sigma = h / math.sqrt(2.0 * _LN2)
+        self._offset = _number(offset, "offset", "Gaussian", positive=False)
+
+    @classmethod
+    def from_scale(cls, scale: float, offset: float = 0.0, decay: float = 0.5, *,
+                   unit: str = "days", symmetric: bool = True) -> Gaussian:
+        """Elasticsearch / Milvus ``gauss`` decay.
+
+        Documented formula: S = exp(−max(0, |x − origin| − offset)² / (2σ²)) with
+        σ² = −scale² / (2 ln(decay)), so D = ``decay`` at |age| = offset + scale.
+
+        >>> round(float(Gaussian.from_scale(7, offset=1, decay=0.25)(8)), 12)
+        0.25
+        """
+        s = _number(scale, "scale", "Gaussian.from_scale", positive=True)
+        dec = _fraction(decay, "decay", "Gaussian.from_scale")
+        return cls(sigma=s / math.sqrt(-2.0 * math.log(dec)), offset=offset, unit=unit,
+                   symmetric=symmetric)
+
+    @classmethod
+    def from_midpoint(cls, scale: float, midpoint: float = 0.5, *, unit: str = "days",
+                      symmetric: bool = True) -> Gaussian:
+        """Qdrant ``gauss_decay``: exp(ln(midpoint) / scale² · (x − target)²).
+
+        D = ``midpoint`` at |age| = scale; here σ = scale / √(−2 ln(midpoint)).
+
+        >>> round(float(Gaussian.from_midpoint(3.0, midpoint=0.1)(-3.0)), 12)
+        0.1
+        """
+        s = _number(scale, "scale", "Gaussian.from_midpoint", positive=True)
+        m = _fraction(midpoint, "midpoint", "Gaussian.from_midpoint")
+        return cls(sigma=s / math.sqrt(-2.0 * math.log(m)), unit=unit, symmetric=symmetric)
+
+    @property
+    def sigma(self) -> float:
+        """σ, the width (in ``unit``) of the bell after the offset."""
+        return self._sigma
+
+    @property
+    def offset(self) -> float:
+        """Plateau (in ``unit``) with D = 1 before the bell starts."""
+        return self._offset
+
+    @property
+    def half_life(self) -> float:
+        """Age at which D = 0.5: offset + σ·√(2 ln 2)."""
+        return self._offset + self._sigma * math.sqrt(2.0 * _LN2)
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        d = np.maximum(0.0, a - self._offset)
+        return np.exp(-(d * d) / (2.0 * self._sigma * self._sigma))
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_GAUSS, self._sigma, self._offset, self._unit_factor, self._symmetric)
+
+    def _params(self) -> dict[str, float]:
+        return {"sigma": self._sigma, "offset": self._offset}
+
+
+class Linear(Decay):
+    """Linear decay D(age) = max(0, 1 − rate · max(0, age − offset)) (chronofy α = rate).
+
+    A hard expiry at ``offset + 1/rate``. Give exactly one of ``rate`` (α, per ``unit``) or
+    ``scale`` (Elasticsearch form: rate = (1 − decay) / scale, i.e. D = ``decay`` at
+    age = offset + scale; ``decay`` only applies with ``scale``).
+
+    >>> d = Linear(scale=10, decay=0.5)
+    >>> d.rate, float(d(10)), float(d(25))
+    (0.05, 0.5, 0.0)
+    """
+
+    __slots__ = ("_rate", "_offset")
+    family = "linear"
+
+    def __init__(self, rate: float | None = None, scale: float | None = None,
+                 offset: float = 0.0, decay: float = 0.5, *, unit: str = "days",
+                 symmetric: bool = False) -> None:
+        super().__init__(unit=unit, symmetric=symmetric)
+        _one_of("Linear", ("rate (α)", rate), ("scale", scale))
+        dec = _fraction(decay, "decay", "Linear")
+        if rate is not None:
+            if dec != 0.5:
+                raise QueryError("Linear: decay only applies together with scale; "
+                                 f"got rate={rate!r} and decay={decay!r}")
+            self._rate = _number(rate, "rate (α)", "Linear", positive=True)
+        else:
+            s = _number(scale, "scale", "Linear", positive=True)
+            self._rate = (1.0 - dec) / s
+        self._offset = _number(offset, "offset", "Linear", positive=False)
+
+    @classmethod
+    def from_scale(cls, scale: float, offset: float = 0.0, decay: float = 0.5, *,
+                   unit: str = "days", symmetric: bool = True) -> Linear:
+        """Elasticsearch / Milvus ``linear`` decay.
+
+        Documented formula: S = max(0, (s − max(0, |x − origin| − offset)) / s) with
+        s = scale / (1 − decay), i.e. rate = (1 − decay) / scale.
+
+        >>> round(float(Linear.from_scale(4, offset=1, decay=0.2)(-5)), 12)
+        0.2
+        """
+        _number(scale, "scale", "Linear.from_scale", positive=True)
+        _fraction(decay, "decay", "Linear.from_scale")
+        return cls(scale=scale, offset=offset, decay=decay, unit=unit, symmetric=symmetric)
+
+    @classmethod
+    def from_midpoint(cls, scale: float, midpoint: float = 0.5, *, unit: str = "days",
+                      symmetric: bool = True) -> Linear:
+        """Qdrant ``lin_decay``: max(0, 1 − (1 − midpoint) / scale · |x − target|).
+
+        Qdrant accepts midpoint = 0 (zero at |age| = scale); midpoint = 1 would never
+        decay, so use :class:`NoDecay` for that.
+
+        >>> float(Linear.from_midpoint(10.0, midpoint=0.0)(10.0))
+        0.0
+        """
+        s = _number(scale, "scale", "Linear.from_midpoint", positive=True)
+        m = _fraction(midpoint, "midpoint", "Linear.from_midpoint", allow_zero=True)
+        return cls(rate=(1.0 - m) / s, unit=unit, symmetric=symmetric)
+
+    @property
+    def rate(self) -> float:
+        """α, the loss of validity per ``unit`` after the offset."""
+        return self._rate
+
+    @property
+    def offset(self) -> float:
+        """Grace period (in ``unit``) before decay starts."""
+        return self._offset
+
+    @property
+    def half_life(self) -> float:
+        """Age at which D = 0.5: offset + 0.5 / rate."""
+        return self._offset + 0.5 / self._rate
+
+    @property
+    def expiry(self) -> float:
+        """Age (in ``unit``) from which D = 0: offset + 1 / rate."""
+        return self._offset + 1.0 / self._rate
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        return np.maximum(0.0, 1.0 - self._rate * np.maximum(0.0, a - self._offset))
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_LINEAR, self._rate, self._offset, self._unit_factor, self._symmetric)
+
+    def _params(self) -> dict[str, float]:
+        return {"rate": self._rate, "offset": self._offset}
+
+
+class PowerLaw(Decay):
+    """Power-law decay D(age) = (1 + age)^(−α) (chronofy ``PowerLawDecay``).
+
+    Heavy-tailed: old evidence keeps residual value (citations, precedents). ``exponent``
+    is α; the age is in ``unit``, so the "+1" is one ``unit``.
+
+    >>> float(PowerLaw(1.0)(1.0))
+    0.5
+    """
+
+    __slots__ = ("_exponent",)
+    family = "power_law"
+
+    def __init__(self, exponent: float, *, unit: str = "days",
+                 symmetric: bool = False) -> None:
+        super().__init__(unit=unit, symmetric=symmetric)
+        self._exponent = _number(exponent, "exponent (α)", "PowerLaw", positive=True)
+
+    @property
+    def exponent(self) -> float:
+        """α, the power-law exponent."""
+        return self._exponent
+
+    @property
+    def half_life(self) -> float:
+        """Age at which D = 0.5: 2^(1/α) − 1."""
+        return math.expm1(_LN2 / self._exponent)
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        return (1.0 + a) ** (-self._exponent)
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_POWER, self._exponent, 0.0, self._unit_factor, self._symmetric)
+
+    def _params(self) -> dict[str, float]:
+        return {"exponent": self._exponent}
+
+
+class Weibull(Decay):
+    """Weibull decay D(age) = exp(−(age / λ)^k) (chronofy ``WeibullDecay``).
+
+    The survival function of a Weibull hazard: ``shape`` k > 1 accelerates obsolescence,
+    k < 1 decelerates it, k = 1 is exponential with β = 1/λ; ``scale`` is λ.
+
+    >>> round(float(Weibull(shape=1.0, scale=10.0)(10.0)), 6)   # e^-1
+    0.367879
+    """
+
+    __slots__ = ("_shape", "_scale")
+    family = "weibull"
+
+    def __init__(self, shape: float, scale: float, *, unit: str = "days",
+                 symmetric: bool = False) -> None:
+        super().__init__(unit=unit, symmetric=symmetric)
+        self._shape = _number(shape, "shape (k)", "Weibull", positive=True)
+        self._scale = _number(scale, "scale (λ)", "Weibull", positive=True)
+
+    @property
+    def shape(self) -> float:
+        """k, the Weibull shape."""
+        return self._shape
+
+    @property
+    def scale(self) -> float:
+        """λ, the characteristic life (in ``unit``): D(λ) = 1/e."""
+        return self._scale
+
+    @property
+    def half_life(self) -> float:
+        """Age at which D = 0.5: λ · (ln 2)^(1/k)."""
+        return self._scale * _LN2 ** (1.0 / self._shape)
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        return np.exp(-((a / self._scale) ** self._shape))
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_WEIBULL, self._shape, self._scale, self._unit_factor, self._symmetric)
+
+    def _params(self) -> dict[str, float]:
+        return {"shape": self._shape, "scale": self._scale}
+
+
+class NoDecay(Decay):
+    """D(age) = 1: time-invariant facts (blood type, a birth date); chronofy's β = 0.
+
+    NaN ages still give NaN, like every family, so missing timestamps stay visible.
+
+    >>> NoDecay()([0.0, 1e6]).tolist()
+    [1.0, 1.0]
+    """
+
+    __slots__ = ()
+    family = "none"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def half_life(self) -> float:
+        """Never reaches 0.5: ``math.inf``."""
+        return math.inf
+
+    def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        return np.where(np.isnan(a), np.nan, 1.0)
+
+    def _kernel_spec(self) -> KernelSpec:
+        return (_CODE_NONE, 0.0, 0.0, 1.0, False)
+
+    def _params(self) -> dict[str, float]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"family": "none"}``."""
+        return {"family": self.family}
+
+
+# --------------------------------------------------------------------------------------
+# policies
+# --------------------------------------------------------------------------------------
+
+def _fact_type_array(fact_types: npt.ArrayLike) -> np.ndarray:
+    """Fact type names as a NumPy str array; non-strings are named by position."""
+    if isinstance(fact_types, str):
+        return np.asarray(fact_types)
+    arr = np.asarray(fact_types, dtype=object) if not isinstance(fact_types, np.ndarray) \
+        else fact_types
+    if arr.dtype.kind == "U":
+        return arr
+    if arr.dtype.kind == "T":  # NumPy 2 StringDType
+        return arr.astype(str)
+    if arr.dtype.kind == "O":
+        flat = arr.ravel()
+        for i, value in enumerate(flat.tolist()):
+            if not isinstance(value, str):
+                raise QueryError(f"fact_types[{i}] must be a str, got {value!r}")
+        if flat.size == 0:
+            return np.zeros(arr.shape, dtype="<U1")
+        return arr.astype(str)
+    raise QueryError(f"fact_types must be strings, got dtype {arr.dtype}")
+
+
+class DecayPolicy:
+    """Chooses the decay profile D_j by fact type j (the paper's sensitivity classes).
+
+    ``profiles`` maps fact type names to decays; types without a profile use ``default``
+    (``NoDecay()`` unless given; ``default=None`` makes unknown types an error). Like a
+    dict, ``len``, iteration and ``in`` cover the explicit profiles only; :meth:`knows`
+    also counts the default. Policies are immutable and compare by content.
+
+    >>> p = DecayPolicy({"vital_sign": HalfLife(6, unit="hours"),
+    ...                  "diagnosis": Exponential(half_life=180)}, default=None)
+    >>> p["vital_sign"]
+    HalfLife(half_life=6.0, unit='hours')
+    >>> p.knows("blood_type")
+    False
+    >>> p.evaluate([0.25, 180.0], ["vital_sign", "diagnosis"]).round(6).tolist()
+    [0.5, 0.5]
+    """
+
+    __slots__ = ("_profiles", "_default")
+
+    def __init__(self, profiles: Mapping[str, Decay] | None = None,
+                 default: Decay | None = NoDecay()) -> None:
+        if profiles is None:
+            profiles = {}
+        if not isinstance(profiles, Mapping):
+            raise QueryError(f"DecayPolicy: profiles must be a mapping of fact type to "
+                             f"decay, got {_short(profiles)}")
+        checked: dict[str, Decay] = {}
+        for name, decay in profiles.items():
+            if not isinstance(name, str) or not name:
+                raise QueryError(f"DecayPolicy: fact type names must be non-empty str, "
+                                 f"got {name!r}")
+            if not isinstance(decay, Decay):
+                raise QueryError(f"DecayPolicy: profile for fact type {name!r} must be a "
+                                 f"Decay (Exponential, HalfLife, ...), got {_short(decay)}")
+            checked[name] = decay
+        if default is not None and not isinstance(default, Decay):
+            raise QueryError(f"DecayPolicy: default must be a Decay or None, "
+                             f"got {_short(default)}")
+        self._profiles = MappingProxyType(checked)
+        self._default = default
+
+    @classmethod
+    def from_half_lives(cls, half_lives: Mapping[str, float], *,
+                        default: Decay | None = NoDecay(), unit: str = "days") -> DecayPolicy:
+        """One :class:`Exponential` per fact type from its half-life (β_j = ln 2 / h_j).
+
+        >>> p = DecayPolicy.from_half_lives({"news": 7, "law": 3650})
+        >>> round(p["news"].half_life, 9)
+        7.0
+        """
+        if not isinstance(half_lives, Mapping):
+            raise QueryError(f"DecayPolicy.from_half_lives needs a mapping of fact type to "
+                             f"half-life, got {_short(half_lives)}")
+        profiles: dict[str, Decay] = {}
+        for name, h in half_lives.items():
+            try:
+                profiles[name] = Exponential(half_life=h, unit=unit)
+            except QueryError as exc:
+                raise QueryError(f"fact type {name!r}: {exc}") from None
+        return cls(profiles, default=default)
+
+    # -- lookup ------------------------------------------------------------------------
+    @property
+    def profiles(self) -> Mapping[str, Decay]:
+        """The explicit profiles (read-only)."""
+        return self._profiles
+
+    @property
+    def default(self) -> Decay | None:
+        """Decay for fact types without a profile, or None (then they are an error)."""
+        return self._default
+
+    def __getitem__(self, fact_type: str) -> Decay:
+        decay = self._profiles.get(fact_type)
+        if decay is not None:
+            return decay
+        if self._default is not None:
+            return self._default
+        raise NotFoundError(f"no decay profile for fact type {fact_type!r} and the policy "
+                            f"has no default; known types: {sorted(self._profiles)}")
+
+    def knows(self, fact_type: str) -> bool:
+        """True when ``policy[fact_type]`` gives a decay (explicit profile or default).
+
+        >>> DecayPolicy({}, default=None).knows("news"), DecayPolicy().knows("news")
+        (False, True)
+        """
+        return fact_type in self._profiles or self._default is not None
+
+    def __contains__(self, fact_type: object) -> bool:
+        return fact_type in self._profiles
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._profiles)
+
+    def __len__(self) -> int:
+        return len(self._profiles)
+
+    # -- evaluation --------------------------------------------------------------------
+    def evaluate(self, age_days: npt.ArrayLike, fact_types: npt.ArrayLike) -> np.ndarray:
+        """D_j(age) per item: ages and fact type names broadcast together.
+
+        ``fact_types`` may be one name for all items. An unknown type (with no default)
+        raises :class:`~chrono_engine.errors.NotFoundError` naming it and its position.
+
+        >>> p = DecayPolicy({"news": Linear(rate=0.1)})
+        >>> p.evaluate([5.0, 5.0], ["news", "other"]).tolist()
+        [0.5, 1.0]
+        """
+        ages = _as_age_days(age_days)
+        names = _fact_type_array(fact_types)
+        ages_b, names_b = np.broadcast_arrays(ages, names)
+        flat_ages = ages_b.ravel()
+        flat_names = names_b.ravel()
+        out = np.empty(flat_ages.shape, dtype=np.float64)
+        if flat_ages.size == 0:
+            return out.reshape(ages_b.shape)
+        uniq, inverse = np.unique(flat_names, return_inverse=True)
+        inverse = inverse.ravel()
+        unknown = [i for i, name in enumerate(uniq.tolist()) if not self.knows(name)]
+        if unknown:
+            rows = np.flatnonzero(np.isin(inverse, unknown))
+            first = int(rows[0])
+            raise NotFoundError(f"fact_types[{first}] = {str(flat_names[first])!r} has no "
+                                f"decay profile and the policy has no default; known "
+                                f"types: {sorted(self._profiles)}")
+        # Evaluate each distinct decay once, over all the types that share it.
+        groups: dict[Decay, list[int]] = {}
+        for i, name in enumerate(uniq.tolist()):
+            groups.setdefault(self[name], []).append(i)
+        if len(groups) == 1:
+            (decay,) = groups
+            return decay.evaluate(flat_ages).reshape(ages_b.shape)
+        for decay, members in groups.items():
+            mask = np.isin(inverse, members)
+            out[mask] = decay.evaluate(flat_ages[mask])
+        return out.reshape(ages_b.shape)
+
+    def kernel_table(self, fact_type_names: list[str]) -> np.ndarray:
+        """Kernel parameters per fact type: float64 rows [code, p0, p1, scale, symmetric].
+
+        Row i describes ``fact_type_names[i]`` (e.g. the dictionary of the ``fact_type``
+        column), as :func:`evaluate_spec` reads it. Raises NotFoundError naming the first
+        unknown type when the policy has no default.
+
+        >>> DecayPolicy({"news": Exponential(beta=0.5)}).kernel_table(["news", "x"]).tolist()
+        [[1.0, 0.5, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]]
+        """
+        if isinstance(fact_type_names, str):
+            raise QueryError("kernel_table needs a list of fact type names, got one str")
+        names = list(fact_type_names)
+        table = np.empty((len(names), 5), dtype=np.float64)
+        for i, name in enumerate(names):
+            if not isinstance(name, str):
+                raise QueryError(f"fact_type_names[{i}] must be a str, got {name!r}")
+            if not self.knows(name):
+                raise NotFoundError(f"fact type {name!r} (fact_type_names[{i}]) has no decay "
+                                    f"profile and the policy has no default; known types: "
+                                    f"{sorted(self._profiles)}")
+            code, p0, p1, scale, symmetric = self[name]._kernel_spec()
+            table[i] = (code, p0, p1, scale, 1.0 if symmetric else 0.0)
+        return table
+
+    # -- value semantics and persistence -----------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DecayPolicy):
+            return NotImplemented
+        return dict(self._profiles) == dict(other._profiles) and self._default == other._default
+
+    def __hash__(self) -> int:
+        return hash((frozenset(self._profiles.items()), self._default))
+
+    def __repr__(self) -> str:
+        return f"DecayPolicy({dict(self._profiles)!r}, default={self._default!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description, for saving a store; see :meth:`from_dict`.
+
+        >>> import json
+        >>> p = DecayPolicy.from_half_lives({"news": 7}, default=None)
+        >>> DecayPolicy.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+        True
+        """
+        return {
+            "version": _POLICY_FORMAT_VERSION,
+            "profiles": {name: d.to_dict() for name, d in self._profiles.items()},
+            "default": None if self._default is None else self._default.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DecayPolicy:
+        """Rebuild a policy from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping):
+            raise QueryError(f"a decay policy description must be a mapping, "
+                             f"got {_short(data)}")
+        version = data.get("version", _POLICY_FORMAT_VERSION)
+        if version != _POLICY_FORMAT_VERSION:
+            raise QueryError(f"unsupported decay policy format version {version!r}; "
+                             f"this chrono_engine reads version {_POLICY_FORMAT_VERSION}")
+        raw_profiles = data.get("profiles", {})
+        if not isinstance(raw_profiles, Mapping):
+            raise QueryError(f"decay policy 'profiles' must be a mapping, "
+                             f"got {_short(raw_profiles)}")
+        profiles = {name: Decay.from_dict(d) for name, d in raw_profiles.items()}
+        raw_default = data.get("default")
+        default = None if raw_default is None else Decay.from_dict(raw_default)
+        return cls(profiles, default=default)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DecayPolicy.from_dict, (self.to_dict(),))
+
+
+def parse_decay(obj: Decay | DecayPolicy | Mapping[str, Decay] | None) -> DecayPolicy:
+    """Normalise an engine's ``decay=`` argument to a :class:`DecayPolicy`.
+
+    A Decay applies to every fact type; a DecayPolicy is returned as is; a mapping of fact
+    type to Decay becomes the profiles (default ``NoDecay()``); None means no decay.
+
+    >>> parse_decay(Exponential(half_life=7))["anything"]
+    Exponential(beta=0.09902102579427789)
+    >>> parse_decay(None) == DecayPolicy()
+    True
+    """
+    if obj is None:
+        return DecayPolicy()
+    if isinstance(obj, DecayPolicy):
+        return obj
+    if isinstance(obj, Decay):
+        return DecayPolicy(default=obj)
+    if isinstance(obj, Mapping):
+        return DecayPolicy(obj)
+    raise QueryError(f"decay must be a Decay, a DecayPolicy, a mapping of fact type to "
+                     f"Decay, or None; got {type(obj).__name__}")

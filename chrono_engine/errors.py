@@ -1,0 +1,60 @@
+"""One error family for chrono_engine.
+
+Every error raised on purpose derives from :class:`ChronoError` and from the built-in
+exception a user would naturally catch, so ``except ValueError`` keeps working:
+
+>>> import chrono_engine as ce
+>>> issubclass(ce.errors.SchemaError, ValueError)
+True
+"""
+from __future__ import annotations
+
+__all__ = ["ChronoError", "SchemaError", "QueryError", "LifecycleError", "NotFoundError",
+           "StorageError", "CorruptStoreError", "TimeParseError"]
+
+
+class ChronoError(Exception):
+    """Base class of every error chrono_engine raises on purpose."""
+
+
+class SchemaError(ChronoError, ValueError):
+    """Ingested rows break a rule of the data model.
+
+    ``column``, ``row`` and ``rule`` say what was wrong (``row`` is the 0-based position
+    within the rejected batch, or None when the whole column is wrong).
+    """
+
+    def __init__(self, message: str, *, column: str | None = None, row: int | None = None,
+                 rule: str | None = None):
+        super().__init__(message)
+        self.column = column
+        self.row = row
+        self.rule = rule
+
+
+class QueryError(ChronoError, ValueError):
+    """A search or scoring call got arguments it cannot use."""
+
+
+class LifecycleError(ChronoError, ValueError):
+    """A supersede or retract would break the version history (cycle, non-increasing
+    version, effective date before the predecessor's start, ...)."""
+
+
+class NotFoundError(ChronoError, KeyError):
+    """An id or stem that the store does not hold."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class StorageError(ChronoError, OSError):
+    """Saving or opening a store failed."""
+
+
+class CorruptStoreError(StorageError):
+    """A saved store is truncated, altered or of an unknown format."""
+
+
+class TimeParseError(ChronoError, ValueError):
+    """A time expression or time argument could not be understood."""

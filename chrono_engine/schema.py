@@ -1,0 +1,1034 @@
+"""Ingest schema: user rows in, validated columnar arrays out.
+
+:func:`normalize_rows` is the single gate every ingested batch goes through. It accepts a
+``pyarrow.Table`` or ``RecordBatch``, a pandas ``DataFrame``, a dict of column -> array or
+list, or a list of row dicts, checks every rule of the data model (``DESIGN.md``, "Data
+model") and returns an :class:`IngestBatch` of NumPy arrays the core ingests as they are.
+
+>>> import numpy as np
+>>> from chrono_engine.schema import normalize_rows
+>>> batch = normalize_rows({"vector": np.eye(2, dtype=np.float32),
+...                         "valid_from": ["2024-03-01", "2024-03-01T12:00:00+08:00"]},
+...                        dim=2, metric="cosine", known_fact_type=lambda t: True,
+...                        now_us=1_700_000_000_000_000)
+>>> batch.n, batch.valid_from.dtype
+(2, dtype('int64'))
+
+Columns
+-------
+Required: ``vector`` and ``valid_from``. Optional: ``content``, ``valid_to``,
+``observed_at``, ``ingested_at``, ``retracted_at``, ``reliability``, ``fact_type``,
+``stem_id``, ``version``, ``supersedes``, ``deprecated``, ``title``, ``source``, ``modality``
+and ``id``. Any other name is an error (so a typo such as ``valid_form`` is caught), except
+the ``__index_level_N__`` columns pandas leaves in Arrow tables, which are ignored.
+
+Where a column allows nulls, a null means its default: ``valid_to`` / ``retracted_at`` null
+= open (stored as ``INT64_MAX``); ``reliability`` null = 1.0; ``fact_type`` null =
+``"general"``; ``deprecated`` null = False; string columns stay null. ``vector``,
+``valid_from``, ``observed_at``, ``ingested_at`` and ``id`` never take nulls. Object columns
+(pandas ``object`` dtype, NumPy object arrays) follow pandas' missing-value convention: None,
+NaN and NaT are null. Float columns of plain NumPy dtype keep NaN as a value (so a NaN
+reliability is rejected, not defaulted).
+
+Times
+-----
+Every time column comes out as int64 microseconds since the Unix epoch, UTC. Accepted:
+Arrow ``timestamp`` of any unit (time-zone aware values are UTC instants already; *naive
+timestamps are read as UTC*), Arrow ``date32`` / ``date64`` (midnight UTC), NumPy
+``datetime64`` of any unit (NaT = null), Python ``datetime`` / pandas ``Timestamp`` (naive =
+UTC, aware converted to UTC), ``date``, ISO-8601 strings (``"2024-03-01"``,
+``"2024-03-01 12:00"``, ``"2024-03-01T12:00:00.5+08:00"``, ``"...Z"``; no offset = UTC) and
+integers (microseconds since the epoch; integral floats too, NaN = null). Sub-microsecond
+precision is floored. Times must fall within years 1..9999; the single exception is the
+integer ``INT64_MAX`` in ``valid_to`` / ``retracted_at``, which means "open" as it does in
+the core.
+
+Rules
+-----
+Every violation raises :class:`~chrono_engine.errors.SchemaError` with ``column``, ``row``
+(0-based position in the batch of the first offending row; None when the whole column or
+input is wrong) and ``rule``, one of :data:`RULES`; the message reads
+``"column 'valid_to', row 3: valid_to must be after valid_from (valid_to <= valid_from)"``.
+Only the first violation found is reported; columns are checked in the order of
+:data:`COLUMNS`, each cross-column rule right after the later of its two columns.
+
+Performance: every check is vectorised (NumPy / Arrow compute); Python-level loops happen
+only over inputs that are already Python objects (a list of dicts, lists of mixed types),
+and over the distinct values of ``fact_type`` / ``version``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import re
+import sys
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import gcd
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import SchemaError
+
+__all__ = ["IngestBatch", "normalize_rows", "parse_version", "format_version",
+           "COLUMNS", "REQUIRED_COLUMNS", "STORAGE_SCHEMA", "RULES", "OPEN_END",
+           "MIN_TIME_US", "MAX_TIME_US", "DEFAULT_FACT_TYPE"]
+
+#: Stored end of an open interval (``valid_to`` / ``retracted_at`` null).
+OPEN_END = int(np.iinfo(np.int64).max)
+#: 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z in µs since the epoch.
+MIN_TIME_US = -62_135_596_800_000_000
+MAX_TIME_US = 253_402_300_799_999_999
+DEFAULT_FACT_TYPE = "general"
+
+#: Every column an ingested batch may carry, in the order they are checked.
+COLUMNS = ("id", "vector", "valid_from", "valid_to", "observed_at", "ingested_at",
+           "retracted_at", "reliability", "fact_type", "stem_id", "version", "supersedes",
+           "deprecated", "content", "title", "source", "modality")
+REQUIRED_COLUMNS = ("vector", "valid_from")
+
+#: Schema of :attr:`IngestBatch.table` (string and provenance columns kept for storage).
+STORAGE_SCHEMA = pa.schema([(name, pa.string()) for name in (
+    "content", "title", "source", "modality", "fact_type", "stem_id", "version", "supersedes")])
+
+#: The ``rule`` strings :class:`SchemaError` carries.
+RULES = ("unsupported input", "empty", "unknown column", "duplicate column", "missing column",
+         "column length", "wrong type", "null in required column", "vector dimension",
+         "non-finite vector", "zero vector", "bad time string", "time out of range",
+         "valid_to <= valid_from", "retracted_at <= ingested_at", "reliability out of range",
+         "unknown fact type policy", "bad version string", "duplicate id")
+
+_INT64_MIN = int(np.iinfo(np.int64).min)
+_VECTOR_BLOCK = 16384          # rows per block for norms: keeps temporaries in cache-sized slabs
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+                 ValueError, OverflowError)
+
+
+def _fail(detail: str, *, rule: str, column: str | None = None, row: int | None = None):
+    if column is not None and row is not None:
+        where = f"column '{column}', row {row}: "
+    elif column is not None:
+        where = f"column '{column}': "
+    else:
+        where = ""
+    raise SchemaError(f"{where}{detail} ({rule})", column=column, row=row, rule=rule)
+
+
+# --------------------------------------------------------------------------- version strings
+
+# At most 5 significant digits per component keeps the Arrow cast below from overflowing;
+# leading zeros are allowed ("v01" == "v1"). [0-9], not \d: Python's \d matches any Unicode digit.
+def _version_pattern(named: bool) -> str:
+    comps = [rf"0*(?P<c{i}>[0-9]{{1,5}})" if named else r"0*([0-9]{1,5})" for i in range(4)]
+    return rf"[vV]?{comps[0]}(?:\.{comps[1]})?(?:\.{comps[2]})?(?:\.{comps[3]})?"
+
+
+_VERSION_RE = re.compile(_version_pattern(named=False))
+_VERSION_ARROW_RE = "^" + _version_pattern(named=True) + "$"   # RE2: $ is end of text
+_COMPONENT_LIMIT = 1 << 16
+
+
+def parse_version(s: str) -> int:
+    """Numeric sort key of a version string.
+
+    Up to four dot-separated non-negative integers, each below 65536, with an optional
+    leading ``v`` / ``V`` and nothing else; missing components are 0 and the components are
+    packed big-endian, 16 bits each, into one uint64. So ``"v2" == "v2.0.0"`` and
+    ``"v10" > "v9"``:
+
+    >>> parse_version("v2.1") == parse_version("2.1.0.0") == (2 << 48) | (1 << 32)
+    True
+    >>> parse_version("v10") > parse_version("v9.9.9")
+    True
+
+    Raises :class:`SchemaError` (rule ``"bad version string"``) for anything else, e.g.
+    ``"2.x"``, ``"-1"``, ``""``, ``"1.0-rc1"`` or five components.
+    """
+    if not isinstance(s, str):
+        _fail(f"version must be a string, got {type(s).__name__}", column="version",
+              rule="wrong type")
+    m = _VERSION_RE.fullmatch(s)
+    parts = [int(g) if g else 0 for g in m.groups()] if m else None
+    if parts is None or any(p >= _COMPONENT_LIMIT for p in parts):
+        _fail(f"{s!r} is not a version: expected up to 4 dot-separated integers below 65536 "
+              "with an optional leading 'v'", column="version", rule="bad version string")
+    return (parts[0] << 48) | (parts[1] << 32) | (parts[2] << 16) | parts[3]
+
+
+def format_version(key: int) -> str:
+    """Inverse of :func:`parse_version` in canonical form: ``"v2.1.0"``, with a fourth
+    component only when it is non-zero.
+
+    >>> format_version(parse_version("2.1")), format_version(parse_version("1.2.3.4"))
+    ('v2.1.0', 'v1.2.3.4')
+    """
+    key = int(key)
+    if not 0 <= key < 1 << 64:
+        raise ValueError(f"version key {key} is outside uint64")
+    parts = [(key >> shift) & 0xFFFF for shift in (48, 32, 16, 0)]
+    if parts[3] == 0:
+        parts = parts[:3]
+    return "v" + ".".join(map(str, parts))
+
+
+def _version_keys(arr: pa.Array, column: str) -> np.ndarray:
+    """uint64 keys of a string column (null -> 0); parses each distinct value once."""
+    n = len(arr)
+    keys = np.zeros(n, dtype=np.uint64)
+    if arr.null_count == n:
+        return keys
+    enc = pc.dictionary_encode(arr)
+    uniq = enc.dictionary
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    ok = np.array(pc.match_substring_regex(uniq, _VERSION_ARROW_RE).to_numpy(
+        zero_copy_only=False), dtype=bool)
+    parts = pc.extract_regex(uniq.filter(pa.array(ok)) if not ok.all() else uniq,
+                             _VERSION_ARROW_RE)
+    ukeys = np.zeros(len(uniq), dtype=np.uint64)
+    packed = np.zeros(len(parts), dtype=np.uint64)
+    too_big = np.zeros(len(parts), dtype=bool)
+    for i, shift in enumerate((48, 32, 16, 0)):
+        digits = parts.field(f"c{i}")
+        digits = pc.if_else(pc.equal(digits, ""), "0", digits)
+        comp = pc.cast(digits, pa.uint64()).to_numpy(zero_copy_only=False)
+        too_big |= comp >= _COMPONENT_LIMIT
+        packed |= comp << np.uint64(shift)
+    ok_idx = np.flatnonzero(ok)
+    ok[ok_idx[too_big]] = False
+    ukeys[ok_idx] = packed
+    if not ok.all():
+        bad_codes = np.flatnonzero(~ok)
+        row = int(np.flatnonzero(np.isin(codes, bad_codes))[0])
+        _fail(f"{arr[row].as_py()!r} is not a version: expected up to 4 dot-separated "
+              "integers below 65536 with an optional leading 'v'",
+              column=column, row=row, rule="bad version string")
+    valid = codes >= 0
+    keys[valid] = ukeys[codes[valid]]
+    return keys
+
+
+# --------------------------------------------------------------------------- input containers
+
+def _pandas_type(obj: Any, name: str):
+    pd = sys.modules.get("pandas")  # pandas is optional: if it is not imported, obj is not pandas
+    return getattr(pd, name, None) if pd is not None else None
+
+
+def _is_dataframe(obj: Any) -> bool:
+    cls = _pandas_type(obj, "DataFrame")
+    return cls is not None and isinstance(obj, cls)
+
+
+def _is_series(obj: Any) -> bool:
+    cls = _pandas_type(obj, "Series")
+    return cls is not None and isinstance(obj, cls)
+
+
+def _raw_columns(rows: Any) -> dict[str, Any]:
+    """Split the supported containers into name -> column (not yet converted)."""
+    if isinstance(rows, (pa.Table, pa.RecordBatch)):
+        names = list(rows.column_names)
+        cols = {}
+        for i, name in enumerate(names):
+            if name in cols:
+                _fail(f"column {name!r} appears more than once", column=name,
+                      rule="duplicate column")
+            cols[name] = rows.column(i)
+        return cols
+    if _is_dataframe(rows):
+        cols = {}
+        for i, name in enumerate(rows.columns):
+            if name in cols:
+                _fail(f"column {name!r} appears more than once", column=str(name),
+                      rule="duplicate column")
+            cols[name] = rows.iloc[:, i]
+        return cols
+    if isinstance(rows, Mapping):
+        return dict(rows)
+    if isinstance(rows, (list, tuple)):
+        return _records_to_columns(rows)
+    _fail(f"rows must be a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of "
+          f"columns or a list of row dicts, got {type(rows).__name__}", rule="unsupported input")
+
+
+def _records_to_columns(records) -> dict[str, Any]:
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping):
+            _fail(f"row {i} is a {type(rec).__name__}, expected a dict of column -> value",
+                  row=i, rule="unsupported input")
+    if not records:
+        return {}
+    try:  # one columnar conversion; Arrow's struct inference unions the keys of all rows
+        struct = pa.array(records) if all(type(r) is dict for r in records) else None
+    except _ARROW_ERRORS:
+        struct = None
+    if struct is not None and pa.types.is_struct(struct.type):
+        return {struct.type.field(i).name: struct.field(i) for i in range(struct.type.num_fields)}
+    # Mixed types within a column: keep Python objects so each column can name its bad row.
+    keys = dict.fromkeys(k for rec in records for k in rec)
+    return {k: [rec.get(k) for rec in records] for k in keys}
+
+
+def _combine(ch: pa.ChunkedArray) -> pa.Array:
+    if ch.num_chunks == 1:
+        return ch.chunk(0)
+    if ch.num_chunks == 0:
+        return pa.array([], type=ch.type)
+    return ch.combine_chunks()
+
+
+def _length(name: str, col: Any) -> int:
+    if isinstance(col, (pa.Array, pa.ChunkedArray)):
+        return len(col)
+    if isinstance(col, np.ndarray):
+        if col.ndim == 0:
+            _fail(f"expected an array or list, got a 0-d array", column=name, rule="wrong type")
+        return col.shape[0]
+    if _is_series(col) or isinstance(col, (list, tuple)):
+        return len(col)
+    _fail(f"expected an array or list, got {type(col).__name__}", column=name, rule="wrong type")
+
+
+def _canon(name: str, col: Any):
+    """One column as a pa.Array, a non-object 1-D np.ndarray, or a list of Python objects."""
+    if isinstance(col, pa.ChunkedArray):
+        col = _combine(col)
+    if isinstance(col, pa.Array):
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        return col
+    if _is_series(col):
+        dt = col.dtype
+        if isinstance(dt, np.dtype) and dt.kind in "biufM":
+            return col.to_numpy()
+        try:
+            return _canon(name, pa.array(col, from_pandas=True))
+        except _ARROW_ERRORS:
+            return list(col)
+    if isinstance(col, np.ndarray):
+        if col.ndim != 1:
+            _fail(f"expected a 1-D column, got shape {col.shape}", column=name,
+                  rule="wrong type")
+        if col.dtype.kind == "O":
+            try:
+                return _canon(name, pa.array(col, from_pandas=True))
+            except _ARROW_ERRORS:
+                return col.tolist()
+        if col.dtype.kind in "US":
+            return pa.array(col)
+        return col
+    try:
+        return _canon(name, pa.array(list(col)))
+    except _ARROW_ERRORS:
+        return list(col)
+
+
+def _first_valid_row(arr: pa.Array) -> int:
+    if arr.null_count == 0:
+        return 0
+    return int(np.flatnonzero(~_nulls(arr))[0])
+
+
+def _nulls(arr: pa.Array) -> np.ndarray:
+    if arr.null_count == 0:
+        return np.zeros(len(arr), dtype=bool)
+    return arr.is_null().to_numpy(zero_copy_only=False)
+
+
+def _all_null(col) -> bool:
+    return isinstance(col, pa.Array) and col.null_count == len(col)
+
+
+def _wrong_arrow_type(name: str, arr: pa.Array, expected: str):
+    _fail(f"expected {expected}, got Arrow type {arr.type}", column=name,
+          row=_first_valid_row(arr), rule="wrong type")
+
+
+def _first_null(name: str, nulls: np.ndarray | None, what: str = "may not be null"):
+    if nulls is not None and nulls.any():
+        row = int(np.flatnonzero(nulls)[0])
+        _fail(f"{name} {what}", column=name, row=row, rule="null in required column")
+
+
+# --------------------------------------------------------------------------- vectors
+
+def _vectors(col: Any, n: int, dim: int, cosine: bool) -> np.ndarray:
+    name = "vector"
+    if isinstance(col, pa.ChunkedArray):
+        col = _combine(col)
+    if _is_series(col):
+        col = col.to_numpy()
+    if isinstance(col, np.ndarray) and col.dtype.kind == "O":
+        col = list(col)
+    if isinstance(col, (list, tuple)):
+        col = _vector_list(col, dim)
+    if isinstance(col, pa.Array):
+        mat = _vector_arrow(col, n, dim)
+    elif isinstance(col, np.ndarray):
+        if col.ndim != 2:
+            _fail(f"expected a 2-D array of shape (n, {dim}), got shape {col.shape}",
+                  column=name, rule="wrong type")
+        if col.dtype.kind not in "fiu":
+            _fail(f"vector values must be numbers, got dtype {col.dtype}", column=name, row=0,
+                  rule="wrong type")
+        if col.shape[1] != dim:
+            _fail(f"vector has {col.shape[1]} components, expected dim={dim}", column=name,
+                  row=0, rule="vector dimension")
+        mat = col
+    else:  # pragma: no cover - _vector_list always returns an array or raises
+        _fail(f"unsupported vector column {type(col).__name__}", column=name, rule="wrong type")
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow shows up as inf, checked below
+        mat = np.ascontiguousarray(mat, dtype=np.float32)
+    return _check_and_normalise(mat, cosine)
+
+
+def _vector_list(rows, dim: int):
+    """A list of per-row vectors: one NumPy conversion, or find the row that spoils it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mat = np.asarray(rows)
+        if mat.ndim == 2 and mat.dtype.kind in "fiu":
+            return mat
+    except (ValueError, TypeError):
+        pass
+    try:
+        arr = pa.array(rows)
+        if pa.types.is_list(arr.type) and (pa.types.is_floating(arr.type.value_type)
+                                           or pa.types.is_integer(arr.type.value_type)):
+            return arr
+    except _ARROW_ERRORS:
+        pass
+    for i, r in enumerate(rows):  # only reached for malformed input: name the first bad row
+        if r is None:
+            _fail("vector may not be null", column="vector", row=i,
+                  rule="null in required column")
+        try:
+            v = np.asarray(r)
+        except (ValueError, TypeError):
+            v = None
+        if v is None or v.ndim != 1 or v.dtype.kind not in "fiu":
+            _fail(f"vector must be a sequence of numbers, got {type(r).__name__}",
+                  column="vector", row=i, rule="wrong type")
+        if v.shape[0] != dim:
+            _fail(f"vector has {v.shape[0]} components, expected dim={dim}", column="vector",
+                  row=i, rule="vector dimension")
+    _fail("vector column could not be converted", column="vector", rule="wrong type")
+
+
+def _vector_arrow(arr: pa.Array, n: int, dim: int) -> np.ndarray:
+    name = "vector"
+    t = arr.type
+    if not (pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t)):
+        _wrong_arrow_type(name, arr, f"fixed_size_list<float32>[{dim}] or a list of numbers")
+    vt = t.value_type
+    if not (pa.types.is_floating(vt) or pa.types.is_integer(vt)):
+        _wrong_arrow_type(name, arr, "a list of numbers")
+    _first_null(name, _nulls(arr))
+    if pa.types.is_fixed_size_list(t):
+        if t.list_size != dim:
+            _fail(f"vector has {t.list_size} components, expected dim={dim}", column=name,
+                  row=0, rule="vector dimension")
+    else:
+        lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+        bad = lengths != dim
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            _fail(f"vector has {lengths[row]} components, expected dim={dim}", column=name,
+                  row=row, rule="vector dimension")
+    values = arr.flatten()
+    if values.null_count:
+        row = int(np.flatnonzero(_nulls(values))[0]) // dim
+        _fail("vector has a null component", column=name, row=row, rule="non-finite vector")
+    return values.to_numpy(zero_copy_only=False).reshape(n, dim)
+
+
+def _check_and_normalise(mat: np.ndarray, cosine: bool) -> np.ndarray:
+    """Finite check (and, for cosine, zero check and unit scaling) in row blocks.
+
+    A float32 sum of squares is finite iff every component is, except when huge finite
+    values overflow it or tiny ones underflow it; those rows are re-checked in float64.
+    """
+    n = mat.shape[0]
+    out = np.empty_like(mat) if cosine else mat
+    for start in range(0, n, _VECTOR_BLOCK):
+        block = mat[start:start + _VECTOR_BLOCK]
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            sq = np.einsum("ij,ij->i", block, block)
+        odd = ~np.isfinite(sq) | (sq < 1e-30) | (sq > 1e30)
+        if odd.any():
+            idx = np.flatnonzero(odd)
+            sub = block[idx].astype(np.float64)
+            finite = np.isfinite(sub).all(axis=1)
+            if not finite.all():
+                row = start + int(idx[np.flatnonzero(~finite)[0]])
+                _fail("vector has a non-finite component (NaN, inf, or a value beyond "
+                      "float32 range)", column="vector", row=row, rule="non-finite vector")
+            sq64 = np.einsum("ij,ij->i", sub, sub)
+            if cosine and (sq64 == 0).any():
+                row = start + int(idx[np.flatnonzero(sq64 == 0)[0]])
+                _fail("vector is all zeros; cosine similarity needs a non-zero vector",
+                      column="vector", row=row, rule="zero vector")
+        if cosine:
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                inv = (1.0 / np.sqrt(sq)).astype(np.float32)
+                np.multiply(block, inv[:, None], out=out[start:start + _VECTOR_BLOCK])
+            if odd.any():  # scale extreme rows in float64 so 1/norm cannot overflow
+                out[start + idx] = (sub / np.sqrt(sq64)[:, None]).astype(np.float32)
+    return out
+
+
+# --------------------------------------------------------------------------- times
+
+# (numerator, denominator) of one unit in microseconds
+_UNIT_US = {"W": (604_800_000_000, 1), "D": (86_400_000_000, 1), "h": (3_600_000_000, 1),
+            "m": (60_000_000, 1), "s": (1_000_000, 1), "ms": (1_000, 1), "us": (1, 1),
+            "ns": (1, 1_000), "ps": (1, 10**6), "fs": (1, 10**9), "as": (1, 10**12)}
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_ONE_US = _dt.timedelta(microseconds=1)
+# a zone offset after a time of day: "T12:00Z", " 12:00:00.5+08:00", "T12-0500"
+_OFFSET_RE = r"[0-9][Tt ][0-9][0-9:.,]*([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$"
+_SUBMICRO_RE = r"(\.[0-9]{6})[0-9]+"
+_TS_NAIVE = pa.timestamp("us")
+_TS_UTC = pa.timestamp("us", tz="UTC")
+
+
+class _Times:
+    """int64 µs values plus masks for nulls, out-of-range values and the open sentinel."""
+
+    __slots__ = ("us", "nulls", "oob", "open")
+
+    def __init__(self, us, nulls=None, oob=None, open_=None):
+        self.us, self.nulls, self.oob, self.open = us, nulls, oob, open_
+
+
+def _scale(raw: np.ndarray, num: int, den: int, count: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
+    """raw * num * count / den (floored) with an overflow mask instead of wrapping."""
+    num *= count
+    g = gcd(num, den)
+    num, den = num // g, den // g
+    oob = None
+    if num != 1:
+        lim = (1 << 62) // num
+        oob = (raw > lim) | (raw < -lim)
+        raw = np.where(oob, 0, raw) * np.int64(num) if oob.any() else raw * np.int64(num)
+    if den != 1:
+        raw = np.floor_divide(raw, np.int64(den))
+    return raw.astype(np.int64, copy=False), oob
+
+
+def _times_numpy(name: str, a: np.ndarray) -> _Times:
+    kind = a.dtype.kind
+    if kind == "M":
+        unit, count = np.datetime_data(a.dtype)
+        raw = a.view(np.int64)
+        nulls = raw == _INT64_MIN
+        if unit in ("Y", "M"):
+            years = raw * count / (1 if unit == "Y" else 12)  # float: only for the range test
+            oob = ~nulls & ((years < -1970) | (years > 8031))
+            safe = np.where(oob, 0, raw).view(a.dtype)
+            days = safe.astype("datetime64[D]").view(np.int64)
+            us, _ = _scale(np.where(nulls, 0, days), *_UNIT_US["D"])
+            return _Times(us, nulls, oob)
+        if unit not in _UNIT_US:
+            _fail(f"datetime64 without a unit cannot be read as a time", column=name,
+                  rule="wrong type")
+        us, oob = _scale(np.where(nulls, 0, raw), *_UNIT_US[unit], count)
+        open_ = (raw == OPEN_END) if (unit == "us" and count == 1) else None
+        return _Times(us, nulls if nulls.any() else None, oob, open_)
+    if kind in "iu":
+        if kind == "u" and a.dtype.itemsize == 8:
+            oob = a > np.uint64(OPEN_END)
+            us = np.where(oob, 0, a).astype(np.int64)
+            return _Times(us, None, oob if oob.any() else None, us == OPEN_END)
+        us = a.astype(np.int64, copy=False)
+        return _Times(us, None, None, us == OPEN_END)
+    if kind == "f":
+        nulls = np.isnan(a)
+        with np.errstate(invalid="ignore"):
+            bad = ~nulls & ((a != np.floor(a)) | ~np.isfinite(a))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            _fail(f"{a[row]!r} is not a whole number of microseconds", column=name, row=row,
+                  rule="wrong type")
+        lim = float(1 << 62)
+        oob = ~nulls & (np.abs(a) > lim)
+        us = np.where(nulls | oob, 0, a).astype(np.int64)
+        return _Times(us, nulls if nulls.any() else None, oob if oob.any() else None)
+    _fail(f"expected times, got dtype {a.dtype}", column=name, row=0, rule="wrong type")
+
+
+def _parse_iso(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """ISO-8601 strings -> (µs, nulls, first unparseable row or None)."""
+    if not pa.types.is_string(arr.type):
+        arr = arr.cast(pa.string())
+    if pc.any(pc.match_substring_regex(arr, _SUBMICRO_RE)).as_py():
+        # Arrow parses at most 6 fractional digits; dropping the rest floors to the µs
+        arr = pc.replace_substring_regex(arr, _SUBMICRO_RE, r"\1")
+    n = len(arr)
+    nulls = _nulls(arr)
+    has_offset = pc.fill_null(pc.match_substring_regex(arr, _OFFSET_RE), False)
+    has_offset = has_offset.to_numpy(zero_copy_only=False)
+    us = np.zeros(n, dtype=np.int64)
+    bad = None
+    for mask, typ in ((has_offset, _TS_UTC), (~has_offset & ~nulls, _TS_NAIVE)):
+        idx = np.flatnonzero(mask)
+        if len(idx) == 0:
+            continue
+        sub = arr if len(idx) == n else arr.take(pa.array(idx))
+        try:
+            ts = pc.cast(sub, typ)
+        except pa.ArrowInvalid:
+            row = int(idx[_first_failing(sub, typ)])
+            bad = row if bad is None else min(bad, row)
+            continue
+        us[idx] = pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False)
+    return us, nulls, bad
+
+
+def _first_failing(arr: pa.Array, typ: pa.DataType) -> int:
+    """Index of the first element that does not cast (bisection: O(n) work, O(log n) casts)."""
+    lo, hi = 0, len(arr)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            pc.cast(arr.slice(lo, mid - lo), typ)
+        except pa.ArrowInvalid:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def _times_arrow(name: str, arr: pa.Array) -> _Times:
+    t = arr.type
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_integer(t):
+        nulls = _nulls(arr) if arr.null_count else None
+        raw_arr = arr.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
+        if pa.types.is_uint64(t):
+            big = pc.fill_null(pc.greater(arr, OPEN_END), False).to_numpy(zero_copy_only=False)
+            if big.any():
+                row = int(np.flatnonzero(big)[0])
+                _fail(f"{arr[row].as_py()} µs is beyond the int64 range", column=name,
+                      row=row, rule="time out of range")
+        raw = raw_arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if pa.types.is_timestamp(t):
+            num, den = _UNIT_US[t.unit]
+        elif pa.types.is_date32(t):
+            num, den = _UNIT_US["D"]
+        elif pa.types.is_date64(t):
+            num, den = _UNIT_US["ms"]
+        else:
+            num, den = 1, 1
+        us, oob = _scale(raw, num, den)
+        open_ = (raw == OPEN_END) if num == den == 1 else None
+        return _Times(us, nulls, oob, open_)
+    if pa.types.is_floating(t):
+        vals = arr.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
+        return _times_numpy(name, vals)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or (
+            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)):
+        us, nulls, bad = _parse_iso(arr)
+        if bad is not None:
+            _fail(f"cannot read {arr[bad].as_py()!r} as an ISO-8601 time", column=name, row=bad,
+                  rule="bad time string")
+        return _Times(us, nulls if nulls.any() else None)
+    _wrong_arrow_type(name, arr, "a timestamp, date, ISO-8601 string or int64 microseconds")
+
+
+def _scalar_kind(x) -> str:
+    if x is None or (isinstance(x, float) and x != x) or type(x).__name__ == "NaTType":
+        return "null"
+    if isinstance(x, np.datetime64):
+        return "null" if np.isnat(x) else "datetime64"
+    if isinstance(x, (bool, np.bool_)):
+        return "bad"
+    if isinstance(x, (int, np.integer)):
+        return "int"
+    if isinstance(x, (float, np.floating)):
+        return "float" if float(x).is_integer() else "bad"
+    if isinstance(x, _dt.datetime):
+        return "datetime"
+    if isinstance(x, _dt.date):
+        return "date"
+    if isinstance(x, str):
+        return "str"
+    return "bad"
+
+
+def _times_objects(name: str, items: list) -> _Times:
+    """Mixed Python objects (only when Arrow could not convert the list in one go)."""
+    n = len(items)
+    us = np.zeros(n, dtype=np.int64)
+    nulls = np.zeros(n, dtype=bool)
+    oob = np.zeros(n, dtype=bool)
+    str_rows, str_vals = [], []
+    for i, x in enumerate(items):
+        kind = _scalar_kind(x)
+        if kind == "null":
+            nulls[i] = True
+        elif kind == "bad":
+            _fail(f"expected a time, got {type(x).__name__} {x!r}", column=name, row=i,
+                  rule="wrong type")
+        elif kind == "str":
+            str_rows.append(i)
+            str_vals.append(x)
+        elif kind in ("int", "float"):
+            v = int(x)
+            if not MIN_TIME_US <= v <= MAX_TIME_US and v != OPEN_END:
+                oob[i] = True
+            else:
+                us[i] = v
+        elif kind == "datetime64":
+            t = _times_numpy(name, np.asarray([x]))
+            us[i] = t.us[0]
+            oob[i] = t.oob is not None and t.oob[0]
+        elif kind == "datetime":
+            us[i] = (x - (_EPOCH_NAIVE if x.tzinfo is None else _EPOCH_UTC)) // _ONE_US
+        else:  # date
+            us[i] = (x - _EPOCH_DATE).days * 86_400_000_000
+    if str_rows:
+        rows = np.asarray(str_rows)
+        vals, _, bad = _parse_iso(pa.array(str_vals, type=pa.string()))
+        if bad is not None:
+            _fail(f"cannot read {str_vals[bad]!r} as an ISO-8601 time", column=name,
+                  row=int(rows[bad]), rule="bad time string")
+        us[rows] = vals
+    return _Times(us, nulls, oob, us == OPEN_END)
+
+
+def _times(name: str, col: Any, *, nullable: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """A time column -> (int64 µs, null mask or None); nulls left as 0 for the caller."""
+    if isinstance(col, np.ndarray):
+        t = _times_numpy(name, col)
+    elif isinstance(col, pa.Array):
+        t = _times_arrow(name, col) if not pa.types.is_null(col.type) else _Times(
+            np.zeros(len(col), np.int64), np.ones(len(col), bool))
+    else:
+        t = _times_objects(name, col)
+    if not nullable:
+        _first_null(name, t.nulls)
+    us = t.us
+    bad = (us < MIN_TIME_US) | (us > MAX_TIME_US)
+    if t.oob is not None:
+        bad |= t.oob
+    if t.nulls is not None:
+        bad &= ~t.nulls
+    if nullable and t.open is not None:
+        bad &= ~t.open
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        shown = "beyond int64" if t.oob is not None and t.oob[row] else f"{us[row]} µs"
+        _fail(f"time ({shown}) is outside years 1..9999", column=name, row=row,
+              rule="time out of range")
+    return us, t.nulls
+
+
+# --------------------------------------------------------------------------- other columns
+
+def _reliability(col: Any, n: int) -> np.ndarray:
+    name = "reliability"
+    if col is None or _all_null(col):
+        return np.ones(n, dtype=np.float32)
+    nulls = None
+    if isinstance(col, pa.Array):
+        if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+            _wrong_arrow_type(name, col, "numbers in (0, 1]")
+        nulls = _nulls(col) if col.null_count else None
+        vals = col.to_numpy(zero_copy_only=False).astype(np.float64)
+    elif isinstance(col, np.ndarray):
+        if col.dtype.kind not in "fiu":
+            _fail(f"expected numbers in (0, 1], got dtype {col.dtype}", column=name, row=0,
+                  rule="wrong type")
+        vals = col.astype(np.float64, copy=False)
+    else:
+        vals = np.ones(n, dtype=np.float64)
+        nulls = np.zeros(n, dtype=bool)
+        for i, x in enumerate(col):
+            if x is None:
+                nulls[i] = True
+            elif isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.number)):
+                _fail(f"expected a number in (0, 1], got {type(x).__name__} {x!r}",
+                      column=name, row=i, rule="wrong type")
+            else:
+                vals[i] = float(x)
+    if nulls is not None:
+        vals = np.where(nulls, 1.0, vals)
+    with np.errstate(under="ignore"):
+        out = vals.astype(np.float32)
+    bad = ~((vals > 0) & (vals <= 1)) | (out <= 0)  # NaN fails both comparisons
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        _fail(f"reliability must be in (0, 1], got {vals[row]!r}", column=name, row=row,
+              rule="reliability out of range")
+    return out
+
+
+def _strings(name: str, col: Any, n: int) -> pa.Array:
+    """A nullable string column as pa.string()."""
+    if col is None:
+        return pa.nulls(n, pa.string())
+    if isinstance(col, np.ndarray):
+        _fail(f"expected strings, got dtype {col.dtype}", column=name, row=0, rule="wrong type")
+    if isinstance(col, list):
+        for i, x in enumerate(col):
+            if x is not None and not isinstance(x, str):
+                _fail(f"expected a string, got {type(x).__name__} {x!r}", column=name, row=i,
+                      rule="wrong type")
+        return pa.array(col, type=pa.string())
+    t = col.type
+    if pa.types.is_null(t) or col.null_count == len(col):
+        return pa.nulls(n, pa.string())
+    if pa.types.is_string(t):
+        return col
+    if pa.types.is_large_string(t) or (hasattr(pa.types, "is_string_view")
+                                       and pa.types.is_string_view(t)):
+        return col.cast(pa.string())
+    _wrong_arrow_type(name, col, "strings")
+
+
+def _deprecated(col: Any, n: int) -> np.ndarray:
+    name = "deprecated"
+    if col is None or _all_null(col):
+        return np.zeros(n, dtype=bool)
+    if isinstance(col, np.ndarray):
+        if col.dtype.kind != "b":
+            _fail(f"expected booleans, got dtype {col.dtype}", column=name, row=0,
+                  rule="wrong type")
+        return col
+    if isinstance(col, list):
+        for i, x in enumerate(col):
+            if x is not None and not isinstance(x, (bool, np.bool_)):
+                _fail(f"expected a bool, got {type(x).__name__} {x!r}", column=name, row=i,
+                      rule="wrong type")
+        return np.array([bool(x) for x in col], dtype=bool)
+    if not pa.types.is_boolean(col.type):
+        _wrong_arrow_type(name, col, "booleans")
+    return col.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _ids(col: Any, n: int) -> np.ndarray:
+    name = "id"
+    if isinstance(col, list):
+        out = np.zeros(n, dtype=np.uint64)
+        for i, x in enumerate(col):
+            if x is None:
+                _fail("id may not be null", column=name, row=i, rule="null in required column")
+            ok = (isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+                  and 0 <= int(x) < 1 << 64)
+            if not ok:
+                _fail(f"id must be an integer in [0, 2**64), got {x!r}", column=name, row=i,
+                      rule="wrong type")
+            out[i] = int(x)
+        return out
+    if isinstance(col, pa.Array):
+        t = col.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+            _wrong_arrow_type(name, col, "non-negative integers (uint64)")
+        _first_null(name, _nulls(col))
+        col = col.to_numpy(zero_copy_only=False)
+    kind = col.dtype.kind
+    if kind == "u":
+        return col.astype(np.uint64, copy=False)
+    if kind == "i":
+        neg = col < 0
+        if neg.any():
+            row = int(np.flatnonzero(neg)[0])
+            _fail(f"id must be non-negative, got {col[row]}", column=name, row=row,
+                  rule="wrong type")
+        return col.astype(np.uint64)
+    if kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(col) | (col != np.floor(col)) | (col < 0) | (col >= 2.0 ** 64)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            _fail(f"id must be a non-negative integer, got {col[row]!r}", column=name, row=row,
+                  rule="wrong type")
+        return col.astype(np.uint64)
+    _fail(f"expected non-negative integers (uint64), got dtype {col.dtype}", column=name, row=0,
+          rule="wrong type")
+
+
+def _check_unique_ids(ids: np.ndarray) -> None:
+    if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()):  # already strictly increasing
+        return
+    order = np.argsort(ids, kind="stable")
+    s = ids[order]
+    dup = np.flatnonzero(s[1:] == s[:-1])
+    if len(dup):
+        # within a run of equal ids the stable sort keeps rows in order: order[dup + 1] are
+        # repeats; the smallest of them is the first row whose id was already used
+        repeats = order[dup + 1]
+        k = int(np.argmin(repeats))
+        row = int(repeats[k])
+        first = int(order[np.searchsorted(s, s[dup[k]], side="left")])
+        _fail(f"id {ids[row]} already used by row {first}", column="id", row=row,
+              rule="duplicate id")
+
+
+def _fact_types(col: Any, n: int, known: Callable[[str], bool] | None):
+    name = "fact_type"
+    arr = _strings(name, col, n)
+    if arr.null_count:
+        arr = arr.fill_null(DEFAULT_FACT_TYPE)
+    enc = pc.dictionary_encode(arr)
+    names = enc.dictionary.to_pylist()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    if known is not None:
+        unknown = np.array([not known(t) for t in names], dtype=bool)
+        if unknown.any():
+            row = int(np.flatnonzero(unknown[codes])[0])
+            _fail(f"the decay policy has no profile for fact type {names[codes[row]]!r}",
+                  column=name, row=row, rule="unknown fact type policy")
+    return np.asarray(names, dtype=object)[codes], arr
+
+
+# --------------------------------------------------------------------------- the batch
+
+@dataclass(eq=False, repr=False)
+class IngestBatch:
+    """A validated batch, columnar, ready for the core.
+
+    Times are int64 µs since the epoch (UTC); open ``valid_to`` / ``retracted_at`` are
+    :data:`OPEN_END`. ``vector`` is float32, C-contiguous, shape ``(n, dim)``, unit length
+    under the cosine metric. Arrays may share memory with the caller's input: treat them as
+    read-only. ``table`` holds the string columns for storage (:data:`STORAGE_SCHEMA`).
+    """
+
+    n: int
+    vector: np.ndarray
+    valid_from: np.ndarray
+    valid_to: np.ndarray
+    observed_at: np.ndarray
+    ingested_at: np.ndarray
+    retracted_at: np.ndarray
+    reliability: np.ndarray
+    fact_type: np.ndarray
+    stem_id: np.ndarray
+    version_key: np.ndarray
+    deprecated: np.ndarray
+    ids: np.ndarray | None
+    table: pa.Table
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return (f"IngestBatch(n={self.n}, dim={self.vector.shape[1]}, "
+                f"ids={'given' if self.ids is not None else 'none'})")
+
+
+def normalize_rows(rows: Any, *, dim: int, metric: str,
+                   known_fact_type: Callable[[str], bool] | None, now_us: int) -> IngestBatch:
+    """Validate ``rows`` and convert them to an :class:`IngestBatch`.
+
+    ``rows``: a pyarrow Table / RecordBatch, a pandas DataFrame, a dict of column -> array
+    or list, or a list of row dicts. ``dim``: the vector width. ``metric``: under
+    ``"cosine"`` vectors must be non-zero and are scaled to unit length.
+    ``known_fact_type(name) -> bool`` says whether the decay policy has a profile for a fact
+    type (None: every fact type is accepted). ``now_us``: the default ``ingested_at``.
+
+    Raises :class:`~chrono_engine.errors.SchemaError` naming the column, the first
+    offending row and the rule (see the module docstring and :data:`RULES`).
+    """
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim <= 0:
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    if isinstance(now_us, bool) or not isinstance(now_us, (int, np.integer)):
+        raise TypeError(f"now_us must be an integer (µs since the epoch), got {now_us!r}")
+    if not MIN_TIME_US <= int(now_us) <= MAX_TIME_US:
+        raise ValueError(f"now_us={now_us} is outside years 1..9999")
+    dim = int(dim)
+
+    raw = _raw_columns(rows)
+    for name in raw:
+        if not isinstance(name, str):
+            _fail(f"column names must be strings, got {name!r}", rule="unsupported input")
+    raw = {k: v for k, v in raw.items() if not re.fullmatch(r"__index_level_\d+__", k)}
+    for name in raw:
+        if name not in COLUMNS:
+            close = difflib.get_close_matches(name, COLUMNS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            _fail(f"unknown column {name!r}{hint} (known: {', '.join(COLUMNS)})",
+                  column=name, rule="unknown column")
+    lengths = {name: _length(name, col) for name, col in raw.items()}
+    if not lengths or max(lengths.values()) == 0:
+        _fail("no rows to ingest", rule="empty")
+    for name in REQUIRED_COLUMNS:
+        if name not in raw:
+            _fail(f"required column {name!r} is missing", column=name, rule="missing column")
+    n = lengths["vector"]
+    for name, length in lengths.items():
+        if length != n:
+            _fail(f"has {length} rows but 'vector' has {n}", column=name, rule="column length")
+
+    cols = {name: (_canon(name, col) if name != "vector" else col) for name, col in raw.items()}
+    get = cols.get
+
+    ids = None
+    if "id" in cols:
+        ids = _ids(cols["id"], n)
+        _check_unique_ids(ids)
+
+    vector = _vectors(cols["vector"], n, dim, metric == "cosine")
+
+    valid_from, _ = _times("valid_from", cols["valid_from"], nullable=False)
+    if "valid_to" in cols:
+        valid_to, open_ = _times("valid_to", cols["valid_to"], nullable=True)
+        if open_ is not None:
+            valid_to = np.where(open_, OPEN_END, valid_to)
+        bad = valid_to <= valid_from
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            _fail("valid_to must be after valid_from", column="valid_to", row=row,
+                  rule="valid_to <= valid_from")
+    else:
+        valid_to = np.full(n, OPEN_END, dtype=np.int64)
+    if "observed_at" in cols:
+        observed_at, _ = _times("observed_at", cols["observed_at"], nullable=False)
+    else:
+        observed_at = valid_from.copy()
+    if "ingested_at" in cols:
+        ingested_at, _ = _times("ingested_at", cols["ingested_at"], nullable=False)
+    else:
+        ingested_at = np.full(n, int(now_us), dtype=np.int64)
+    if "retracted_at" in cols:
+        retracted_at, open_ = _times("retracted_at", cols["retracted_at"], nullable=True)
+        if open_ is not None:
+            retracted_at = np.where(open_, OPEN_END, retracted_at)
+        bad = retracted_at <= ingested_at
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            _fail("retracted_at must be after ingested_at", column="retracted_at", row=row,
+                  rule="retracted_at <= ingested_at")
+    else:
+        retracted_at = np.full(n, OPEN_END, dtype=np.int64)
+
+    reliability = _reliability(get("reliability"), n)
+    fact_type, fact_type_arr = _fact_types(get("fact_type"), n, known_fact_type)
+    strings = {}
+    for name in ("stem_id", "version", "supersedes"):
+        strings[name] = _strings(name, get(name), n)
+    stem_id = strings["stem_id"].to_numpy(zero_copy_only=False)
+    if stem_id.dtype != object:  # guard: an all-null array may not come back as objects
+        stem_id = np.full(n, None, dtype=object)
+    version_key = _version_keys(strings["version"], "version")
+    _version_keys(strings["supersedes"], "supersedes")  # same grammar; catches typos early
+    deprecated = _deprecated(get("deprecated"), n)
+    for name in ("content", "title", "source", "modality"):
+        strings[name] = _strings(name, get(name), n)
+
+    table = pa.Table.from_arrays(
+        [strings["content"], strings["title"], strings["source"], strings["modality"],
+         fact_type_arr, strings["stem_id"], strings["version"], strings["supersedes"]],
+        schema=STORAGE_SCHEMA)
+    return IngestBatch(n=n, vector=vector, valid_from=valid_from, valid_to=valid_to,
+                       observed_at=observed_at, ingested_at=ingested_at,
+                       retracted_at=retracted_at, reliability=reliability, fact_type=fact_type,
+                       stem_id=stem_id, version_key=version_key, deprecated=deprecated,
+                       ids=ids, table=table)

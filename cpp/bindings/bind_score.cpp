@@ -1,0 +1,57 @@
+// ce.score's kernel: rescoring candidates from any retriever (Arrow/NumPy in, arrays out).
+#include <optional>
+#include "chrono/ann_index.hpp"
+#include "chrono/kernels.hpp"
+#include "common.hpp"
+
+using namespace chrono;
+
+void bind_score(py::module_& m) {
+  m.def(
+      "score",
+      [](carray<float> similarity, carray<std::int64_t> observed, std::optional<carray<float>> reliability,
+         std::optional<carray<std::int32_t>> type, std::optional<carray<std::int64_t>> valid_from,
+         std::optional<carray<std::int64_t>> valid_to, std::optional<carray<std::uint8_t>> deprecated,
+         carray<double> specs, std::int64_t t, int fusion, double alpha, double penalty, int invalid_policy,
+         double tau, int threads) {
+        const std::size_t n = static_cast<std::size_t>(similarity.size());
+        std::vector<DecaySpec> sp = specs_from(specs);
+        ScoreArgs a{};
+        a.similarity = similarity.data();
+        a.observed = checked(observed, n, "observed_at");
+        a.reliability = checked(reliability, n, "reliability");
+        a.type = checked(type, n, "fact_type");
+        a.valid_from = checked(valid_from, n, "valid_from");
+        a.valid_to = checked(valid_to, n, "valid_to");
+        a.deprecated = checked(deprecated, n, "deprecated");
+        if ((a.valid_from == nullptr) != (a.valid_to == nullptr)) throw std::invalid_argument("valid_from and valid_to go together");
+        if (a.type) for (std::size_t i = 0; i < n; ++i)
+          if (a.type[i] < 0 || static_cast<std::size_t>(a.type[i]) >= sp.size()) throw std::invalid_argument("fact type code out of range at row " + std::to_string(i));
+        a.specs = sp.data();
+        a.n_types = sp.size();
+        a.t_query = t;
+        a.fusion = fusion;
+        a.alpha = alpha;
+        a.penalty = penalty;
+        a.invalid_policy = invalid_policy;
+        a.tau = tau;
+        py::array_t<float> out(static_cast<py::ssize_t>(n)), val(static_cast<py::ssize_t>(n));
+        a.out_score = out.mutable_data();
+        a.out_validity = val.mutable_data();
+        {
+          py::gil_scoped_release nogil;
+          const Kernels& k = kernels();
+          constexpr std::size_t chunk = 1 << 16;
+          std::size_t nchunks = (n + chunk - 1) / chunk;
+          parallel_for(nchunks, threads, [&](std::size_t c) {
+            std::size_t b = c * chunk, e = std::min(n, b + chunk);
+            k.score(a, b, e);
+          });
+        }
+        return py::make_tuple(out, val);
+      },
+      py::arg("similarity"), py::arg("observed_at"), py::arg("reliability"), py::arg("fact_type"),
+      py::arg("valid_from"), py::arg("valid_to"), py::arg("deprecated"), py::arg("specs"), py::arg("t"),
+      py::arg("fusion"), py::arg("alpha"), py::arg("penalty"), py::arg("invalid_policy"), py::arg("tau"),
+      py::arg("threads") = 1);
+}

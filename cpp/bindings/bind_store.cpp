@@ -1,0 +1,269 @@
+// Bindings of the store and the planner: array conversion, GIL release, thread pool.
+#include <optional>
+#include <pybind11/stl.h>
+#include "chrono/planner.hpp"
+#include "common.hpp"
+
+using namespace chrono;
+
+namespace {
+
+struct PyStore {
+  std::unique_ptr<Store> s;
+
+  PyStore(std::size_t dim, const std::string& metric, std::size_t M, std::size_t efc, std::size_t seed)
+      : s(std::make_unique<Store>(dim, parse_metric(metric), M, efc, seed)) {}
+
+  static MetaColumns columns(std::size_t n, const carray<std::int64_t>& vf, const carray<std::int64_t>& vt,
+                             const carray<std::int64_t>& ob, const carray<std::int64_t>& ing,
+                             const carray<std::int64_t>& ret, const carray<std::uint64_t>& ver,
+                             const carray<float>& rel, const carray<std::int32_t>& stem,
+                             const carray<std::uint16_t>& ft, const carray<std::uint8_t>& dep,
+                             const std::optional<carray<std::uint64_t>>& ids) {
+    MetaColumns c;
+    c.n = n;
+    c.valid_from = checked(vf, n, "valid_from");
+    c.valid_to = checked(vt, n, "valid_to");
+    c.observed_at = checked(ob, n, "observed_at");
+    c.ingested_at = checked(ing, n, "ingested_at");
+    c.retracted_at = checked(ret, n, "retracted_at");
+    c.version = checked(ver, n, "version");
+    c.reliability = checked(rel, n, "reliability");
+    c.stem = checked(stem, n, "stem");
+    c.fact_type = checked(ft, n, "fact_type");
+    c.deprecated = checked(dep, n, "deprecated");
+    c.ids = checked(ids, n, "id");
+    return c;
+  }
+
+  std::size_t ingest(carray<float> vectors, carray<std::int64_t> vf, carray<std::int64_t> vt, carray<std::int64_t> ob,
+                     carray<std::int64_t> ing, carray<std::int64_t> ret, carray<std::uint64_t> ver, carray<float> rel,
+                     carray<std::int32_t> stem, carray<std::uint16_t> ft, carray<std::uint8_t> dep,
+                     std::optional<carray<std::uint64_t>> ids, int threads) {
+    if (vectors.ndim() != 2 || static_cast<std::size_t>(vectors.shape(1)) != s->dim())
+      throw std::invalid_argument("vectors must have shape (n, " + std::to_string(s->dim()) + ")");
+    std::size_t n = static_cast<std::size_t>(vectors.shape(0));
+    MetaColumns c = columns(n, vf, vt, ob, ing, ret, ver, rel, stem, ft, dep, ids);
+    py::gil_scoped_release nogil;
+    return s->ingest(vectors.data(), c, threads);
+  }
+
+  void restore(const std::string& path, carray<std::int64_t> vf, carray<std::int64_t> vt, carray<std::int64_t> ob,
+               carray<std::int64_t> ing, carray<std::int64_t> ret, carray<std::uint64_t> ver, carray<float> rel,
+               carray<std::int32_t> stem, carray<std::uint16_t> ft, carray<std::uint8_t> dep, carray<std::uint64_t> ids) {
+    std::size_t n = static_cast<std::size_t>(vf.size());
+    MetaColumns c = columns(n, vf, vt, ob, ing, ret, ver, rel, stem, ft, dep, ids);
+    py::gil_scoped_release nogil;
+    s->restore(path, c);
+  }
+
+  py::dict search_batch(carray<float> queries, carray<std::int64_t> t, carray<std::int64_t> known_at,
+                        carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
+                        double alpha, double tau, int invalid, double penalty, bool arbitrate,
+                        std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
+                        std::size_t ef_max, std::size_t scan_limit, std::size_t probe, int threads) {
+    if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
+      throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
+    const std::size_t nq = static_cast<std::size_t>(queries.shape(0));
+    const std::int64_t* T = checked(t, nq, "as_of");
+    const std::int64_t* K = checked(known_at, nq, "known_at");
+    const std::int64_t* WS = checked(win_start, nq, "window start");
+    const std::int64_t* WE = checked(win_end, nq, "window end");
+    if (mode < 0 || mode > 3) throw std::invalid_argument("bad mode code");
+    SearchParams base;
+    base.time.mode = static_cast<Mode>(mode);
+    base.fusion = static_cast<Fusion>(fusion);
+    base.alpha = alpha;
+    base.tau = tau;
+    base.invalid = static_cast<InvalidPolicy>(invalid);
+    base.penalty = penalty;
+    base.arbitrate = arbitrate;
+    if (type_mask) base.type_mask.assign(type_mask->data(), type_mask->data() + type_mask->size());
+    base.k = k;
+    base.exact = exact;
+    base.ef = ef;
+    base.ef_max = ef_max;
+    base.scan_limit = scan_limit;
+    base.probe = probe;
+    std::vector<QueryResult> results(nq);
+    const float* Q = queries.data();
+    const std::size_t d = s->dim();
+    {
+      py::gil_scoped_release nogil;
+      parallel_for(nq, threads, [&](std::size_t i) {
+        SearchParams p = base;
+        p.time.t = T[i];
+        p.time.known_at = K[i];
+        p.time.win_start = WS[i];
+        p.time.win_end = WE[i];
+        std::shared_lock<std::shared_mutex> g(s->mutex());
+        Searcher searcher(*s, p, Q + i * d);
+        results[i] = searcher.run();
+      });
+    }
+    std::size_t total = 0;
+    for (const auto& r : results) total += r.hits.size();
+    auto n = static_cast<py::ssize_t>(total);
+    py::array_t<std::int32_t> qi(n), rank(n);
+    py::array_t<std::uint32_t> row(n);
+    py::array_t<std::uint64_t> ids(n);
+    py::array_t<double> score(n);
+    py::array_t<float> sim(n), val(n), dec(n), pen(n);
+    py::array_t<bool> cert(static_cast<py::ssize_t>(nq));
+    py::array_t<std::uint8_t> plan(static_cast<py::ssize_t>(nq));
+    py::array_t<std::uint64_t> scored(static_cast<py::ssize_t>(nq)), in_force(static_cast<py::ssize_t>(nq));
+    std::size_t j = 0;
+    {
+      std::shared_lock<std::shared_mutex> g(s->mutex());
+      const auto& idv = s->ids();
+      for (std::size_t i = 0; i < nq; ++i) {
+        const auto& r = results[i];
+        cert.mutable_data()[i] = r.certified;
+        plan.mutable_data()[i] = static_cast<std::uint8_t>(r.plan);
+        scored.mutable_data()[i] = r.scored;
+        in_force.mutable_data()[i] = r.in_force;
+        for (std::size_t h = 0; h < r.hits.size(); ++h, ++j) {
+          const Hit& x = r.hits[h];
+          qi.mutable_data()[j] = static_cast<std::int32_t>(i);
+          rank.mutable_data()[j] = static_cast<std::int32_t>(h + 1);
+          row.mutable_data()[j] = x.row;
+          ids.mutable_data()[j] = idv[x.row];
+          score.mutable_data()[j] = x.score;
+          sim.mutable_data()[j] = x.similarity;
+          val.mutable_data()[j] = x.validity;
+          dec.mutable_data()[j] = x.decay;
+          pen.mutable_data()[j] = x.penalty;
+        }
+      }
+    }
+    py::dict out;
+    out["query"] = qi; out["rank"] = rank; out["row"] = row; out["id"] = ids; out["score"] = score;
+    out["similarity"] = sim; out["validity"] = val; out["decay"] = dec; out["penalty"] = pen;
+    out["certified"] = cert; out["plan"] = plan; out["scored"] = scored; out["in_force"] = in_force;
+    return out;
+  }
+
+  void update(carray<std::uint32_t> rows, std::optional<carray<std::int64_t>> valid_to,
+              std::optional<carray<std::uint8_t>> deprecated, std::optional<carray<std::int64_t>> retracted_at) {
+    std::size_t n = static_cast<std::size_t>(rows.size());
+    std::vector<std::uint32_t> r(rows.data(), rows.data() + n);
+    const std::int64_t* vt = checked(valid_to, n, "valid_to");
+    const std::uint8_t* dp = checked(deprecated, n, "deprecated");
+    const std::int64_t* rt = checked(retracted_at, n, "retracted_at");
+    py::gil_scoped_release nogil;
+    s->update(r, vt, dp, rt);
+  }
+
+  py::array_t<std::int64_t> rows_of(carray<std::uint64_t> ids) {
+    py::array_t<std::int64_t> out(ids.size());
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    for (py::ssize_t i = 0; i < ids.size(); ++i) out.mutable_data()[i] = s->lookup_row(ids.data()[i]);
+    return out;
+  }
+
+  py::dict columns_out() {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    std::vector<std::uint32_t> all(s->meta().size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint32_t>(i);
+    return gather(all.data(), all.size());
+  }
+  py::dict columns_at(carray<std::uint32_t> rows) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    for (py::ssize_t i = 0; i < rows.size(); ++i)
+      if (rows.data()[i] >= s->meta().size()) throw std::out_of_range("row out of range");
+    return gather(rows.data(), static_cast<std::size_t>(rows.size()));
+  }
+  // caller holds the lock
+  py::dict gather(const std::uint32_t* rows, std::size_t count) {
+    const auto& m = s->meta();
+    auto n = static_cast<py::ssize_t>(count);
+    py::array_t<std::int64_t> vf(n), vt(n), ob(n), ing(n), ret(n);
+    py::array_t<std::uint64_t> ver(n), ids(n);
+    py::array_t<float> rel(n);
+    py::array_t<std::int32_t> stem(n);
+    py::array_t<std::uint16_t> ft(n);
+    py::array_t<std::uint8_t> dep(n);
+    for (py::ssize_t i = 0; i < n; ++i) {
+      const Meta& x = m[rows[i]];
+      vf.mutable_data()[i] = x.valid_from; vt.mutable_data()[i] = x.valid_to; ob.mutable_data()[i] = x.observed_at;
+      ing.mutable_data()[i] = x.ingested_at; ret.mutable_data()[i] = x.retracted_at; ver.mutable_data()[i] = x.version;
+      rel.mutable_data()[i] = x.reliability; stem.mutable_data()[i] = x.stem; ft.mutable_data()[i] = x.fact_type;
+      dep.mutable_data()[i] = x.deprecated; ids.mutable_data()[i] = s->ids()[rows[i]];
+    }
+    py::dict d;
+    d["valid_from"] = vf; d["valid_to"] = vt; d["observed_at"] = ob; d["ingested_at"] = ing; d["retracted_at"] = ret;
+    d["version"] = ver; d["reliability"] = rel; d["stem"] = stem; d["fact_type"] = ft; d["deprecated"] = dep; d["id"] = ids;
+    return d;
+  }
+
+  py::array_t<float> vectors(carray<std::uint32_t> rows) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    std::size_t d = s->dim();
+    py::array_t<float> out({static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(d)});
+    for (py::ssize_t i = 0; i < rows.size(); ++i) {
+      std::uint32_t r = rows.data()[i];
+      if (r >= s->meta().size()) throw std::out_of_range("row out of range");
+      std::memcpy(out.mutable_data() + i * static_cast<py::ssize_t>(d), s->ann().vector(r), d * sizeof(float));
+    }
+    return out;
+  }
+
+  py::array_t<std::uint32_t> rows_valid_at(std::int64_t t) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    std::vector<std::uint32_t> rows;
+    s->intervals().for_each_valid_at(t, [&](std::uint32_t r) { rows.push_back(r); });
+    std::sort(rows.begin(), rows.end());
+    return py::array_t<std::uint32_t>(static_cast<py::ssize_t>(rows.size()), rows.data());
+  }
+  py::array_t<std::uint32_t> rows_overlapping(std::int64_t a, std::int64_t b) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    std::vector<std::uint32_t> rows;
+    s->intervals().for_each_overlapping(a, b, [&](std::uint32_t r) { rows.push_back(r); });
+    std::sort(rows.begin(), rows.end());
+    return py::array_t<std::uint32_t>(static_cast<py::ssize_t>(rows.size()), rows.data());
+  }
+};
+
+}  // namespace
+
+void bind_store(py::module_& m) {
+  py::class_<PyStore>(m, "Store")
+      .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t>(), py::arg("dim"),
+           py::arg("metric"), py::arg("M"), py::arg("ef_construction"), py::arg("seed"))
+      .def("set_decay", [](PyStore& p, carray<double> table) { p.s->set_decay(specs_from(table)); })
+      .def("ingest", &PyStore::ingest)
+      .def("restore", &PyStore::restore)
+      .def("search_batch", &PyStore::search_batch)
+      .def("update", &PyStore::update, py::arg("rows"), py::arg("valid_to") = py::none(),
+           py::arg("deprecated") = py::none(), py::arg("retracted_at") = py::none())
+      .def("rows_of", &PyStore::rows_of)
+      .def("columns", &PyStore::columns_out)
+      .def("columns_at", &PyStore::columns_at)
+      .def("vectors", &PyStore::vectors)
+      .def("rows_valid_at", &PyStore::rows_valid_at)
+      .def("rows_overlapping", &PyStore::rows_overlapping)
+      .def("count_valid_at", [](PyStore& p, std::int64_t t) {
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        return p.s->intervals().count_valid_at(t);
+      })
+      .def("count_overlapping", [](PyStore& p, std::int64_t a, std::int64_t b) {
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        return p.s->intervals().count_overlapping(a, b);
+      })
+      .def("save_graph", [](PyStore& p, const std::string& path) {
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        p.s->ann().save(path);
+      })
+      .def("memory", [](PyStore& p) {
+        py::dict d;
+        d["metadata"] = p.s->metadata_bytes();
+        d["interval_index"] = p.s->interval_index_bytes();
+        d["graph"] = p.s->ann().graph_bytes();
+        d["vectors"] = p.s->ann().vector_bytes();
+        return d;
+      })
+      .def_property_readonly("size", [](PyStore& p) { return p.s->size(); })
+      .def_property_readonly("dim", [](PyStore& p) { return p.s->dim(); })
+      .def_property_readonly("M", [](PyStore& p) { return p.s->ann().M(); })
+      .def_property_readonly("ef_construction", [](PyStore& p) { return p.s->ann().ef_construction(); });
+}

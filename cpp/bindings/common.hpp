@@ -1,0 +1,41 @@
+// Small helpers shared by the binding files: typed array access with clear errors.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include "chrono/decay.hpp"
+
+namespace py = pybind11;
+
+template <class T>
+using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+template <class T>
+const T* checked(const std::optional<carray<T>>& a, std::size_t n, const char* name) {
+  if (!a) return nullptr;
+  if (static_cast<std::size_t>(a->size()) != n)
+    throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(n) + " values, got " + std::to_string(a->size()));
+  return a->data();
+}
+
+template <class T>
+const T* checked(const carray<T>& a, std::size_t n, const char* name) {
+  if (static_cast<std::size_t>(a.size()) != n)
+    throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(n) + " values, got " + std::to_string(a.size()));
+  return a.data();
+}
+
+inline std::vector<chrono::DecaySpec> specs_from(const carray<double>& table) {
+  if (table.ndim() != 2 || table.shape(1) != 5) throw std::invalid_argument("decay table must have shape (types, 5)");
+  std::vector<chrono::DecaySpec> out;
+  const double* p = table.data();
+  for (py::ssize_t i = 0; i < table.shape(0); ++i)
+    out.push_back(chrono::make_spec(p[i * 5], p[i * 5 + 1], p[i * 5 + 2], p[i * 5 + 3], p[i * 5 + 4]));
+  if (out.empty()) throw std::invalid_argument("decay table is empty");
+  return out;
+}
+
+void bind_score(py::module_& m);

@@ -1,0 +1,91 @@
+// chrono_engine._core: module definition, build information and the stateless kernels.
+// Thin: converts types, releases the GIL, maps errors. The core lives in include/chrono.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <cstring>
+#include <thread>
+#include <vector>
+#include "chrono/ann_index.hpp"
+#include "chrono/kernels.hpp"
+#include "common.hpp"
+
+namespace py = pybind11;
+using namespace chrono;
+
+void bind_store(py::module_& m);
+
+namespace {
+
+py::dict build_info() {
+  py::dict d;
+#if defined(__clang__)
+  d["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  d["compiler"] = std::string("gcc ") + __VERSION__;
+#else
+  d["compiler"] = "unknown";
+#endif
+  d["flags"] = CHRONO_BUILD_FLAGS;
+  d["baseline"] = CHRONO_BASELINE;
+  d["simd"] = kernels().name;
+  const Kernels* v[4];
+  int n = kernel_variants(v, 4);
+  py::list names;
+  for (int i = 0; i < n; ++i) names.append(v[i]->name);
+  d["simd_available"] = names;
+  d["hnswlib_version"] = CHRONO_HNSWLIB_VERSION;
+  d["hnswlib_simd"] =
+#if defined(USE_AVX512)
+      "avx512";
+#elif defined(USE_AVX)
+      "avx";
+#elif defined(USE_SSE)
+      "sse";
+#else
+      "none";
+#endif
+  d["hardware_threads"] = std::thread::hardware_concurrency();
+  return d;
+}
+
+const Kernels& variant(const std::string& name) {
+  if (name.empty()) return kernels();
+  const Kernels* v[4];
+  int n = kernel_variants(v, 4);
+  for (int i = 0; i < n; ++i) if (name == v[i]->name) return *v[i];
+  throw std::invalid_argument("kernel variant '" + name + "' is not available on this CPU/build");
+}
+
+py::array_t<double> decay_eval(py::array_t<double, py::array::c_style | py::array::forcecast> ages,
+                               py::array_t<double, py::array::c_style | py::array::forcecast> spec,
+                               const std::string& which) {
+  if (spec.size() != 5) throw std::invalid_argument("spec must have 5 numbers");
+  const double* sp = spec.data();
+  DecaySpec s = make_spec(sp[0], sp[1], sp[2], sp[3], sp[4]);
+  const Kernels& k = variant(which);
+  py::array_t<double> out(ages.request().shape);
+  const double* a = ages.data();
+  double* o = out.mutable_data();
+  std::size_t n = static_cast<std::size_t>(ages.size());
+  {
+    py::gil_scoped_release nogil;
+    k.decay(s, a, o, n);
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "chrono_engine's private compiled core (do not import directly)";
+  m.def("build_info", &build_info);
+  m.def("decay_eval", &decay_eval, py::arg("ages"), py::arg("spec"), py::arg("variant") = "");
+  m.def("dot", [](py::array_t<float, py::array::c_style | py::array::forcecast> a,
+                  py::array_t<float, py::array::c_style | py::array::forcecast> b, const std::string& which) {
+    if (a.size() != b.size()) throw std::invalid_argument("length mismatch");
+    return variant(which).dot(a.data(), b.data(), static_cast<std::size_t>(a.size()));
+  }, py::arg("a"), py::arg("b"), py::arg("variant") = "");
+  bind_score(m);
+  bind_store(m);
+}

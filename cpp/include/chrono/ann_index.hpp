@@ -1,0 +1,147 @@
+// The HNSW graph (hnswlib), keyed by row number. The only header that includes hnswlib.
+#pragma once
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+#include <hnswlib/hnswlib.h>
+#include "kernels.hpp"
+
+namespace chrono {
+
+enum class Metric { Cosine = 0, InnerProduct = 1, L2 = 2 };
+
+inline Metric parse_metric(const std::string& m) {
+  if (m == "cosine") return Metric::Cosine;
+  if (m == "ip") return Metric::InnerProduct;
+  if (m == "l2") return Metric::L2;
+  throw std::invalid_argument("metric must be 'cosine', 'ip' or 'l2', got '" + m + "'");
+}
+
+// Run f(i) for i in [0, n) on `threads` threads; the first exception is rethrown here.
+template <class F>
+void parallel_for(std::size_t n, int threads, F&& f) {
+  if (threads <= 1 || n < 2) { for (std::size_t i = 0; i < n; ++i) f(i); return; }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr err;
+  std::mutex err_mu;
+  auto work = [&] {
+    for (;;) {
+      std::size_t i = next.fetch_add(1);
+      if (i >= n) return;
+      try { f(i); } catch (...) {
+        std::lock_guard<std::mutex> g(err_mu);
+        if (!err) err = std::current_exception();
+        next.store(n);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  int t = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), n));
+  for (int i = 1; i < t; ++i) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  if (err) std::rethrow_exception(err);
+}
+
+class AnnIndex {
+ public:
+  AnnIndex(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
+      : dim_(dim), metric_(metric), M_(M), efc_(ef_construction), seed_(seed) {
+    if (metric == Metric::L2) space_ = std::make_unique<hnswlib::L2Space>(dim);
+    else space_ = std::make_unique<hnswlib::InnerProductSpace>(dim);
+    hnsw_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), 1024, M, ef_construction, seed, false);
+    hnsw_->setEf(16);
+  }
+
+  std::size_t dim() const { return dim_; }
+  Metric metric() const { return metric_; }
+  std::size_t size() const { return row_to_iid_.size(); }
+  std::size_t M() const { return M_; }
+  std::size_t ef_construction() const { return efc_; }
+
+  // Add rows [first_row, first_row + n) from a row-major float matrix (already normalised
+  // for cosine).
+  void add(const float* data, std::size_t n, std::size_t first_row, int threads) {
+    std::size_t need = first_row + n;
+    if (need > hnsw_->max_elements_) hnsw_->resizeIndex(std::max(need, hnsw_->max_elements_ * 2));
+    // The first point alone, so that every worker finds an entry point.
+    std::size_t start = 0;
+    if (hnsw_->cur_element_count == 0 && n > 0) { hnsw_->addPoint(data, first_row); start = 1; }
+    parallel_for(n - start, threads, [&](std::size_t i) {
+      std::size_t j = start + i;
+      hnsw_->addPoint(data + j * dim_, first_row + j);
+    });
+    row_to_iid_.resize(need);
+    for (std::size_t r = first_row; r < need; ++r) {
+      auto it = hnsw_->label_lookup_.find(r);
+      row_to_iid_[r] = static_cast<std::uint32_t>(it->second);
+    }
+  }
+
+  const float* vector(std::size_t row) const {
+    return reinterpret_cast<const float*>(hnsw_->getDataByInternalId(row_to_iid_[row]));
+  }
+
+  // similarity in the engine's convention: cosine / ip -> inner product; l2 -> 1/(1+dist)
+  float similarity(const float* q, std::size_t row) const {
+    const Kernels& k = kernels();
+    if (metric_ == Metric::L2) return 1.0f / (1.0f + std::sqrt(k.l2sq(q, vector(row), dim_)));
+    return k.dot(q, vector(row), dim_);
+  }
+  float similarity_from_distance(float dist) const {
+    if (metric_ == Metric::L2) return 1.0f / (1.0f + std::sqrt(dist > 0 ? dist : 0.0f));
+    return 1.0f - dist;
+  }
+
+  // Nearest rows accepted by `filter`, at most `want`, searching with ef = max(want, 16).
+  // Returns (similarity, row) pairs, most similar first.
+  std::vector<std::pair<float, std::uint32_t>> search(const float* q, std::size_t want,
+                                                      hnswlib::BaseFilterFunctor* filter) const {
+    std::vector<std::pair<float, std::uint32_t>> out;
+    if (hnsw_->cur_element_count == 0 || want == 0) return out;
+    auto pq = hnsw_->searchKnn(q, want, filter);
+    out.resize(pq.size());
+    for (std::size_t i = pq.size(); i-- > 0;) {
+      out[i] = {similarity_from_distance(pq.top().first), static_cast<std::uint32_t>(pq.top().second)};
+      pq.pop();
+    }
+    return out;
+  }
+
+  void save(const std::string& path) const { hnsw_->saveIndex(path); }
+  void load(const std::string& path, std::size_t n_rows) {
+    hnsw_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), path, false, std::max<std::size_t>(n_rows, 1024), false);
+    hnsw_->setEf(16);
+    if (hnsw_->cur_element_count != n_rows)
+      throw std::runtime_error("graph holds " + std::to_string(hnsw_->cur_element_count) + " points, metadata " + std::to_string(n_rows));
+    row_to_iid_.assign(n_rows, 0);
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      auto it = hnsw_->label_lookup_.find(r);
+      if (it == hnsw_->label_lookup_.end()) throw std::runtime_error("graph lacks row " + std::to_string(r));
+      row_to_iid_[r] = static_cast<std::uint32_t>(it->second);
+    }
+  }
+
+  std::size_t graph_bytes() const {
+    return hnsw_->max_elements_ * hnsw_->size_data_per_element_ +
+           hnsw_->cur_element_count * (sizeof(void*) + sizeof(hnswlib::labeltype) * 2);
+  }
+  std::size_t vector_bytes() const { return size() * dim_ * sizeof(float); }
+
+ private:
+  std::size_t dim_;
+  Metric metric_;
+  std::size_t M_, efc_, seed_;
+  std::unique_ptr<hnswlib::SpaceInterface<float>> space_;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw_;
+  std::vector<std::uint32_t> row_to_iid_;
+};
+
+}  // namespace chrono

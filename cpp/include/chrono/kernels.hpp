@@ -1,0 +1,50 @@
+// Batched numeric kernels, compiled once per instruction set (src/kernels_*.cpp) and chosen
+// at run time (src/dispatch.cpp). Everything here is plain, branch-free C++ that the
+// compiler vectorises; no -ffast-math: exp/log are explicit polynomials, so NaN and inf
+// behave and results do not change between builds.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include "decay.hpp"
+
+namespace chrono {
+
+struct Kernels {
+  const char* name;
+  // inner product of two float vectors of length d
+  float (*dot)(const float* a, const float* b, std::size_t d);
+  // squared Euclidean distance
+  float (*l2sq)(const float* a, const float* b, std::size_t d);
+  // out[i] = D(age[i]) for one decay family
+  void (*decay)(const DecaySpec& s, const double* age_days, double* out, std::size_t n);
+  // rescoring: validity v = q * D_j(age) with D_j chosen per row (j = type[i]), then the
+  // fused score; see ScoreArgs.
+  void (*score)(const struct ScoreArgs& a, std::size_t begin, std::size_t end);
+};
+
+struct ScoreArgs {
+  const float* similarity;       // n
+  const std::int64_t* observed;  // n, µs
+  const float* reliability;      // n or null (1.0)
+  const std::int32_t* type;      // n or null (type 0)
+  const std::int64_t* valid_from;  // n or null (no validity check)
+  const std::int64_t* valid_to;    // n or null
+  const std::uint8_t* deprecated;  // n or null
+  const DecaySpec* specs;        // per type
+  std::size_t n_types;
+  std::int64_t t_query;
+  int fusion;          // 0 product, 1 linear
+  double alpha;        // linear weight of similarity
+  double penalty;      // multiplier for items not valid at T or deprecated
+  int invalid_policy;  // 0 penalize, 1 exclude (score = -inf), 2 include
+  double tau;          // validity below tau: score = -inf
+  float* out_score;    // n
+  float* out_validity; // n or null
+};
+
+// Chosen once, at first use.
+const Kernels& kernels();
+// All variants compiled into this build, best last; for tests and build_info.
+int kernel_variants(const Kernels** out, int max);
+
+}  // namespace chrono

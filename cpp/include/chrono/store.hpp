@@ -1,0 +1,215 @@
+// The store: HNSW graph + per-item metadata + interval index + stems, behind one
+// readers-writer lock. Searches take the lock shared per query; every write (ingest,
+// lifecycle update) takes it exclusively and validates before it mutates, so a rejected
+// call changes nothing and each query sees a consistent snapshot.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include "ann_index.hpp"
+#include "arbitration.hpp"
+#include "columns.hpp"
+#include "decay.hpp"
+#include "interval_index.hpp"
+
+namespace chrono {
+
+class Store {
+ public:
+  Store(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
+      : ann_(dim, metric, M, ef_construction, seed) {
+    if (dim == 0) throw std::invalid_argument("dim must be positive");
+  }
+
+  std::size_t dim() const { return ann_.dim(); }
+  Metric metric() const { return ann_.metric(); }
+  const AnnIndex& ann() const { return ann_; }
+  std::size_t size() const { std::shared_lock<std::shared_mutex> g(mu_); return meta_.size(); }
+
+  // Decay profile per fact-type code; codes are assigned by the Python layer.
+  void set_decay(std::vector<DecaySpec> specs) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    for (const Meta& m : meta_)
+      if (m.fact_type >= specs.size()) throw std::invalid_argument("decay table lacks a fact type in use");
+    specs_ = std::move(specs);
+  }
+  const std::vector<DecaySpec>& decay_specs() const { return specs_; }
+
+  // Append n items; vectors are row-major (n, dim), already normalised under cosine.
+  // Returns the first new row.
+  std::size_t ingest(const float* vectors, const MetaColumns& c, int threads) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    const std::size_t first = meta_.size();
+    if (c.n == 0) return first;
+    if (first + c.n > 0xfffffff0u) throw std::length_error("store is limited to 2^32 - 16 items");
+    // --- validate everything before touching any state
+    for (std::size_t i = 0; i < c.n; ++i) {
+      if (c.fact_type[i] >= specs_.size()) throw std::invalid_argument("fact type code without a decay profile at row " + std::to_string(i));
+      if (!(c.valid_from[i] < c.valid_to[i])) throw std::invalid_argument("valid_to <= valid_from at row " + std::to_string(i));
+    }
+    std::vector<std::uint64_t> new_ids(c.n);
+    if (c.ids) {
+      std::unordered_map<std::uint64_t, std::uint32_t> seen;
+      for (std::size_t i = 0; i < c.n; ++i) {
+        if (lookup_row(c.ids[i]) >= 0) throw DuplicateId(c.ids[i], i);
+        if (!seen.emplace(c.ids[i], static_cast<std::uint32_t>(i)).second) throw DuplicateId(c.ids[i], i);
+        new_ids[i] = c.ids[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < c.n; ++i) new_ids[i] = next_id_ + i;
+    }
+    // --- mutate
+    ann_.add(vectors, c.n, first, threads);
+    for (std::size_t i = 0; i < c.n; ++i) {
+      const float* v = vectors + i * dim();
+      double nn = std::sqrt(static_cast<double>(kernels().dot(v, v, dim())));
+      if (nn > max_norm_) max_norm_ = nn;
+    }
+    meta_.resize(first + c.n);
+    for (std::size_t i = 0; i < c.n; ++i) {
+      Meta& m = meta_[first + i];
+      m = Meta{};
+      m.valid_from = c.valid_from[i];
+      m.valid_to = c.valid_to[i];
+      m.observed_at = c.observed_at[i];
+      m.ingested_at = c.ingested_at[i];
+      m.retracted_at = c.retracted_at[i];
+      m.version = c.version[i];
+      m.reliability = c.reliability[i];
+      m.stem = c.stem[i];
+      m.fact_type = c.fact_type[i];
+      m.deprecated = c.deprecated[i];
+      if (m.stem >= 0) {
+        if (static_cast<std::size_t>(m.stem) >= stems_.size()) stems_.resize(static_cast<std::size_t>(m.stem) + 1);
+        stems_[static_cast<std::size_t>(m.stem)].push_back(static_cast<std::uint32_t>(first + i));
+      }
+    }
+    append_ids(new_ids, first);
+    bool rebuild = false;
+    for (std::size_t i = 0; i < c.n; ++i)
+      rebuild |= intervals_.append(c.valid_from[i], c.valid_to[i], static_cast<std::uint32_t>(first + i));
+    if (rebuild) rebuild_intervals();
+    return first;
+  }
+
+  // Lifecycle edits, all-or-nothing: every row is checked before any is changed.
+  // Fields with a null pointer are left alone.
+  void update(const std::vector<std::uint32_t>& rows, const micros* valid_to, const std::uint8_t* deprecated,
+              const micros* retracted_at) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] >= meta_.size()) throw std::out_of_range("row " + std::to_string(rows[i]) + " out of range");
+      const Meta& m = meta_[rows[i]];
+      if (valid_to && !(m.valid_from < valid_to[i])) throw std::invalid_argument("valid_to <= valid_from for row " + std::to_string(rows[i]));
+      if (retracted_at && !(m.ingested_at < retracted_at[i])) throw std::invalid_argument("retracted_at <= ingested_at for row " + std::to_string(rows[i]));
+    }
+    bool intervals_changed = false;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      Meta& m = meta_[rows[i]];
+      if (valid_to && m.valid_to != valid_to[i]) { m.valid_to = valid_to[i]; intervals_changed = true; }
+      if (deprecated) m.deprecated = deprecated[i];
+      if (retracted_at) m.retracted_at = retracted_at[i];
+    }
+    if (intervals_changed) rebuild_intervals();
+  }
+
+  // Largest vector norm stored (bounds inner-product similarities).
+  double max_norm() const { return max_norm_; }
+
+  // Row of a user id, or -1.
+  std::int64_t lookup_row(std::uint64_t id) const {
+    if (identity_ids_) return id < ids_.size() ? static_cast<std::int64_t>(id) : -1;
+    auto it = id_to_row_.find(id);
+    return it == id_to_row_.end() ? -1 : static_cast<std::int64_t>(it->second);
+  }
+  std::int64_t row_of(std::uint64_t id) const { std::shared_lock<std::shared_mutex> g(mu_); return lookup_row(id); }
+
+  // Unlocked accessors for code that already holds the lock (the planner, exports).
+  const std::vector<Meta>& meta() const { return meta_; }
+  const std::vector<std::uint64_t>& ids() const { return ids_; }
+  const std::vector<std::vector<std::uint32_t>>& stems() const { return stems_; }
+  const IntervalIndex& intervals() const { return intervals_; }
+  std::shared_mutex& mutex() const { return mu_; }
+
+  // Load a saved graph; metadata rows come through ingest_meta_only (no vectors).
+  void restore(const std::string& graph_path, const MetaColumns& c) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    if (!meta_.empty()) throw std::logic_error("restore into a non-empty store");
+    ann_.load(graph_path, c.n);
+    meta_.resize(c.n);
+    std::vector<std::uint64_t> ids(c.ids, c.ids + c.n);
+    for (std::size_t i = 0; i < c.n; ++i) {
+      Meta& m = meta_[i];
+      m = Meta{};
+      m.valid_from = c.valid_from[i]; m.valid_to = c.valid_to[i]; m.observed_at = c.observed_at[i];
+      m.ingested_at = c.ingested_at[i]; m.retracted_at = c.retracted_at[i]; m.version = c.version[i];
+      m.reliability = c.reliability[i]; m.stem = c.stem[i]; m.fact_type = c.fact_type[i]; m.deprecated = c.deprecated[i];
+      if (m.stem >= 0) {
+        if (static_cast<std::size_t>(m.stem) >= stems_.size()) stems_.resize(static_cast<std::size_t>(m.stem) + 1);
+        stems_[static_cast<std::size_t>(m.stem)].push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+    append_ids(ids, 0);
+    for (std::size_t i = 0; i < c.n; ++i) {
+      const float* v = ann_.vector(i);
+      double nn = std::sqrt(static_cast<double>(kernels().dot(v, v, dim())));
+      if (nn > max_norm_) max_norm_ = nn;
+    }
+    rebuild_intervals();
+  }
+
+  std::size_t metadata_bytes() const {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    std::size_t stem_bytes = stems_.capacity() * sizeof(stems_[0]);
+    for (const auto& s : stems_) stem_bytes += s.capacity() * sizeof(std::uint32_t);
+    return meta_.capacity() * sizeof(Meta) + ids_.capacity() * sizeof(std::uint64_t) +
+           id_to_row_.size() * (sizeof(std::uint64_t) + sizeof(std::uint32_t) + 2 * sizeof(void*)) +
+           stem_bytes;
+  }
+  std::size_t interval_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return intervals_.memory_bytes(); }
+
+  struct DuplicateId : std::invalid_argument {
+    DuplicateId(std::uint64_t id, std::size_t row)
+        : std::invalid_argument("duplicate id " + std::to_string(id) + " at row " + std::to_string(row)), id(id), row(row) {}
+    std::uint64_t id;
+    std::size_t row;
+  };
+
+ private:
+  void append_ids(const std::vector<std::uint64_t>& new_ids, std::size_t first) {
+    for (std::size_t i = 0; i < new_ids.size(); ++i) {
+      std::uint64_t id = new_ids[i];
+      std::size_t row = first + i;
+      if (identity_ids_ && id != row) {
+        identity_ids_ = false;
+        for (std::size_t r = 0; r < ids_.size(); ++r) id_to_row_.emplace(ids_[r], static_cast<std::uint32_t>(r));
+      }
+      ids_.push_back(id);
+      if (!identity_ids_) id_to_row_.emplace(id, static_cast<std::uint32_t>(row));
+      if (id + 1 > next_id_) next_id_ = id + 1;
+    }
+  }
+  void rebuild_intervals() {
+    intervals_.rebuild(meta_.size(), [this](std::size_t i) { return std::make_pair(meta_[i].valid_from, meta_[i].valid_to); });
+  }
+
+  mutable std::shared_mutex mu_;
+  AnnIndex ann_;
+  std::vector<Meta> meta_;
+  std::vector<std::uint64_t> ids_;
+  std::unordered_map<std::uint64_t, std::uint32_t> id_to_row_;
+  bool identity_ids_ = true;
+  std::uint64_t next_id_ = 0;
+  std::vector<std::vector<std::uint32_t>> stems_;
+  IntervalIndex intervals_;
+  std::vector<DecaySpec> specs_{DecaySpec{}};
+  double max_norm_ = 0.0;
+};
+
+}  // namespace chrono

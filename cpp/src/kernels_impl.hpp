@@ -1,0 +1,177 @@
+// Kernel bodies, included by one translation unit per instruction set. The including file
+// defines CHRONO_KNS (the namespace) and compiles with that ISA's flags.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include "chrono/kernels.hpp"
+#include "chrono/time.hpp"
+
+namespace chrono {
+namespace CHRONO_KNS {
+
+static inline std::int64_t bits_of(double x) { std::int64_t i; std::memcpy(&i, &x, 8); return i; }
+static inline double from_bits(std::int64_t i) { double x; std::memcpy(&x, &i, 8); return x; }
+
+// exp(x) for double, branch-free: k = round(x/ln2) via the 1.5*2^52 trick, r = x - k ln2,
+// a degree-12 Taylor polynomial on |r| <= ln2/2 (relative error < 2e-16), scaled by 2^k.
+// x < -708 flushes towards 0 (subnormals are not needed for decay values), NaN stays NaN.
+static inline double vexp(double x) {
+  const double lo = -708.0, hi = 709.0;
+  double xc = x < lo ? lo : (x > hi ? hi : x);
+  const double magic = 6755399441055744.0;  // 1.5 * 2^52
+  double kd = xc * 1.4426950408889634 + magic;
+  std::int64_t ki = bits_of(kd) - bits_of(magic);
+  kd -= magic;
+  double r = xc - kd * 6.93147180369123816490e-01;
+  r = r - kd * 1.90821492927058770002e-10;
+  double p = 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  double y = from_bits(bits_of(p) + (ki << 52));
+  y = x < -745.0 ? 0.0 : y;
+  return x != x ? x : y;
+}
+
+// log(x) for x > 0 (finite); x == 0 -> -inf, x < 0 or NaN -> NaN. m in [sqrt(.5), sqrt(2)),
+// log(m) = 2 atanh(s), s = (m-1)/(m+1), odd series to s^23.
+static inline double vlog(double x) {
+  std::int64_t b = bits_of(x);
+  std::int64_t e = ((b >> 52) & 0x7ff) - 1023;
+  double m = from_bits((b & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
+  bool big = m > 1.4142135623730951;
+  m = big ? m * 0.5 : m;
+  e = big ? e + 1 : e;
+  double s = (m - 1.0) / (m + 1.0);
+  double s2 = s * s;
+  double p = 1.0 / 23;
+  p = p * s2 + 1.0 / 21; p = p * s2 + 1.0 / 19; p = p * s2 + 1.0 / 17; p = p * s2 + 1.0 / 15;
+  p = p * s2 + 1.0 / 13; p = p * s2 + 1.0 / 11; p = p * s2 + 1.0 / 9;  p = p * s2 + 1.0 / 7;
+  p = p * s2 + 1.0 / 5;  p = p * s2 + 1.0 / 3;  p = p * s2 + 1.0;
+  double r = 2.0 * s * p + static_cast<double>(e) * 0.6931471805599453;
+  r = x == 0.0 ? -std::numeric_limits<double>::infinity() : r;
+  r = x == std::numeric_limits<double>::infinity() ? x : r;
+  return (x < 0.0 || x != x) ? std::numeric_limits<double>::quiet_NaN() : r;
+}
+
+static inline double clamp_age(const DecaySpec& s, double age) {
+  double a = s.symmetric ? std::fabs(age) : (age > 0.0 ? age : 0.0);
+  a = age != age ? age : a;
+  return a * s.scale;
+}
+
+static inline double decay_one(DecayCode code, double p0, double p1, double a) {
+  // a: clamped, scaled age. Written as selects so that a loop over one family vectorises.
+  switch (code) {
+    case DecayCode::None: return a != a ? a : 1.0;
+    case DecayCode::Exponential: { double x = a - p1; x = x > 0.0 ? x : 0.0; x = a != a ? a : x; return vexp(-p0 * x); }
+    case DecayCode::Gaussian: { double x = a - p1; x = x > 0.0 ? x : 0.0; x = a != a ? a : x; return vexp(-(x * x) / (2.0 * p0 * p0)); }
+    case DecayCode::Linear: { double x = a - p1; x = x > 0.0 ? x : 0.0; double v = 1.0 - p0 * x; v = v > 0.0 ? v : 0.0; return a != a ? a : v; }
+    case DecayCode::PowerLaw: return vexp(-p0 * vlog(1.0 + a));
+    case DecayCode::Weibull: { double v = vexp(-vexp(p0 * vlog(a / p1))); return a == 0.0 ? 1.0 : v; }
+  }
+  return 1.0;
+}
+
+static void decay_batch(const DecaySpec& s, const double* age, double* out, std::size_t n) {
+  const double p0 = s.p0, p1 = s.p1;
+  switch (s.code) {
+#define CHRONO_DECAY_LOOP(C) \
+    case C: for (std::size_t i = 0; i < n; ++i) out[i] = decay_one(C, p0, p1, clamp_age(s, age[i])); break;
+    CHRONO_DECAY_LOOP(DecayCode::None)
+    CHRONO_DECAY_LOOP(DecayCode::Exponential)
+    CHRONO_DECAY_LOOP(DecayCode::Gaussian)
+    CHRONO_DECAY_LOOP(DecayCode::Linear)
+    CHRONO_DECAY_LOOP(DecayCode::PowerLaw)
+    CHRONO_DECAY_LOOP(DecayCode::Weibull)
+#undef CHRONO_DECAY_LOOP
+  }
+}
+
+static float dot(const float* a, const float* b, std::size_t d) {
+  // 8 independent accumulators: enough to hide FMA latency on any AVX2/AVX-512 core.
+  float acc[16] = {0};
+  std::size_t i = 0;
+  for (; i + 16 <= d; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += a[i + j] * b[i + j];
+  float s = 0;
+  for (; i < d; ++i) s += a[i] * b[i];
+  for (int j = 0; j < 16; ++j) s += acc[j];
+  return s;
+}
+
+static float l2sq(const float* a, const float* b, std::size_t d) {
+  float acc[16] = {0};
+  std::size_t i = 0;
+  for (; i + 16 <= d; i += 16)
+    for (int j = 0; j < 16; ++j) { float t = a[i + j] - b[i + j]; acc[j] += t * t; }
+  float s = 0;
+  for (; i < d; ++i) { float t = a[i] - b[i]; s += t * t; }
+  for (int j = 0; j < 16; ++j) s += acc[j];
+  return s;
+}
+
+// Rescoring kernel (ce.score): rows are processed in blocks; within a block each fact type's
+// decay is evaluated by the vectorised family loop, then fused.
+static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
+  constexpr std::size_t B = 512;
+  double age[B], dec[B];
+  const double ninf = -std::numeric_limits<double>::infinity();
+  for (std::size_t b0 = begin; b0 < end; b0 += B) {
+    std::size_t m = end - b0 < B ? end - b0 : B;
+    for (std::size_t i = 0; i < m; ++i)
+      age[i] = (static_cast<double>(A.t_query) - static_cast<double>(A.observed[b0 + i])) / kMicrosPerDay;
+    if (A.type == nullptr || A.n_types == 1) {
+      decay_batch(A.specs[0], age, dec, m);
+    } else {
+      // Most blocks hold few types: evaluate each type present over the whole block and
+      // select; cheaper than a per-row switch and still vectorised.
+      std::uint64_t present[4] = {0, 0, 0, 0};
+      bool small = A.n_types <= 256;
+      for (std::size_t i = 0; i < m; ++i) {
+        std::int32_t t = A.type[b0 + i];
+        if (small) present[t >> 6] |= 1ULL << (t & 63);
+      }
+      if (small) {
+        double tmp[B];
+        for (std::size_t t = 0; t < A.n_types; ++t) {
+          if (!(present[t >> 6] >> (t & 63) & 1)) continue;
+          decay_batch(A.specs[t], age, tmp, m);
+          const std::int32_t* ty = A.type + b0;
+          for (std::size_t i = 0; i < m; ++i) dec[i] = ty[i] == static_cast<std::int32_t>(t) ? tmp[i] : dec[i];
+        }
+      } else {
+        for (std::size_t i = 0; i < m; ++i) decay_batch(A.specs[A.type[b0 + i]], age + i, dec + i, 1);
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      std::size_t r = b0 + i;
+      double q = A.reliability ? A.reliability[r] : 1.0;
+      double v = q * dec[i];
+      double s = A.similarity[r];
+      double f;
+      if (A.fusion == 0) { double sp = s < 0.0 ? 0.0 : (s > 1.0 ? 1.0 : s); f = sp * v; }
+      else f = A.alpha * s + (1.0 - A.alpha) * v;
+      bool ok = true;
+      if (A.valid_from) ok = A.valid_from[r] <= A.t_query && A.t_query < A.valid_to[r];
+      if (A.deprecated) ok = ok && !A.deprecated[r];
+      double pen = ok ? 1.0 : (A.invalid_policy == 0 ? A.penalty : (A.invalid_policy == 1 ? 0.0 : 1.0));
+      f = pen == 0.0 ? ninf : f * pen;
+      f = v < A.tau ? ninf : f;
+      A.out_score[r] = static_cast<float>(f);
+      if (A.out_validity) A.out_validity[r] = static_cast<float>(v);
+    }
+  }
+}
+
+}  // namespace CHRONO_KNS
+}  // namespace chrono

@@ -1,0 +1,6 @@
+// AVX-512 kernels (x86-64-v4), used only when the CPU reports AVX-512F/BW/DQ/VL.
+#define CHRONO_KNS v4
+#include "kernels_impl.hpp"
+namespace chrono {
+extern const Kernels kKernelsV4 = {"x86-64-v4", v4::dot, v4::l2sq, v4::decay_batch, v4::score};
+}

@@ -1,0 +1,27 @@
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/reference.py
+
+import chrono_engine as ce  # noqa: E402
+from chrono_engine.synthetic import make_corpus  # noqa: E402
+
+
+def policy_for(corpus):
+    return ce.DecayPolicy({f"type{i:02d}": ce.Exponential(half_life=h) for i, h in enumerate(corpus.half_lives)},
+                          default=None)
+
+
+@pytest.fixture(scope="session")
+def small_corpus():
+    return make_corpus(4000, 32, clusters=24, seed=7)
+
+
+@pytest.fixture(scope="session")
+def small_engine(small_corpus):
+    eng = ce.Engine(32, decay=policy_for(small_corpus), threads=2)
+    eng.ingest(small_corpus.to_dict())
+    return eng

@@ -1,0 +1,96 @@
+"""NumPy reference of the engine's search definition (DESIGN.md "Scoring" and "Query
+modes"), written independently of the C++ planner. Tests compare the engine against it."""
+from __future__ import annotations
+
+import numpy as np
+
+OPEN_END = np.iinfo(np.int64).max
+US_PER_DAY = 86_400_000_000
+
+
+def similarities(q: np.ndarray, vectors: np.ndarray, metric: str) -> np.ndarray:
+    """(nq, n) similarities in float64."""
+    q = np.asarray(q, np.float64)
+    x = np.asarray(vectors, np.float64)
+    if metric == "cosine":
+        q = q / np.linalg.norm(q, axis=1, keepdims=True)
+        return q @ x.T  # stored vectors are unit length
+    if metric == "ip":
+        return q @ x.T
+    d2 = (q * q).sum(1)[:, None] + (x * x).sum(1)[None, :] - 2 * q @ x.T
+    return 1.0 / (1.0 + np.sqrt(np.maximum(d2, 0)))
+
+
+def winners(cols: dict, in_force: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Boolean mask: the row is its stem's arbitration winner (rows without stem: True)."""
+    n = len(in_force)
+    stem = cols["stem"]
+    win = stem < 0
+    rows = np.flatnonzero(known & (stem >= 0))
+    if len(rows):
+        order = np.lexsort((rows, cols["valid_from"][rows], cols["version"][rows],
+                            in_force[rows].astype(np.int8), stem[rows]))
+        r = rows[order]
+        s = stem[r]
+        last = np.r_[s[1:] != s[:-1], True]
+        win[r[last]] = True
+    return win & np.ones(n, bool)
+
+
+def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, mode: str, t, known_at,
+           window=(0, 0), fusion="product", alpha=0.75, tau=0.0, deprecated="penalize", penalty=0.1,
+           arbitrate=True, type_mask=None, metric="cosine", sims=None):
+    """Per query: (ids, scores) of the top-k, best first, ties by ascending id.
+
+    ``cols``: valid_from, valid_to, observed_at, ingested_at, retracted_at (int64 µs),
+    reliability, fact_type (int codes), stem (int, -1 none), version (uint64), deprecated,
+    id. ``decay_of(age_days, fact_type_codes) -> D``. ``t``/``known_at``: per query arrays.
+    """
+    nq = len(q)
+    S = similarities(q, vectors, metric) if sims is None else sims
+    out = []
+    for i in range(nq):
+        T, K = int(t[i]), int(known_at[i])
+        vf, vt = cols["valid_from"], cols["valid_to"]
+        known = (cols["ingested_at"] <= K) & (K < cols["retracted_at"])
+        valid = (vf <= T) & (T < vt)
+        if mode == "latest":
+            in_force = valid & ~cols["deprecated"].astype(bool)
+        elif mode == "as_of":
+            in_force = valid
+        elif mode == "window":
+            in_force = (vf < window[1][i]) & (vt > window[0][i])
+        else:
+            in_force = np.ones(len(vf), bool)
+        if mode == "latest":
+            out_pen = {"penalize": penalty, "exclude": 0.0, "include": 1.0}[deprecated]
+            pen = np.where(in_force, 1.0, out_pen)
+        else:
+            pen = np.where(in_force, 1.0, 0.0)
+        age = (T - cols["observed_at"].astype(np.float64)) / US_PER_DAY
+        age = (float(T) - cols["observed_at"].astype(np.float64)) / US_PER_DAY
+        V = cols["reliability"].astype(np.float64) * decay_of(age, cols["fact_type"])
+        ok = known & (pen > 0) & (V >= tau)
+        if type_mask is not None:
+            ok &= type_mask[cols["fact_type"]]
+        if arbitrate:
+            ok &= winners(cols, in_force, known)
+        s = S[i]
+        if fusion == "product":
+            f = np.clip(s, 0, 1) * V
+        else:
+            f = alpha * s + (1 - alpha) * V
+        f = f * pen
+        idx = np.flatnonzero(ok)
+        order = np.lexsort((cols["id"][idx], -f[idx]))[:k]
+        out.append((cols["id"][idx[order]], f[idx[order]]))
+    return out
+
+
+def recall(got_ids, ref) -> float:
+    """Mean recall@k of engine answers (list of id arrays) against reference answers."""
+    hits = total = 0
+    for g, (r, _) in zip(got_ids, ref):
+        hits += len(set(g.tolist()) & set(r.tolist()))
+        total += len(r)
+    return hits / max(total, 1)

@@ -1,0 +1,149 @@
+"""Search semantics against the NumPy reference (tests/reference.py), every mode and fusion,
+both plans (certified scan and graph walk)."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import chrono_engine as ce
+import reference as ref
+from chrono_engine.synthetic import US_PER_DAY, times_for_selectivity
+
+
+def core_cols(eng):
+    c = eng._core.columns()
+    return {"valid_from": c["valid_from"], "valid_to": c["valid_to"], "observed_at": c["observed_at"],
+            "ingested_at": c["ingested_at"], "retracted_at": c["retracted_at"], "reliability": c["reliability"],
+            "fact_type": c["fact_type"].astype(np.int64), "stem": c["stem"], "version": c["version"],
+            "deprecated": c["deprecated"].astype(bool), "id": c["id"]}
+
+
+def decay_fn(eng):
+    types = eng._fact_types
+    def f(age, codes):
+        names = np.asarray(types, dtype=object)[codes]
+        return eng.decay.evaluate(age, names)
+    return f
+
+
+def check_against_reference(eng, corpus, q, t, *, mode, exact, k=10, **kw):
+    cols = core_cols(eng)
+    vecs = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
+    known = np.full(len(q), np.iinfo(np.int64).max - 1, np.int64)
+    window = kw.pop("window", None)
+    res = eng.search_batch(q, k, mode=mode, as_of=t if mode != "window" else None, known_at=known,
+                           window=window, exact=exact, **kw)
+    sims = ref.similarities(q, vecs, eng.metric)
+    wnd = (np.asarray(window[0]), np.asarray(window[1])) if window is not None else (0, 0)
+    rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "arbitrate")}
+    if "deprecation_penalty" in kw:
+        rkw["penalty"] = kw["deprecation_penalty"]
+    exp = ref.search(cols, vecs, decay_fn(eng), q, k, mode=mode, t=t, known_at=known, window=wnd,
+                     metric=eng.metric, sims=sims, **rkw)
+    qcol = res.column("query").to_numpy()
+    ids = res.column("id").to_numpy()
+    scores = res.column("score").to_numpy()
+    got = [ids[qcol == i] for i in range(len(q))]
+    got_scores = [scores[qcol == i] for i in range(len(q))]
+    return got, got_scores, exp, res
+
+
+def assert_same_topk(got, got_scores, exp, tol=2e-6):
+    """Identical top-k, allowing swaps only between items whose scores differ by < tol
+    (float32 similarity rounding)."""
+    for g, gs, (e, es) in zip(got, got_scores, exp):
+        assert len(g) == len(e)
+        np.testing.assert_allclose(gs, es, rtol=0, atol=tol)
+        if not np.array_equal(g, e):
+            diff = set(g.tolist()) ^ set(e.tolist())
+            kth = es[-1]
+            # every disagreement must sit at the k-th score within rounding
+            assert all(abs(s - kth) < tol for s, i in zip(gs, g) if i in diff) or not diff
+
+
+@pytest.mark.parametrize("mode", ["as_of", "latest", "all", "window"])
+@pytest.mark.parametrize("fusion", ["product", "linear"])
+def test_exact_matches_reference(small_engine, small_corpus, mode, fusion):
+    q = small_corpus.queries(25, seed=3)
+    t = times_for_selectivity(small_corpus, 0.2, 25)
+    kw = {"fusion": fusion}
+    if mode == "window":
+        kw["window"] = (t - 60 * US_PER_DAY, t)
+    got, gs, exp, res = check_against_reference(small_engine, small_corpus, q, t, mode=mode, exact=True, **kw)
+    assert res.column("certified").to_numpy().all()
+    assert_same_topk(got, gs, exp)
+
+
+@pytest.mark.parametrize("deprecated", ["penalize", "exclude", "include"])
+def test_latest_deprecation_policies(small_engine, small_corpus, deprecated):
+    q = small_corpus.queries(20, seed=5)
+    t = times_for_selectivity(small_corpus, 0.05, 20)
+    got, gs, exp, _ = check_against_reference(small_engine, small_corpus, q, t, mode="latest", exact=True,
+                                              deprecated=deprecated, deprecation_penalty=0.3)
+    assert_same_topk(got, gs, exp)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.3, 0.7])
+def test_tau_and_no_arbitration(small_engine, small_corpus, tau):
+    q = small_corpus.queries(20, seed=6)
+    t = times_for_selectivity(small_corpus, 0.3, 20)
+    for arbitrate in (True, False):
+        got, gs, exp, res = check_against_reference(small_engine, small_corpus, q, t, mode="all", exact=True,
+                                                    tau=tau, arbitrate=arbitrate)
+        assert_same_topk(got, gs, exp)
+        assert (res.column("validity").to_numpy() >= tau - 1e-7).all()
+
+
+@pytest.mark.parametrize("mode", ["as_of", "latest"])
+def test_graph_plan_recall(small_engine, small_corpus, mode):
+    """Force the graph plan (scan_limit=0) and require recall >= 0.95 against the reference."""
+    q = small_corpus.queries(40, seed=8)
+    t = times_for_selectivity(small_corpus, 0.3, 40)
+    old = small_engine.scan_limit
+    small_engine.scan_limit = 0
+    try:
+        got, gs, exp, res = check_against_reference(small_engine, small_corpus, q, t, mode=mode, exact=False)
+    finally:
+        small_engine.scan_limit = old
+    assert (res.column("certified").to_numpy() == False).all()  # noqa: E712
+    assert ref.recall(got, exp) >= 0.95
+
+
+def test_properties(small_engine, small_corpus):
+    """τ never violated, one version per stem, as_of never returns an item invalid at T."""
+    q = small_corpus.queries(30, seed=9)
+    t = times_for_selectivity(small_corpus, 0.2, 30)
+    for exact in (True, False):
+        res = small_engine.search_batch(q, 20, mode="as_of", as_of=t, tau=0.2, exact=exact)
+        vf = res.column("valid_from").cast(pa.int64()).to_numpy()
+        vt = res.column("valid_to").cast(pa.int64()).fill_null(np.iinfo(np.int64).max).to_numpy()
+        tq = t[res.column("query").to_numpy()]
+        assert ((vf <= tq) & (tq < vt)).all()
+        assert (res.column("validity").to_numpy() >= 0.2 - 1e-7).all()
+        df = res.select(["query", "stem_id"]).to_pandas()
+        assert not df.duplicated().any()
+
+
+def test_ties_broken_by_id():
+    eng = ce.Engine(4, metric="cosine")
+    v = np.tile(np.array([1, 0, 0, 0], np.float32), (6, 1))
+    eng.ingest({"vector": v, "valid_from": ["2024-01-01"] * 6, "id": np.array([50, 7, 30, 2, 9, 41], np.uint64)})
+    for exact in (True, False):
+        res = eng.search(np.array([1, 0, 0, 0], np.float32), k=4, mode="all", exact=exact)
+        assert res.column("id").to_pylist() == [2, 7, 9, 30]
+        assert res.column("rank").to_pylist() == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_other_metrics_exact(metric):
+    from chrono_engine.synthetic import make_corpus
+    c = make_corpus(1500, 16, clusters=8, seed=11)
+    rng = np.random.default_rng(0)
+    d = c.to_dict()
+    d["vector"] = (c.vector * rng.uniform(0.5, 2.0, (len(c), 1))).astype(np.float32)
+    eng = ce.Engine(16, metric=metric, decay=ce.DecayPolicy({f"type{i:02d}": ce.Exponential(half_life=h) for i, h in enumerate(c.half_lives)}, default=None))
+    eng.ingest(d)
+    q = c.queries(15, seed=2) * 1.5
+    t = times_for_selectivity(c, 0.3, 15)
+    for fusion in ("product", "linear"):
+        got, gs, exp, _ = check_against_reference(eng, c, q, t, mode="as_of", exact=True, fusion=fusion)
+        assert_same_topk(got, gs, exp, tol=1e-5)
