@@ -17,12 +17,27 @@ from .decay import (Decay, DecayPolicy, Exponential, Gaussian, HalfLife, Linear,
                     PowerLaw, Weibull, parse_decay)
 from .engine import Engine
 from .scoring import ScoringPolicy, score
+from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
 
 __version__ = "0.1.0"
 
 __all__ = ["Engine", "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear",
            "NoDecay", "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
+           "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
+           "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
            "build_info", "errors", "__version__"]
+
+# Layer 3 (verify) compiles Numba kernels: imported on first use, not with the package.
+_LAZY = {"verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from . import verify
+        value = getattr(verify, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'chrono_engine' has no attribute {name!r}")
 
 
 def build_info() -> dict:

@@ -117,8 +117,12 @@ class Engine:
     M, ef_construction : HNSW graph parameters (hnswlib).
     threads : worker threads for ingest and batch search (default: all cores).
     ef, ef_max : first and widest HNSW walk of the graph plan.
-    scan_limit : the planner scans exactly (certified) when the interval index counts at
-        most this many items in force at T; above it, it walks the graph.
+    scan_limit : the certified plan scores at most this many candidates (after metadata
+        pruning) per query; beyond it, and unless ``exact=True``, the query walks the
+        graph instead (approximate).
+    seed_ef, seed_min : width of the short HNSW walk that seeds the certified plan's
+        threshold, taken when more than ``seed_min`` items are in force (seed_ef=0: never).
+    group : queries of a batch that share vector loads (sorted by T, at most 64).
     seed : HNSW level generator seed (ingest in one thread is then deterministic).
 
     Times are UTC: naive datetimes and strings without an offset are read as UTC.
@@ -126,7 +130,8 @@ class Engine:
 
     def __init__(self, dim: int, metric: str = "cosine", decay: Any = None, *, M: int = 16,
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
-                 ef_max: int = 4096, scan_limit: int = 30_000, seed: int = 100) -> None:
+                 ef_max: int = 4096, scan_limit: int = 50_000, seed_ef: int = 32,
+                 seed_min: int = 4096, group: int = 32, seed: int = 100) -> None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim <= 0:
             raise QueryError(f"dim must be a positive integer, got {dim!r}")
         if metric not in ("cosine", "ip", "l2"):
@@ -140,6 +145,7 @@ class Engine:
         self._params = dict(M=int(M), ef_construction=int(ef_construction), seed=int(seed))
         self.threads = int(threads) if threads else (os.cpu_count() or 1)
         self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)
+        self.seed_ef, self.seed_min, self.group = int(seed_ef), int(seed_min), int(group)
         self._core = _core.Store(self._dim, metric, int(M), int(ef_construction), int(seed))
         self._fact_types: list[str] = []
         self._fact_code: dict[str, int] = {}
@@ -327,7 +333,8 @@ class Engine:
         out = self._core.search_batch(q, t, ka, ws, we, m, f, float(alpha), float(tau), inv,
                                       float(deprecation_penalty), bool(arbitrate), mask, int(k),
                                       bool(exact), max(self.ef, 4 * int(k)), self.ef_max,
-                                      self.scan_limit, 0, max(threads, 1))
+                                      self.scan_limit, 0, self.seed_ef, self.seed_min, self.group,
+                                      max(threads, 1))
         return self._result_table(out, explain, lang, t, m)
 
     def _result_table(self, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:

@@ -64,7 +64,7 @@ import re
 import sys
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import gcd
 from typing import Any, Callable
 
@@ -286,7 +286,7 @@ def _length(name: str, col: Any) -> int:
         return len(col)
     if isinstance(col, np.ndarray):
         if col.ndim == 0:
-            _fail(f"expected an array or list, got a 0-d array", column=name, rule="wrong type")
+            _fail("expected an array or list, got a 0-d array", column=name, rule="wrong type")
         return col.shape[0]
     if _is_series(col) or isinstance(col, (list, tuple)):
         return len(col)
@@ -508,7 +508,8 @@ class _Times:
         self.us, self.nulls, self.oob, self.open = us, nulls, oob, open_
 
 
-def _scale(raw: np.ndarray, num: int, den: int, count: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
+def _scale(raw: np.ndarray, num: int, den: int,
+           count: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
     """raw * num * count / den (floored) with an overflow mask instead of wrapping."""
     num *= count
     g = gcd(num, den)
@@ -537,7 +538,7 @@ def _times_numpy(name: str, a: np.ndarray) -> _Times:
             us, _ = _scale(np.where(nulls, 0, days), *_UNIT_US["D"])
             return _Times(us, nulls, oob)
         if unit not in _UNIT_US:
-            _fail(f"datetime64 without a unit cannot be read as a time", column=name,
+            _fail("datetime64 without a unit cannot be read as a time", column=name,
                   rule="wrong type")
         us, oob = _scale(np.where(nulls, 0, raw), *_UNIT_US[unit], count)
         open_ = (raw == OPEN_END) if (unit == "us" and count == 1) else None
@@ -555,7 +556,7 @@ def _times_numpy(name: str, a: np.ndarray) -> _Times:
             bad = ~nulls & ((a != np.floor(a)) | ~np.isfinite(a))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            _fail(f"{a[row]!r} is not a whole number of microseconds", column=name, row=row,
+            _fail(f"{a[row].item()!r} is not a whole number of microseconds", column=name, row=row,
                   rule="wrong type")
         lim = float(1 << 62)
         oob = ~nulls & (np.abs(a) > lim)
@@ -765,7 +766,7 @@ def _reliability(col: Any, n: int) -> np.ndarray:
     bad = ~((vals > 0) & (vals <= 1)) | (out <= 0)  # NaN fails both comparisons
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        _fail(f"reliability must be in (0, 1], got {vals[row]!r}", column=name, row=row,
+        _fail(f"reliability must be in (0, 1], got {vals[row].item()!r}", column=name, row=row,
               rule="reliability out of range")
     return out
 
@@ -848,8 +849,8 @@ def _ids(col: Any, n: int) -> np.ndarray:
             bad = ~np.isfinite(col) | (col != np.floor(col)) | (col < 0) | (col >= 2.0 ** 64)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            _fail(f"id must be a non-negative integer, got {col[row]!r}", column=name, row=row,
-                  rule="wrong type")
+            _fail(f"id must be a non-negative integer, got {col[row].item()!r}", column=name,
+                  row=row, rule="wrong type")
         return col.astype(np.uint64)
     _fail(f"expected non-negative integers (uint64), got dtype {col.dtype}", column=name, row=0,
           rule="wrong type")
@@ -886,7 +887,16 @@ def _fact_types(col: Any, n: int, known: Callable[[str], bool] | None):
             row = int(np.flatnonzero(unknown[codes])[0])
             _fail(f"the decay policy has no profile for fact type {names[codes[row]]!r}",
                   column=name, row=row, rule="unknown fact type policy")
-    return np.asarray(names, dtype=object)[codes], arr
+    return np.asarray(names, dtype=object)[codes], arr, names, codes.astype(np.int32)
+
+
+def _stem_codes(arr: pa.Array) -> tuple[list, np.ndarray]:
+    """Distinct stem ids and int32 codes into them (-1 = no stem)."""
+    if arr.null_count == len(arr):
+        return [], np.full(len(arr), -1, dtype=np.int32)
+    enc = pc.dictionary_encode(arr)
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return enc.dictionary.to_pylist(), codes
 
 
 # --------------------------------------------------------------------------- the batch
@@ -899,6 +909,12 @@ class IngestBatch:
     :data:`OPEN_END`. ``vector`` is float32, C-contiguous, shape ``(n, dim)``, unit length
     under the cosine metric. Arrays may share memory with the caller's input: treat them as
     read-only. ``table`` holds the string columns for storage (:data:`STORAGE_SCHEMA`).
+
+    ``fact_type_names`` / ``fact_type_codes`` and ``stem_names`` / ``stem_codes`` are the
+    same two columns dictionary-encoded (distinct values in first-seen order, int32 codes;
+    stem code -1 = no stem), so callers can map them to their own codes without a per-row
+    Python loop: ``remap = np.array([mine[t] for t in b.fact_type_names]);
+    codes = remap[b.fact_type_codes]``.
     """
 
     n: int
@@ -915,6 +931,10 @@ class IngestBatch:
     deprecated: np.ndarray
     ids: np.ndarray | None
     table: pa.Table
+    fact_type_names: list = field(default_factory=list)
+    fact_type_codes: np.ndarray | None = None
+    stem_names: list = field(default_factory=list)
+    stem_codes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -1010,11 +1030,13 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
         retracted_at = np.full(n, OPEN_END, dtype=np.int64)
 
     reliability = _reliability(get("reliability"), n)
-    fact_type, fact_type_arr = _fact_types(get("fact_type"), n, known_fact_type)
+    fact_type, fact_type_arr, ft_names, ft_codes = _fact_types(get("fact_type"), n,
+                                                               known_fact_type)
     strings = {}
     for name in ("stem_id", "version", "supersedes"):
         strings[name] = _strings(name, get(name), n)
     stem_id = strings["stem_id"].to_numpy(zero_copy_only=False)
+    stem_names, stem_codes = _stem_codes(strings["stem_id"])
     if stem_id.dtype != object:  # guard: an all-null array may not come back as objects
         stem_id = np.full(n, None, dtype=object)
     version_key = _version_keys(strings["version"], "version")
@@ -1031,4 +1053,5 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
                        observed_at=observed_at, ingested_at=ingested_at,
                        retracted_at=retracted_at, reliability=reliability, fact_type=fact_type,
                        stem_id=stem_id, version_key=version_key, deprecated=deprecated,
-                       ids=ids, table=table)
+                       ids=ids, table=table, fact_type_names=ft_names,
+                       fact_type_codes=ft_codes, stem_names=stem_names, stem_codes=stem_codes)

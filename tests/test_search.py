@@ -147,3 +147,39 @@ def test_other_metrics_exact(metric):
     for fusion in ("product", "linear"):
         got, gs, exp, _ = check_against_reference(eng, c, q, t, mode="as_of", exact=True, fusion=fusion)
         assert_same_topk(got, gs, exp, tol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["as_of", "latest", "all", "window"])
+@pytest.mark.parametrize("fusion", ["product", "linear"])
+def test_seeded_freshness_path_matches_reference(small_corpus, mode, fusion):
+    """seed_min=0 seeds every query, so candidates come from the freshness lists (pruned
+    by the seeded threshold); group=1 and group=32 must agree with the reference."""
+    from conftest import policy_for
+    for group in (1, 32):
+        eng = ce.Engine(32, decay=policy_for(small_corpus), threads=2, seed_min=0, group=group)
+        eng.ingest(small_corpus.to_dict())
+        q = small_corpus.queries(25, seed=13)
+        t = times_for_selectivity(small_corpus, 0.3, 25)
+        kw = {"fusion": fusion}
+        if mode == "window":
+            kw["window"] = (t - 90 * US_PER_DAY, t)
+        got, gs, exp, res = check_against_reference(eng, small_corpus, q, t, mode=mode, exact=True, **kw)
+        assert res.column("certified").to_numpy().all()
+        assert_same_topk(got, gs, exp)
+
+
+def test_gaussian_symmetric_and_mixed_families():
+    """Freshness ranges for every family, symmetric profiles included."""
+    from chrono_engine.synthetic import make_corpus
+    c = make_corpus(3000, 16, clusters=10, seed=21)
+    fams = [ce.Exponential(half_life=30), ce.Gaussian(half_life=200), ce.Linear(rate=0.001),
+            ce.PowerLaw(0.5), ce.Weibull(1.5, 400), ce.HalfLife(90), ce.NoDecay(),
+            ce.Gaussian(half_life=100, symmetric=True), ce.Exponential(half_life=60, unit="hours")]
+    pol = ce.DecayPolicy({f"type{i:02d}": fams[i % len(fams)] for i in range(16)}, default=None)
+    eng = ce.Engine(16, decay=pol, seed_min=0)
+    eng.ingest(c.to_dict())
+    q = c.queries(20, seed=4)
+    t = times_for_selectivity(c, 0.3, 20)
+    for mode in ("as_of", "latest", "all"):
+        got, gs, exp, _ = check_against_reference(eng, c, q, t, mode=mode, exact=True)
+        assert_same_topk(got, gs, exp)

@@ -61,7 +61,8 @@ struct PyStore {
                         carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
                         double alpha, double tau, int invalid, double penalty, bool arbitrate,
                         std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
-                        std::size_t ef_max, std::size_t scan_limit, std::size_t probe, int threads) {
+                        std::size_t ef_max, std::size_t scan_limit, std::size_t probe, std::size_t seed_ef,
+                        std::size_t seed_min, std::size_t group, int threads) {
     if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
       throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
     const std::size_t nq = static_cast<std::size_t>(queries.shape(0));
@@ -84,21 +85,39 @@ struct PyStore {
     base.ef = ef;
     base.ef_max = ef_max;
     base.scan_limit = scan_limit;
-    base.probe = probe;
+    (void)probe;
+    base.seed_ef = seed_ef;
+    base.seed_min = seed_min;
     std::vector<QueryResult> results(nq);
     const float* Q = queries.data();
     const std::size_t d = s->dim();
     {
       py::gil_scoped_release nogil;
-      parallel_for(nq, threads, [&](std::size_t i) {
-        SearchParams p = base;
-        p.time.t = T[i];
-        p.time.known_at = K[i];
-        p.time.win_start = WS[i];
-        p.time.win_end = WE[i];
+      // Groups of queries close in time share most candidates: sort by T, cut into groups.
+      std::vector<std::size_t> order(nq);
+      for (std::size_t i = 0; i < nq; ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return T[a] < T[b]; });
+      const std::size_t G = std::max<std::size_t>(1, std::min<std::size_t>(group, 64));
+      const std::size_t n_groups = (nq + G - 1) / G;
+      parallel_for(n_groups, threads, [&](std::size_t gi) {
         std::shared_lock<std::shared_mutex> g(s->mutex());
-        Searcher searcher(*s, p, Q + i * d);
-        results[i] = searcher.run();
+        std::vector<Searcher> qs;
+        qs.reserve(G);
+        std::vector<std::size_t> where;
+        std::vector<SearchParams> ps;
+        ps.reserve(G);
+        for (std::size_t j = gi * G; j < std::min(nq, (gi + 1) * G); ++j) {
+          std::size_t i = order[j];
+          ps.push_back(base);
+          SearchParams& p = ps.back();
+          p.time.t = T[i];
+          p.time.known_at = K[i];
+          p.time.win_start = WS[i];
+          p.time.win_end = WE[i];
+          qs.emplace_back(*s, p, Q + i * d);
+          where.push_back(i);
+        }
+        run_group(qs, *s, results, where);
       });
     }
     std::size_t total = 0;
@@ -111,7 +130,8 @@ struct PyStore {
     py::array_t<float> sim(n), val(n), dec(n), pen(n);
     py::array_t<bool> cert(static_cast<py::ssize_t>(nq));
     py::array_t<std::uint8_t> plan(static_cast<py::ssize_t>(nq));
-    py::array_t<std::uint64_t> scored(static_cast<py::ssize_t>(nq)), in_force(static_cast<py::ssize_t>(nq));
+    py::array_t<std::uint64_t> scored(static_cast<py::ssize_t>(nq)), in_force(static_cast<py::ssize_t>(nq)),
+        cands(static_cast<py::ssize_t>(nq));
     std::size_t j = 0;
     {
       std::shared_lock<std::shared_mutex> g(s->mutex());
@@ -122,6 +142,7 @@ struct PyStore {
         plan.mutable_data()[i] = static_cast<std::uint8_t>(r.plan);
         scored.mutable_data()[i] = r.scored;
         in_force.mutable_data()[i] = r.in_force;
+        cands.mutable_data()[i] = r.candidates;
         for (std::size_t h = 0; h < r.hits.size(); ++h, ++j) {
           const Hit& x = r.hits[h];
           qi.mutable_data()[j] = static_cast<std::int32_t>(i);
@@ -139,7 +160,7 @@ struct PyStore {
     py::dict out;
     out["query"] = qi; out["rank"] = rank; out["row"] = row; out["id"] = ids; out["score"] = score;
     out["similarity"] = sim; out["validity"] = val; out["decay"] = dec; out["penalty"] = pen;
-    out["certified"] = cert; out["plan"] = plan; out["scored"] = scored; out["in_force"] = in_force;
+    out["certified"] = cert; out["plan"] = plan; out["scored"] = scored; out["in_force"] = in_force; out["candidates"] = cands;
     return out;
   }
 

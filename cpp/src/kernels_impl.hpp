@@ -97,8 +97,9 @@ static void decay_batch(const DecaySpec& s, const double* age, double* out, std:
   }
 }
 
-static float dot(const float* a, const float* b, std::size_t d) {
-  // 8 independent accumulators: enough to hide FMA latency on any AVX2/AVX-512 core.
+// The similarity every plan uses: 16 lanes, summed in a fixed order, so that dot() and
+// dot_many() give bit-identical results for the same pair.
+static float dot_one(const float* a, const float* b, std::size_t d) {
   float acc[16] = {0};
   std::size_t i = 0;
   for (; i + 16 <= d; i += 16)
@@ -107,6 +108,31 @@ static float dot(const float* a, const float* b, std::size_t d) {
   for (; i < d; ++i) s += a[i] * b[i];
   for (int j = 0; j < 16; ++j) s += acc[j];
   return s;
+}
+
+static void dot_many(const float* x, const float* Q, std::size_t G, std::size_t d, float* out) {
+  std::size_t g = 0;
+  for (; g + 4 <= G; g += 4) {
+    const float* q0 = Q + g * d;
+    const float* q1 = q0 + d;
+    const float* q2 = q1 + d;
+    const float* q3 = q2 + d;
+    float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
+    std::size_t i = 0;
+    for (; i + 16 <= d; i += 16)
+      for (int j = 0; j < 16; ++j) {
+        float xv = x[i + j];
+        a0[j] += q0[i + j] * xv;
+        a1[j] += q1[i + j] * xv;
+        a2[j] += q2[i + j] * xv;
+        a3[j] += q3[i + j] * xv;
+      }
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (; i < d; ++i) { s0 += q0[i] * x[i]; s1 += q1[i] * x[i]; s2 += q2[i] * x[i]; s3 += q3[i] * x[i]; }
+    for (int j = 0; j < 16; ++j) { s0 += a0[j]; s1 += a1[j]; s2 += a2[j]; s3 += a3[j]; }
+    out[g] = s0; out[g + 1] = s1; out[g + 2] = s2; out[g + 3] = s3;
+  }
+  for (; g < G; ++g) out[g] = dot_one(Q + g * d, x, d);
 }
 
 static float l2sq(const float* a, const float* b, std::size_t d) {
@@ -119,6 +145,8 @@ static float l2sq(const float* a, const float* b, std::size_t d) {
   for (int j = 0; j < 16; ++j) s += acc[j];
   return s;
 }
+
+static float dot(const float* a, const float* b, std::size_t d) { return dot_one(a, b, d); }
 
 // Rescoring kernel (ce.score): rows are processed in blocks; within a block each fact type's
 // decay is evaluated by the vectorised family loop, then fused.

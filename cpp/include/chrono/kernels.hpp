@@ -13,6 +13,8 @@ struct Kernels {
   const char* name;
   // inner product of two float vectors of length d
   float (*dot)(const float* a, const float* b, std::size_t d);
+  // out[g] = <Q[g], x> for G row-major queries Q (G x d): one load of x serves all G
+  void (*dot_many)(const float* x, const float* Q, std::size_t G, std::size_t d, float* out);
   // squared Euclidean distance
   float (*l2sq)(const float* a, const float* b, std::size_t d);
   // out[i] = D(age[i]) for one decay family

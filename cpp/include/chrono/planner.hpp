@@ -3,31 +3,36 @@
 // Score of item e for query q at time T (DESIGN.md, "Scoring"):
 //   V(e) = q_e * D_j(T - t_e)                      validity (paper eq. 2/3)
 //   product: s+ * V      linear: alpha * s + (1 - alpha) * V       (s+ = clip(s, 0, 1))
-//   times a penalty for items not in force (latest mode, deprecated="penalize")
+//   times a penalty for items not in force (latest mode, deprecated="penalize");
 //   items with V < tau never qualify; one version per stem when arbitrating.
 // Both fusions are monotone in s and in V, and s <= s_cap, so
 //   bound(e) = fuse(s_cap, V(e)) * penalty(e)
-// caps the score of an item whose similarity is still unknown.
+// caps the score of an item whose similarity is still unknown (threshold algorithm).
 //
-// Plans:
-//  * Scan (certified exact): enumerate the items in force with the interval index, compute
-//    V and the bound for each from metadata alone, compute similarities for the best
-//    `probe` bounds, then only for items whose bound is >= the current k-th score. Every
-//    item that could still tie or beat the k-th score has been scored, so the answer is
-//    exact. In latest mode, items out of force (penalised) are scanned only if their
-//    best possible penalised score could still reach the k-th score.
-//  * Graph (approximate): walk HNSW in similarity order with the eligibility filter inside
-//    hnswlib's search, fuse the candidates' scores, and widen the walk (ef doubles) until
-//    the similarity frontier s_f satisfies fuse(s_f, V_max) <= k-th score (threshold
-//    bound) or ef reaches ef_max. HNSW is approximate, so this answer is not certified.
-// The planner scans when exact=True or when the interval index counts at most
-// `scan_limit` items in force; otherwise it walks the graph.
+// The certified plan, per query (run for a group of queries at once, see run_group):
+//  1. Seed. When many items are in force, a short filtered HNSW walk (seed_ef) scores a
+//     few similar, eligible items; the k-th of their scores is a valid lower bound theta
+//     on the final k-th score.
+//  2. Enumerate candidates from metadata alone, whichever list is shorter:
+//     - the interval index: the items in force at T (or overlapping the window);
+//     - the freshness lists: per fact type, items whose decay can still reach the level
+//       L with fuse(s_cap, L) = theta (a suffix of the list, by binary search).
+//     Items whose bound is below theta are dropped.
+//  3. Score: similarities for the best `probe` bounds first (theta rises), then for every
+//     remaining candidate whose bound still reaches theta. The group's queries share
+//     each vector load: a row needed by several queries is fetched once.
+//  Every item that could still tie or beat the final k-th score has been scored, so the
+//  answer is exact ("certified"), whatever HNSW's recall.
+//
+// The graph plan (approximate): when exact=False and more than `scan_limit` candidates
+// survive step 2, walk HNSW in similarity order with the eligibility filter inside
+// hnswlib's search, widening (ef doubles) until the similarity frontier s_f satisfies
+// fuse(s_f, 1) < theta or ef reaches ef_max. Not certified.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <queue>
 #include <vector>
 #include "store.hpp"
 
@@ -48,10 +53,11 @@ struct SearchParams {
   std::vector<std::uint8_t> type_mask;  // empty: every fact type
   std::size_t k = 10;
   bool exact = false;
-  std::size_t ef = 64;          // first graph walk width (at least 4k)
-  std::size_t ef_max = 4096;    // widest graph walk before giving up on the bound
-  std::size_t scan_limit = 30000;  // scan when at most this many items are in force
-  std::size_t probe = 0;        // scan: similarities computed before pruning (0: max(8k, 256))
+  std::size_t ef = 64;             // first graph-plan walk width (at least 4k)
+  std::size_t ef_max = 4096;       // widest graph-plan walk
+  std::size_t scan_limit = 50000;  // graph plan when more candidates survive (exact=False)
+  std::size_t seed_ef = 32;        // seed walk width (0: never seed)
+  std::size_t seed_min = 4096;     // seed only when more items than this are in force
 };
 
 struct Hit {
@@ -67,10 +73,12 @@ struct QueryResult {
   std::vector<Hit> hits;  // best first
   bool certified = false;
   Plan plan = Plan::Scan;
-  std::size_t scored = 0;  // similarities computed
-  std::size_t in_force = 0;  // interval-index count used by the planner
+  std::size_t scored = 0;      // similarities computed
+  std::size_t in_force = 0;    // interval-index count
+  std::size_t candidates = 0;  // rows whose bound reached theta after the metadata pass
 };
 
+// Per-query state: parameters, the top-k heap and the pieces of the score.
 class Searcher {
  public:
   Searcher(const Store& s, const SearchParams& p, const float* q)
@@ -83,16 +91,73 @@ class Searcher {
     s_cap_ = s_cap_ * (1.0 + 1e-5) + 1e-6;  // float rounding of computed similarities
   }
 
-  QueryResult run() {
-    QueryResult r;
-    r.in_force = estimate_in_force();
-    if (p_.exact || r.in_force <= p_.scan_limit) scan(r);
-    else graph(r);
-    return r;
+  // Step 1: count items in force; seed theta when worthwhile (and always when items out
+  // of force may still qualify, so that the freshness lists can prune them).
+  void start() {
+    r_.in_force = estimate_in_force();
+    bool out_of_force = p_.time.mode == Mode::Latest && p_.invalid != InvalidPolicy::Exclude;
+    if (p_.seed_ef > 0 && (r_.in_force > p_.seed_min || out_of_force)) walk(std::max(p_.seed_ef, 2 * p_.k));
+  }
+  // After the group's metadata pass: `candidates` rows can still reach theta. Returns
+  // false if this query goes to the graph plan instead (then it is finished).
+  bool choose_plan(std::size_t candidates) {
+    r_.candidates = candidates;
+    if (!p_.exact && candidates > p_.scan_limit) { graph(); return false; }
+    return true;
+  }
+  // Penalty (0 = ineligible) and validity v of a row whose metadata is loaded and whose
+  // decay d the caller computed.
+  double admit_loaded(const Meta& m, double d, double& v) const {
+    double pen = admit(m);
+    if (pen == 0.0) return 0.0;
+    v = static_cast<double>(m.reliability) * d;
+    if (v < p_.tau || !(v == v)) return 0.0;
+    return pen;
+  }
+  // Cap on this query's score of an item with validity v and penalty pen.
+  double bound(double v, double pen) const { return fuse(s_cap_, v) * pen; }
+  // The same as (a + b * v) * pen, and the fused score as (c * s+ + e * s + b2 * v) * pen,
+  // for the group's vectorised loops.
+  void linear_form(double& a, double& b, double& c, double& e, double& b2) const {
+    if (p_.fusion == Fusion::Product) { a = 0.0; b = std::min(1.0, s_cap_); c = 1.0; e = 0.0; b2 = 0.0; }
+    else { a = p_.alpha * s_cap_; b = 1.0 - p_.alpha; c = 0.0; e = p_.alpha; b2 = 1.0 - p_.alpha; }
+  }
+  bool product() const { return p_.fusion == Fusion::Product; }
+  void score(std::uint32_t row, float sim, double v, double d, double pen) { offer(row, sim, v, d, pen); }
+  void count_scored() { ++r_.scored; }
+  double current_theta() const { return theta(); }
+  const SearchParams& params() const { return p_; }
+  const float* query() const { return q_; }
+  bool uses_dot() const { return st_.metric() != Metric::L2; }
+  float similarity(std::uint32_t row) const { return st_.ann().similarity(q_, row); }
+
+  // Per fact type, the observed_at range whose decay can still reach theta (false: none).
+  bool fresh_range_for(std::size_t type, micros& lo, micros& hi) const {
+    double th = theta();
+    if (!(th > -std::numeric_limits<double>::infinity())) { lo = kOpenStart; hi = kOpenEnd; return true; }
+    double reach = decay_reach_days(specs_[type], validity_level(th));
+    if (reach < 0) return false;
+    const double t = static_cast<double>(p_.time.t);
+    const double span = reach * kMicrosPerDay;
+    auto clampd = [](double x) {
+      if (!(x > -9.2e18)) return kOpenStart;
+      if (!(x < 9.2e18)) return kOpenEnd;
+      return static_cast<micros>(x);
+    };
+    lo = std::isinf(reach) ? kOpenStart : clampd(std::floor(t - span));
+    hi = (specs_[type].symmetric && !std::isinf(reach)) ? clampd(std::ceil(t + span)) : kOpenEnd;
+    return true;
+  }
+
+  QueryResult finish() {
+    r_.certified = r_.plan == Plan::Scan;
+    Worse cmp{&st_.ids()};
+    std::sort(heap_.begin(), heap_.end(), cmp);
+    r_.hits = std::move(heap_);
+    return std::move(r_);
   }
 
  private:
-  // ----- per-item pieces
   double decay_of(const Meta& m) const {
     double age = age_days(p_.time.t, m.observed_at);
     double d;
@@ -102,6 +167,12 @@ class Searcher {
   double fuse(double s, double v) const {
     if (p_.fusion == Fusion::Product) { double sp = s < 0 ? 0 : (s > 1 ? 1 : s); return sp * v; }
     return p_.alpha * s + (1.0 - p_.alpha) * v;
+  }
+  // Least validity an item in force needs for its bound to reach theta.
+  double validity_level(double theta) const {
+    if (p_.fusion == Fusion::Product) return theta / std::min(1.0, s_cap_);
+    if (p_.alpha >= 1.0) return -1.0;
+    return (theta - p_.alpha * s_cap_) / (1.0 - p_.alpha);
   }
   // Eligibility before similarity and arbitration; returns the penalty (0 = ineligible).
   double admit(const Meta& m) const {
@@ -122,7 +193,7 @@ class Searcher {
   // ----- top-k heap: worst on top; ties broken by ascending id
   struct Worse {
     const std::vector<std::uint64_t>* ids;
-    bool operator()(const Hit& a, const Hit& b) const {  // true if a is better than b
+    bool operator()(const Hit& a, const Hit& b) const {  // true if a ranks before b
       if (a.score != b.score) return a.score > b.score;
       return (*ids)[a.row] < (*ids)[b.row];
     }
@@ -138,17 +209,14 @@ class Searcher {
   }
   void offer(std::uint32_t row, float sim, double v, double d, double pen) {
     double sc = fuse(sim, v) * pen;
-    if (!beats_worst(sc, row) || !is_winner(row)) return;
+    if (!beats_worst(sc, row)) return;
+    for (const Hit& h : heap_) if (h.row == row) return;  // seeded earlier
+    if (!is_winner(row)) return;
     Hit h{row, sc, sim, static_cast<float>(v), static_cast<float>(d), static_cast<float>(pen)};
     Worse cmp{&st_.ids()};
     if (heap_.size() == p_.k) { std::pop_heap(heap_.begin(), heap_.end(), cmp); heap_.pop_back(); }
     heap_.push_back(h);
     std::push_heap(heap_.begin(), heap_.end(), cmp);
-  }
-  void finish(QueryResult& r) {
-    Worse cmp{&st_.ids()};
-    std::sort(heap_.begin(), heap_.end(), cmp);
-    r.hits = std::move(heap_);
   }
 
   std::size_t estimate_in_force() const {
@@ -162,70 +230,7 @@ class Searcher {
     return meta_.size();
   }
 
-  // ----- certified scan
-  struct Cand { double bound; double v; double d; double pen; std::uint32_t row; };
-
-  void consider(std::uint32_t row, double pen_if_out) {
-    const Meta& m = meta_[row];
-    double pen = admit(m);
-    if (pen == 0.0 || (pen_if_out >= 0 && pen != pen_if_out)) return;
-    double d = decay_of(m);
-    double v = static_cast<double>(m.reliability) * d;
-    if (v < p_.tau || !(v == v)) return;
-    cands_.push_back({fuse(s_cap_, v) * pen, v, d, pen, row});
-  }
-
-  void score_candidates(QueryResult& r) {
-    std::size_t probe = p_.probe ? p_.probe : std::max<std::size_t>(8 * p_.k, 256);
-    auto by_bound = [](const Cand& a, const Cand& b) { return a.bound > b.bound; };
-    if (cands_.size() > probe) {
-      std::nth_element(cands_.begin(), cands_.begin() + static_cast<std::ptrdiff_t>(probe), cands_.end(), by_bound);
-      std::sort(cands_.begin(), cands_.begin() + static_cast<std::ptrdiff_t>(probe), by_bound);
-    } else {
-      std::sort(cands_.begin(), cands_.end(), by_bound);
-    }
-    for (std::size_t i = 0; i < cands_.size(); ++i) {
-      const Cand& c = cands_[i];
-      if (c.bound < theta()) continue;
-      float sim = st_.ann().similarity(q_, c.row);
-      ++r.scored;
-      offer(c.row, sim, c.v, c.d, c.pen);
-    }
-  }
-
-  void scan(QueryResult& r) {
-    r.plan = Plan::Scan;
-    const TimeContext& tc = p_.time;
-    cands_.clear();
-    cands_.reserve(std::min<std::size_t>(r.in_force + 16, meta_.size()));
-    // 1. items in force, from the interval index (every mode but 'all')
-    if (tc.mode == Mode::All) {
-      for (std::uint32_t row = 0; row < meta_.size(); ++row) consider(row, -1.0);
-    } else if (tc.mode == Mode::Window) {
-      st_.intervals().for_each_overlapping(tc.win_start, tc.win_end, [&](std::uint32_t row) { consider(row, 1.0); });
-    } else {
-      st_.intervals().for_each_valid_at(tc.t, [&](std::uint32_t row) { consider(row, 1.0); });
-    }
-    score_candidates(r);
-    // 2. latest mode: items out of force keep a (penalised) chance unless excluded
-    if (tc.mode == Mode::Latest && p_.invalid != InvalidPolicy::Exclude) {
-      double pen = p_.invalid == InvalidPolicy::Penalize ? p_.penalty : 1.0;
-      double best_possible = fuse(s_cap_, 1.0) * pen;  // V <= 1
-      if (pen > 0 && best_possible >= theta()) {
-        cands_.clear();
-        for (std::uint32_t row = 0; row < meta_.size(); ++row) {
-          const Meta& m = meta_[row];
-          if (in_force(m, tc)) continue;  // already considered (or ineligible)
-          consider(row, pen);
-        }
-        score_candidates(r);
-      }
-    }
-    r.certified = true;
-    finish(r);
-  }
-
-  // ----- approximate graph walk
+  // ----- filtered HNSW walks (the seed, and the graph plan)
   struct Filter : hnswlib::BaseFilterFunctor {
     const Searcher* s;
     bool operator()(hnswlib::labeltype label) override {
@@ -236,42 +241,195 @@ class Searcher {
       return s->is_winner(static_cast<std::uint32_t>(label));
     }
   };
-
-  void graph(QueryResult& r) {
-    r.plan = Plan::Graph;
+  void walk(std::size_t want) {
     Filter f;
     f.s = this;
+    last_walk_ = st_.ann().search(q_, want, &f);
+    r_.scored += last_walk_.size();
+    for (const auto& hit : last_walk_) {
+      // rescored with the engine's own kernel, so a row scores identically in every plan
+      std::uint32_t row = hit.second;
+      const Meta& m = meta_[row];
+      double d = decay_of(m);
+      offer(row, similarity(row), static_cast<double>(m.reliability) * d, d, admit(m));
+    }
+  }
+  void graph() {
+    r_.plan = Plan::Graph;
     std::size_t want = std::max(p_.ef, 4 * p_.k);
-    double pen_max = 1.0;
-    if (p_.time.mode == Mode::Latest && p_.invalid == InvalidPolicy::Include) pen_max = 1.0;
     for (;;) {
       heap_.clear();
-      auto found = st_.ann().search(q_, want, &f);
-      r.scored += found.size();
-      for (const auto& [sim, row] : found) {
-        const Meta& m = meta_[row];
-        double pen = admit(m);
-        double d = decay_of(m);
-        double v = static_cast<double>(m.reliability) * d;
-        offer(row, sim, v, d, pen);
-      }
-      bool exhausted = found.size() < want;
-      double s_front = found.empty() ? -1.0 : found.back().first;
-      if (exhausted || fuse(s_front, 1.0) * pen_max < theta() || want >= p_.ef_max) break;
+      walk(want);
+      bool exhausted = last_walk_.size() < want;
+      double s_front = last_walk_.empty() ? -1.0 : last_walk_.back().first;
+      if (exhausted || fuse(s_front, 1.0) < theta() || want >= p_.ef_max) break;
       want = std::min(want * 2, p_.ef_max);
     }
-    r.certified = false;
-    finish(r);
   }
 
   const Store& st_;
-  const SearchParams& p_;
+  SearchParams p_;
   const float* q_;
   const std::vector<Meta>& meta_;
   const std::vector<DecaySpec>& specs_;
   double s_cap_;
-  std::vector<Cand> cands_;
   std::vector<Hit> heap_;
+  std::vector<std::pair<float, std::uint32_t>> last_walk_;
+  QueryResult r_;
 };
+
+// Rows a group of queries must examine, from metadata alone, whichever source is shorter:
+// the interval index (items in force at some T of the group) or the freshness lists (per
+// fact type, items whose decay can still reach some query's theta). Each row once.
+template <class Emit>
+inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) {
+  const SearchParams& p0 = qs[0].params();
+  const Mode mode = p0.time.mode;
+  const auto& meta = st.meta();
+  micros t_lo = kOpenEnd, t_hi = kOpenStart, w_lo = kOpenEnd, w_hi = kOpenStart;
+  bool seeded = true;
+  for (const Searcher& q : qs) {
+    const TimeContext& tc = q.params().time;
+    t_lo = std::min(t_lo, tc.t); t_hi = std::max(t_hi, tc.t);
+    w_lo = std::min(w_lo, tc.win_start); w_hi = std::max(w_hi, tc.win_end);
+    seeded = seeded && q.current_theta() > -std::numeric_limits<double>::infinity();
+  }
+  const bool out_of_force = mode == Mode::Latest && p0.invalid != InvalidPolicy::Exclude;
+  std::size_t by_interval = meta.size();
+  if (!out_of_force) {
+    if (mode == Mode::AsOf || mode == Mode::Latest) by_interval = st.intervals().count_overlapping(t_lo, t_hi == kOpenEnd ? t_hi : t_hi + 1);
+    else if (mode == Mode::Window) by_interval = st.intervals().count_overlapping(w_lo, w_hi);
+  }
+  const auto& fr = st.freshness();
+  const std::size_t n_types = std::min(fr.n_types(), st.decay_specs().size());
+  std::vector<std::pair<micros, micros>> ranges(n_types, {kOpenEnd, kOpenStart});
+  std::size_t by_fresh = meta.size() + 1;
+  if (seeded) {
+    by_fresh = 0;
+    for (std::size_t j = 0; j < n_types; ++j) {
+      if (!p0.type_mask.empty() && (j >= p0.type_mask.size() || !p0.type_mask[j])) continue;
+      for (const Searcher& q : qs) {
+        micros lo, hi;
+        if (!q.fresh_range_for(j, lo, hi)) continue;
+        ranges[j].first = std::min(ranges[j].first, lo);
+        ranges[j].second = std::max(ranges[j].second, hi);
+      }
+      if (ranges[j].first <= ranges[j].second)
+        by_fresh += fr.count_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second);
+    }
+  }
+  if (by_fresh <= by_interval) {
+    for (std::size_t j = 0; j < n_types; ++j)
+      if (ranges[j].first <= ranges[j].second)
+        fr.for_each_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second, emit);
+  } else if (by_interval == meta.size()) {
+    for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r);
+  } else if (mode == Mode::Window) {
+    st.intervals().for_each_overlapping(w_lo, w_hi, emit);
+  } else {
+    st.intervals().for_each_overlapping(t_lo, t_hi == kOpenEnd ? t_hi : t_hi + 1, emit);
+  }
+}
+
+// Run the certified plan for a group of queries (at most 64) so that metadata and vectors
+// needed by several of them are loaded once:
+//  - one pass over the group's rows computes, per (row, query), penalty and validity
+//    (decay vectorised across the queries) and keeps rows some query can still use;
+//  - rows are then visited best bound first; a row is skipped once every query's bound
+//    for it is below that query's k-th score, otherwise its vector is loaded once and
+//    dotted with all the group's queries (dot_many).
+inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
+                      const std::vector<std::size_t>& where) {
+  const std::size_t G = qs.size();
+  const double ninf = -std::numeric_limits<double>::infinity();
+  for (Searcher& q : qs) q.start();
+  const auto& meta = st.meta();
+  const auto& specs = st.decay_specs();
+  const Kernels& k = kernels();
+  std::vector<std::uint32_t> rows;
+  group_rows(qs, st, [&](std::uint32_t r) { rows.push_back(r); });
+  // --- metadata pass
+  std::vector<float> val, pen, dec_kept;  // per kept row: G validities / penalties / decays
+  std::vector<std::uint32_t> kept;
+  std::vector<double> best;              // per kept row: its largest bound over the queries
+  std::vector<std::size_t> counts(G, 0);
+  {
+    double ages[64], dec[64], th[64];
+    for (std::size_t g = 0; g < G; ++g) th[g] = qs[g].current_theta();
+    constexpr std::size_t AHEAD = 16;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i + AHEAD < rows.size()) __builtin_prefetch(&meta[rows[i + AHEAD]]);
+      const Meta& m = meta[rows[i]];
+      for (std::size_t g = 0; g < G; ++g) ages[g] = age_days(qs[g].params().time.t, m.observed_at);
+      k.decay(specs[m.fact_type], ages, dec, G);
+      double top = ninf;
+      const std::size_t base = val.size();
+      for (std::size_t g = 0; g < G; ++g) {
+        double v = 0.0;
+        double p = qs[g].admit_loaded(m, dec[g], v);
+        if (p > 0.0) {
+          double b = qs[g].bound(v, p);
+          if (b >= th[g]) { ++counts[g]; top = std::max(top, b); } else p = 0.0;
+        }
+        val.push_back(static_cast<float>(v));
+        pen.push_back(static_cast<float>(p));
+        dec_kept.push_back(static_cast<float>(dec[g]));
+      }
+      if (top > ninf) { kept.push_back(rows[i]); best.push_back(top); }
+      else { val.resize(base); pen.resize(base); dec_kept.resize(base); }
+    }
+  }
+  std::vector<std::size_t> act;
+  for (std::size_t g = 0; g < G; ++g) if (qs[g].choose_plan(counts[g])) act.push_back(g);
+  // --- scoring pass, best bound first
+  std::vector<std::uint32_t> order(kept.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
+  const std::size_t d = st.dim();
+  std::vector<float> Q(G * d);
+  for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
+  const AnnIndex& ann = st.ann();
+  const bool dense = qs[0].uses_dot();
+  // Per query: bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen.
+  alignas(64) float A[64], B[64], E[64], B2[64], TH[64], ON[64], sims[64], sc[64];
+  bool product = qs[0].product();
+  for (std::size_t g = 0; g < G; ++g) {
+    double a, b, c, e, b2;
+    qs[g].linear_form(a, b, c, e, b2);
+    A[g] = static_cast<float>(a); B[g] = static_cast<float>(b); E[g] = static_cast<float>(e); B2[g] = static_cast<float>(b2);
+    ON[g] = 0.0f;
+  }
+  for (std::size_t g : act) ON[g] = 1.0f;
+  constexpr std::size_t AHEAD = 4;
+  for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    if (j + AHEAD < order.size()) ann.prefetch(kept[order[j + AHEAD]]);
+    const std::size_t u = order[j];
+    const float* V = &val[u * G];
+    const float* P = &pen[u * G];
+    // thresholds as floats rounded down, so the float test below never drops a row that
+    // the exact (double) comparison in offer() would accept
+    for (std::size_t g = 0; g < G; ++g) {
+      double t = qs[g].current_theta();
+      float f = static_cast<float>(t);
+      TH[g] = (static_cast<double>(f) > t) ? std::nextafter(f, -INFINITY) : f;
+      TH[g] = std::nextafter(TH[g] * (TH[g] > 0 ? 0.99999f : 1.00001f), -INFINITY);
+    }
+    int needed = 0;
+    for (std::size_t g = 0; g < G; ++g) needed |= (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
+    if (!needed) continue;
+    const std::uint32_t row = kept[u];
+    if (dense) k.dot_many(ann.vector(row), Q.data(), G, d, sims);
+    else for (std::size_t g : act) sims[g] = qs[g].similarity(row);
+    for (std::size_t g : act) if (P[g] > 0.0f && P[g] * (A[g] + B[g] * V[g]) >= TH[g]) qs[g].count_scored();
+    if (product) for (std::size_t g = 0; g < G; ++g) { float s = sims[g] < 0.f ? 0.f : (sims[g] > 1.f ? 1.f : sims[g]); sc[g] = s * V[g] * P[g]; }
+    else for (std::size_t g = 0; g < G; ++g) sc[g] = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
+    for (std::size_t g : act) {
+      if (!(P[g] > 0.0f) || !(sc[g] >= TH[g])) continue;
+      qs[g].score(row, sims[g], V[g], dec_kept[u * G + g], P[g]);
+    }
+  }
+  for (std::size_t g = 0; g < G; ++g) out[where[g]] = qs[g].finish();
+}
 
 }  // namespace chrono

@@ -16,6 +16,7 @@
 #include "arbitration.hpp"
 #include "columns.hpp"
 #include "decay.hpp"
+#include "freshness_index.hpp"
 #include "interval_index.hpp"
 
 namespace chrono {
@@ -91,10 +92,13 @@ class Store {
       }
     }
     append_ids(new_ids, first);
-    bool rebuild = false;
-    for (std::size_t i = 0; i < c.n; ++i)
+    bool rebuild = false, refresh = false;
+    for (std::size_t i = 0; i < c.n; ++i) {
       rebuild |= intervals_.append(c.valid_from[i], c.valid_to[i], static_cast<std::uint32_t>(first + i));
+      refresh |= fresh_.append(c.fact_type[i], c.observed_at[i], static_cast<std::uint32_t>(first + i));
+    }
     if (rebuild) rebuild_intervals();
+    if (refresh) rebuild_fresh();
     return first;
   }
 
@@ -135,6 +139,7 @@ class Store {
   const std::vector<std::uint64_t>& ids() const { return ids_; }
   const std::vector<std::vector<std::uint32_t>>& stems() const { return stems_; }
   const IntervalIndex& intervals() const { return intervals_; }
+  const FreshnessIndex& freshness() const { return fresh_; }
   std::shared_mutex& mutex() const { return mu_; }
 
   // Load a saved graph; metadata rows come through ingest_meta_only (no vectors).
@@ -156,6 +161,7 @@ class Store {
       }
     }
     append_ids(ids, 0);
+    rebuild_fresh();
     for (std::size_t i = 0; i < c.n; ++i) {
       const float* v = ann_.vector(i);
       double nn = std::sqrt(static_cast<double>(kernels().dot(v, v, dim())));
@@ -173,6 +179,7 @@ class Store {
            stem_bytes;
   }
   std::size_t interval_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return intervals_.memory_bytes(); }
+  std::size_t freshness_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return fresh_.memory_bytes(); }
 
   struct DuplicateId : std::invalid_argument {
     DuplicateId(std::uint64_t id, std::size_t row)
@@ -195,6 +202,9 @@ class Store {
       if (id + 1 > next_id_) next_id_ = id + 1;
     }
   }
+  void rebuild_fresh() {
+    fresh_.rebuild(meta_.size(), [this](std::size_t i) { return std::make_pair(meta_[i].fact_type, meta_[i].observed_at); });
+  }
   void rebuild_intervals() {
     intervals_.rebuild(meta_.size(), [this](std::size_t i) { return std::make_pair(meta_[i].valid_from, meta_[i].valid_to); });
   }
@@ -208,6 +218,7 @@ class Store {
   std::uint64_t next_id_ = 0;
   std::vector<std::vector<std::uint32_t>> stems_;
   IntervalIndex intervals_;
+  FreshnessIndex fresh_;
   std::vector<DecaySpec> specs_{DecaySpec{}};
   double max_norm_ = 0.0;
 };

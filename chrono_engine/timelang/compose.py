@@ -1,0 +1,373 @@
+"""Composition of the grammars' atoms: choose non-overlapping matches, then attach fuzzy
+edges (2024年初, late March), clock times to their days (明天下午3点, March 7 at 3pm), join
+ranges (2024年3月至5月, from March to May 2024, between 2020 and 2022) and bounds (since
+2023, 2023年以来, 截至2024年8月, before/after/until X, X之前/之后, 自X起).
+
+Each step is one linear pass over the few atoms of a text; prefix and suffix words are
+matched with precompiled patterns anchored at the atom's edges.
+"""
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from . import periods as P
+from .grammar import GRAIN_ORDER, Cand, Ctx, fuzzy_part
+from .zh import attach_clock_to_day
+
+__all__ = ["compose", "select"]
+
+_IA = re.IGNORECASE | re.ASCII
+
+# -- fuzzy edges ----------------------------------------------------------------------------
+_ZH_FZ = re.compile(
+    r"\s*(?:的)?\s*(?P<w>年初|年底|年末|年中|月初|月底|月末|月中|上旬|中旬|下旬"
+    r"|初(?!步|次|级|衷|稿|审|选|中|赛|学|心|值|创|版|期|始)|底(?!薪|线|层|部|价|气|座|盘|稿|下|数)"
+    r"|末(?!端|尾|位|班|日)|中(?=$|[的，。,.;；！？!?\s时前后以之]))")
+_ZH_FZ_PART = {"初": "early", "底": "late", "末": "late", "中": "mid", "上旬": "early",
+               "中旬": "mid", "下旬": "late"}
+_EN_FZ = re.compile(
+    r"(?:\b(?P<a>early|mid|late)[\s-]*(?:in\s+)?(?:the\s+)?"
+    r"|\b(?:(?:at|in|towards?)\s+)?(?:the\s+)?(?P<b>beginning|start|end|middle)\s+of\s+"
+    r"(?:the\s+)?)$", _IA)
+_FZ_GRAINS = frozenset({"year", "half", "quarter", "month", "decade", "week"})
+
+_WEEKDAY_GAP = re.compile(r"\s*[(（,，]?\s*$")
+_WEEKDAY_CLOSE = re.compile(r"\s*[)）]")
+
+# -- clock attachment ---------------------------------------------------------------------
+_GAP_DAY_CLOCK = re.compile(r"\s*(?:的|,|，|at|@|on|around|about|from)?\s*$", _IA)
+_GAP_CLOCK_DAY = re.compile(r"\s*(?:on|,|，)?\s*$", _IA)
+
+# -- ranges ---------------------------------------------------------------------------------
+_CONNECT = re.compile(r"\s*(?P<w>至|到|~|～|-|—|–|－|to|until|till|til|through|thru|and|&|和|与|跟)\s*$",
+                      _IA)
+_RANGE_PRE = re.compile(r"(?:(?P<zh>从|自|由|在|介于)\s*|\b(?P<en>from|between)\s+(?:the\s+)?)$", _IA)
+_RANGE_SUF = re.compile(r"\s*(?P<w>之间|期间|间|为止|止|以内|内)")
+_AND = frozenset({"and", "&", "和", "与", "跟"})
+
+# -- bounds ---------------------------------------------------------------------------------
+_BOUND_PRE = re.compile(
+    r"(?:(?P<zh>截至|截止(?:到|至)?|直到|直至|(?:(?<=^)|(?<=[\s，,。;；:：(（]))(?:到|至)|自|从|由|打从"
+    r"|始于|早于|晚于|不早于|不晚于)\s*"
+    r"|\b(?P<en>ever\s+since|since|after|later\s+than|before|prior\s+to|earlier\s+than|until|till"
+    r"|til|up\s+(?:to|until)|through|thru|by|no\s+later\s+than|as\s+of|as\s+at|as\s+on"
+    r"|starting(?:\s+(?:from|on|in|at))?|beginning(?:\s+(?:from|on|in))?|effective(?:\s+(?:from|on))?"
+    r"|from)\s+)$", _IA)
+_ZH_NUMISH = "[\\d一二三四五六七八九十两半几天]"
+_BOUND_SUF = re.compile(
+    r"\s*(?P<zh>以来|至今|迄今|到现在|到目前为止|到目前|到今天|以后|之后|过后|后(?!" + _ZH_NUMISH + r")"
+    r"|以前|之前|前(?!" + _ZH_NUMISH + r"|后)|为止|止|起|开始|往后|伊始)"
+    r"|\s+(?P<en>onwards?|and\s+(?:later|after|beyond|onwards?)|or\s+later|or\s+after"
+    r"|and\s+(?:earlier|before)|or\s+earlier|or\s+before|to\s+date|to\s+present|till\s+now"
+    r"|until\s+now|up\s+to\s+now|so\s+far|to\s+now|on)\b", _IA)
+_SINCE_SUF = frozenset({"以来", "至今", "迄今", "到现在", "到目前为止", "到目前", "到今天", "to date",
+                        "to present", "till now", "until now", "up to now", "so far", "to now"})
+_FROM_SUF = frozenset({"起", "开始", "往后", "伊始", "onwards", "onward", "and later",
+                       "and after", "and beyond", "and onwards", "and onward", "or later",
+                       "or after", "on"})
+_AFTER_SUF = frozenset({"以后", "之后", "过后", "后"})
+_BEFORE_SUF = frozenset({"以前", "之前", "前"})
+_UNTIL_SUF = frozenset({"为止", "止", "and earlier", "and before", "or earlier", "or before"})
+_ASOF_PRE = frozenset({"截至", "截止", "截止到", "截止至", "as of", "as at", "as on"})
+_UNTIL_PRE = frozenset({"直到", "直至", "到", "至", "until", "till", "til", "up to", "up until",
+                        "through", "thru", "by", "no later than", "不晚于"})
+_FROM_PRE = frozenset({"starting", "starting from", "starting on", "starting in", "starting at",
+                       "beginning", "beginning from", "beginning on", "beginning in", "始于",
+                       "不早于", "effective", "effective from", "effective on"})
+_SINCE_PRE = frozenset({"since", "ever since"})
+_AFTER_PRE = frozenset({"after", "later than", "晚于"})
+_BEFORE_PRE = frozenset({"before", "prior to", "earlier than", "早于"})
+_WEAK_PRE = frozenset({"自", "从", "由", "打从", "from"})  # need a suffix (起, 以来, on ...)
+
+_POINTISH = frozenset({"cal", "fz", "ago", "now"})
+_US = timedelta(microseconds=1)
+# cheap charset tests (fast scans) before the anchored prefix patterns above
+_HINT_EN = re.compile(r"[\s-]")
+_HINT_PRE = re.compile(r"[\s截止直至到自从由打始早晚不]")
+
+
+def select(cands: list[Cand]) -> list[Cand]:
+    """Leftmost-longest non-overlapping candidates; ties go to the earlier rule."""
+    cands.sort(key=lambda c: (c.b, c.b - c.e, c.prio))
+    out = []
+    last = -1
+    for c in cands:
+        if c.b >= last:
+            out.append(c)
+            last = c.e
+    return out
+
+
+def _norm(w: str) -> str:
+    return " ".join(w.lower().split())
+
+
+def _fuzzy(text: str, sel: list[Cand]) -> list[Cand]:
+    out: list[Cand] = []
+    i = 0
+    n = len(sel)
+    while i < n:
+        c = sel[i]
+        nxt = sel[i + 1] if i + 1 < n else None
+        if c.cls == "cal" and c.kind == "point" and c.grain in _FZ_GRAINS:
+            part = None
+            m = _ZH_FZ.match(text, c.e)
+            if m:
+                w = m.group("w")
+                if len(w) == 2 and w[0] in "年月":
+                    ok = (w[0] == "年") == (c.grain == "year") or (w[0] == "年" and c.grain == "decade")
+                    part = _ZH_FZ_PART[w[1]] if ok else None
+                elif w in ("上旬", "中旬", "下旬"):
+                    part = _ZH_FZ_PART[w] if c.grain == "month" else None
+                elif c.grain != "week":
+                    part = _ZH_FZ_PART[w]
+                end = m.end()
+                if part and nxt is not None and nxt.b < end:
+                    if nxt.cls == "fz" and nxt.e <= end:
+                        i += 1  # the bare 年初 / 下旬 atom is now part of this one
+                        nxt = sel[i + 1] if i + 1 < n else None
+                    else:
+                        part = None
+                if part:
+                    _apply_fuzzy(c, part, end=end)
+            if part is None:
+                lo = max(out[-1].e if out else 0, c.b - 40)
+                m = _EN_FZ.search(text, lo, c.b) if _HINT_EN.search(text, lo, c.b) else None
+                if m:
+                    w = (m.group("a") or m.group("b")).lower()
+                    part = ("early" if w in ("early", "beginning", "start")
+                            else "late" if w in ("late", "end") else "mid")
+                    _apply_fuzzy(c, part, begin=m.start())
+        out.append(c)
+        i += 1
+    return out
+
+
+def _apply_fuzzy(c: Cand, part: str, begin: int | None = None, end: int | None = None) -> None:
+    r = fuzzy_part(c.start, c.grain, part)
+    if r is None:
+        return
+    grain = c.grain
+    c.start, c.end, c.grain = r
+    c.fuzzy = True
+    if c.rebuild is not None:
+        rb = c.rebuild
+        c.rebuild = lambda y, m: fuzzy_part(rb(y, m)[0], grain, part)[:2]
+    if begin is not None:
+        c.b = begin
+    if end is not None:
+        c.e = end
+
+
+def _is_day(c: Cand | None) -> bool:
+    return c is not None and c.cls == "cal" and c.kind == "point" and c.grain == "day"
+
+
+def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
+    out: list[Cand] = []
+    i = 0
+    n = len(sel)
+    while i < n:
+        c = sel[i]
+        if c.cls in ("clock", "weakclock"):
+            prev = out[-1] if out else None
+            nxt = sel[i + 1] if i + 1 < n else None
+            if (prev is not None and prev.day is not None and c.clock[0] is not None
+                    and c.b - prev.e <= 6 and _CONNECT.match(text, prev.e, c.b)):
+                # 下午3点到5点, 3pm-5pm: the second clock shares the first one's day and part
+                h, mi, sec, grain, part = c.clock
+                c.clock = (h, mi, sec, grain, part or prev.day[1])
+                attach_clock_to_day(c, prev.day[0], ctx)
+                if c.start <= prev.start and part is None and h < 12:  # 11:30-1:30
+                    c.start, c.end = P.shift(c.start, "hour", 12), P.shift(c.end, "hour", 12)
+                out.append(c)
+            elif (_is_day(prev) and c.b - prev.e <= 8
+                    and _GAP_DAY_CLOCK.match(text, prev.e, c.b)):
+                b = prev.b
+                attach_clock_to_day(c, prev.start.date(), ctx)
+                c.b = b
+                out[-1] = c
+            elif (_is_day(nxt) and nxt.b - c.e <= 6
+                  and _GAP_CLOCK_DAY.match(text, c.e, nxt.b)):
+                e = nxt.e
+                attach_clock_to_day(c, nxt.start.date(), ctx)
+                c.e = e
+                out.append(c)
+                i += 1
+            elif c.cls == "clock":
+                out.append(attach_clock_to_day(c, ctx.today, ctx))
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return out
+
+
+def _finer(a: str, b: str) -> str:
+    return a if GRAIN_ORDER[a] <= GRAIN_ORDER[b] else b
+
+
+def _ranges(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
+    out: list[Cand] = []
+    i = 0
+    n = len(sel)
+    while i < n:
+        a = sel[i]
+        if i + 1 < n and a.cls in _POINTISH and a.kind == "point" and a.cls != "now":
+            bb = sel[i + 1]
+            if (bb.cls in _POINTISH and bb.kind == "point" and bb.b - a.e <= 12):
+                m = _CONNECT.match(text, a.e, bb.b)
+                if m:
+                    r = _make_range(text, out, a, bb, m.group("w").lower(), ctx)
+                    if r is not None:
+                        out.append(r)
+                        i += 2
+                        continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None:
+    lo = max(out[-1].e if out else 0, a.b - 12)
+    pre = _RANGE_PRE.search(text, lo, a.b)
+    suf = _RANGE_SUF.match(text, b.e)
+    if conn in _AND:
+        if not ((pre and (pre.group("en") or "").lower() == "between") or
+                (pre and pre.group("zh") in ("在", "介于")) or
+                (suf and suf.group("w") in ("之间", "间"))):
+            return None
+    # lend the written year (and month) to the side that has none
+    try:
+        if b.rebuild is not None and b.cls != "now":
+            if b.lend == "ym" or a.rebuild is None:
+                b.start, b.end = b.rebuild(a.start.year, a.start.month)
+            if b.start < a.start:  # 12月至2月, 3月25日至5日: the right side is later
+                if b.lend == "ym":
+                    y, mo = P.add_months(a.start.year, a.start.month, 1)
+                    b.start, b.end = b.rebuild(y, mo)
+                else:
+                    b.start, b.end = b.rebuild(a.start.year + 1, a.start.month)
+        elif a.rebuild is not None and a.lend == "y":
+            a.start, a.end = a.rebuild(b.start.year, b.start.month)
+            if a.start > b.start:
+                a.start, a.end = a.rebuild(b.start.year - 1, b.start.month)
+    except ValueError:
+        return None
+    end = ctx.now if b.cls == "now" else b.end
+    if b.day is not None and b.grain in ("hour", "minute", "second"):
+        end = b.start  # 3点到5点 ends at 5:00, not after the 5 o'clock hour
+    if not a.start < end:
+        return None
+    begin = pre.start() if pre else a.b
+    if pre and pre.group("zh") == "在" and not (suf and suf.group("w") in ("之间", "间")):
+        begin = a.b
+    stop = suf.end() if suf else b.e
+    grain = a.grain if b.cls == "now" else _finer(a.grain, b.grain)
+    c = Cand(begin, stop, a.start, end, grain, "span", "span", None,
+             a.fuzzy or b.fuzzy)
+    c.role = "range"
+    c.inner = (a.start, end)
+    return c
+
+
+def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
+    out: list[Cand] = []
+    n = len(sel)
+    for i, c in enumerate(sel):
+        if c.cls not in _POINTISH or c.kind != "point":
+            out.append(c)
+            continue
+        lo = max(out[-1].e if out else 0, c.b - 16)
+        pm = _BOUND_PRE.search(text, lo, c.b) if _HINT_PRE.search(text, lo, c.b) else None
+        sm = _BOUND_SUF.match(text, c.e)
+        if sm and i + 1 < n and sel[i + 1].b < sm.end():
+            sm = None
+        pw = _norm(pm.group("zh") or pm.group("en")) if pm else None
+        sw = _norm(sm.group("zh") or sm.group("en")) if sm else None
+        if sw == "on" and pw != "from":
+            sw, sm = None, None
+        role = None
+        if sw in _SINCE_SUF:
+            role = "since"
+        elif sw in _FROM_SUF:
+            role = "from"
+        elif sw in _AFTER_SUF:
+            role = "after"
+        elif sw in _BEFORE_SUF:
+            role = "before"
+        elif sw in _UNTIL_SUF:
+            role = "asof" if pw in _ASOF_PRE else "until"
+        elif pw in _ASOF_PRE:
+            role = "asof"
+        elif pw in _UNTIL_PRE:
+            role = "until"
+        elif pw in _FROM_PRE:
+            role = "from"
+        elif pw in _SINCE_PRE:
+            role = "since"
+        elif pw in _AFTER_PRE:
+            role = "after"
+        elif pw in _BEFORE_PRE:
+            role = "before"
+        if role is None:
+            out.append(c)
+            continue
+        # a prefix is absorbed when it agrees with the bound the suffix made
+        absorb = pm is not None and (
+            sw is None or pw in _WEAK_PRE or pw in _SINCE_PRE or
+            (role in ("until", "asof") and (pw in _UNTIL_PRE or pw in _ASOF_PRE)))
+        if role in ("since",) and c.cls == "now":
+            out.append(c)
+            continue
+        s0, e0 = c.start, c.end
+        inner = (s0, e0)
+        if c.day is not None and c.grain in ("hour", "minute", "second"):
+            e0 = s0  # a clock time is an instant for bounds: until 2pm ends at 14:00
+            inner = (s0, s0 + _US)
+        if role == "since":
+            start, end = s0, (ctx.now if s0 < ctx.now else None)
+        elif role == "from":
+            start, end = s0, None
+        elif role == "after":
+            start, end = e0, None
+        elif role == "before":
+            start, end = None, s0
+        else:  # until / asof
+            start, end = None, (ctx.now if c.cls == "now" else e0)
+        r = Cand(pm.start() if absorb else c.b, sm.end() if sm else c.e, start, end, c.grain,
+                 "span", "span", None, c.fuzzy)
+        r.role = role
+        r.inner = inner
+        r.fzpart = "now" if c.cls == "now" else None
+        out.append(r)
+    return out
+
+
+def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
+    """A weekday right after a date only names that date's weekday: 2024年3月7日(星期四)."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (c.role == "weekday" and _is_day(prev) and c.b - prev.e <= 3
+                and _WEEKDAY_GAP.match(text, prev.e, c.b)):
+            close = _WEEKDAY_CLOSE.match(text, c.e)
+            prev.e = close.end() if close else c.e
+            continue
+        out.append(c)
+    return out
+
+
+def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
+    """Run the composition passes over the selected atoms (in text order)."""
+    if not sel:
+        return sel
+    if any(c.role == "weekday" for c in sel):
+        sel = _weekdays(text, sel)
+    sel = _fuzzy(text, sel)
+    if any(c.cls in ("clock", "weakclock") for c in sel):
+        sel = _clocks(text, sel, ctx)
+    if len(sel) > 1:
+        sel = _ranges(text, sel, ctx)
+    return _bounds(text, sel, ctx)

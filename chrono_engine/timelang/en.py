@@ -1,0 +1,482 @@
+"""English time grammar: month names with days and years, relative days / weekdays /
+weeks / months / quarters / years / decades, halves and quarters in words, clock times,
+parts of the day, durations, "N days ago", "in 2 weeks" and rolling ranges ("past 90
+days", "last 2 months", "within 3 days").
+
+Case-insensitive, except that a bare month or weekday abbreviation ("mar", "sun", "may")
+counts only when capitalised or next to a day or year, so "you may" and "the sun" stay
+words.
+"""
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+from . import periods as P
+from .grammar import (
+    RELATIVE_YEAR,
+    Cand,
+    amount_cand,
+    cal,
+    fuzzy_part,
+    rule,
+    year_of_two_digits,
+)
+from .numerals import EN_NUM, FUZZY_EN, en_int
+from .zh import attach_clock_to_day
+
+__all__ = ["MONTHS", "RULES"]
+
+MON_WORDS = "jan feb mar apr may jun jul aug sep oct nov dec"
+_UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec"
+#: every amount phrase holds a digit or a number word
+_AMOUNT = (r"\d|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+           r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty"
+           r"|sixty|seventy|eighty|ninety|hundred|few|several|couple|half)\b")
+
+# ASCII word boundaries, so "last week的报告" and "Q3的销售" still match next to Chinese.
+_I = re.IGNORECASE | re.ASCII
+
+MONTHS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8,
+          "sep": 9, "oct": 10, "nov": 11, "dec": 12}
+_MON = (r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+_WD = (r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+       r"|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?")
+_ORD = r"(?:st|nd|rd|th)?"
+_UNIT = (r"(?P<u>seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|months?"
+         r"|quarters?|years?|yrs?|decades?)")
+_UNITS = {"sec": "second", "min": "minute", "hour": "hour", "hr": "hour", "day": "day",
+          "week": "week", "wk": "week", "month": "month", "quarter": "quarter",
+          "year": "year", "yr": "year", "decade": "decade"}
+_REL = {"last": -1, "previous": -1, "prev": -1, "past": -1, "this": 0, "current": 0,
+        "next": 1, "coming": 1, "following": 1, "upcoming": 1}
+_DECADE_WORDS = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60,
+                 "seventies": 70, "eighties": 80, "nineties": 90}
+_ORDINALS = {w: i for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+    "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth "
+    "twenty-first twenty-second twenty-third twenty-fourth twenty-fifth twenty-sixth "
+    "twenty-seventh twenty-eighth twenty-ninth thirtieth thirty-first".split(), 1)}
+_ORDINAL_RE = "|".join(sorted(_ORDINALS, key=len, reverse=True)).replace("-", "[-\\s]")
+_DAYWORD = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
+
+
+def _unit(word: str) -> str:
+    w = word.lower().rstrip("s")
+    return _UNITS[w] if w in _UNITS else _UNITS[w[:3]]
+
+
+def _month(m) -> int:
+    return MONTHS[m.group("mon")[:3].lower()]
+
+
+def _plain_month_ok(m) -> bool:
+    """A bare month word with no day or year must look like a month: full name other than
+    "may"/"march", or capitalised."""
+    tok = m.group("mon").rstrip(".")
+    if tok[0].isupper():
+        return True
+    return len(tok) > 4 and tok.lower() not in ("march",)
+
+
+def _year4(s: str | None, ctx) -> int | None:
+    if not s:
+        return None
+    y = int(s.lstrip("'"))
+    return year_of_two_digits(y, ctx) if len(s.lstrip("'")) == 2 else y
+
+
+@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}\s+(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\b"
+      rf"(?:,?\s*(?P<y>\d{{4}})\b)?", _I,
+      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec')
+def month_day(m, ctx):
+    """March 7, March 7th 2024, Mon, Mar 7, 2024."""
+    y = _year4(m.group("y"), ctx)
+    return _day(m, ctx, y, _month(m), int(m.group("d")))
+
+
+@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}(?![a-z])"
+      rf"(?:,?\s*(?P<y>\d{{4}})\b)?", _I,
+      lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec')
+def day_month(m, ctx):
+    """7 Mar 2024, the 7th of March."""
+    y = _year4(m.group("y"), ctx)
+    return _day(m, ctx, y, _month(m), int(m.group("d")))
+
+
+def _day(m, ctx, y, mo, d):
+    tz = ctx.tz
+    if y is None:
+        s, e = P.day_span(ctx.year, mo, d, tz)
+        return cal(m.start(), m.end(), s, e, "day", lambda yy, mm: P.day_span(yy, mo, d, tz))
+    s, e = P.day_span(y, mo, d, tz)
+    return cal(m.start(), m.end(), s, e, "day")
+
+
+@rule(rf"\b{_MON}\s+(?P<d1>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|thru|until|till)\s*"
+      rf"(?P<d2>\d{{1,2}}){_ORD}\b(?:,?\s*(?P<y>\d{{4}})\b)?"
+      rf"|\b(?P<d3>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|until|till)\s*(?P<d4>\d{{1,2}}){_ORD}\s+"
+      rf"(?:of\s+)?(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
+      rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+      rf"(?:,?\s*(?P<y2>\d{{4}})\b)?", _I,
+      lead=r"\dadfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
+def day_range(m, ctx):
+    """March 7-9, 2024 / 7 to 9 March: a range of days in one month."""
+    if m.group("mon"):
+        mo, d1, d2, y = _month(m), int(m.group("d1")), int(m.group("d2")), m.group("y")
+    else:
+        mo = MONTHS[m.group("mon2")[:3].lower()]
+        d1, d2, y = int(m.group("d3")), int(m.group("d4")), m.group("y2")
+    yy = _year4(y, ctx) or ctx.year
+    if d2 < d1:
+        return None
+    s, _ = P.day_span(yy, mo, d1, ctx.tz)
+    _, e = P.day_span(yy, mo, d2, ctx.tz)
+    c = Cand(m.start(), m.end(), s, e, "day", "span", "span")
+    c.role = "range"
+    return c
+
+
+@rule(rf"\b{_MON}(?![a-z])(?:,?\s*(?:of\s+)?(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
+      r"|(?P<ry>this|last|next|previous)\s+year\b))?(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
+      lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
+def month(m, ctx):
+    """March, March 2024, Mar '24, March of last year."""
+    y = _year4(m.group("y"), ctx) or _year4(m.group("yy"), ctx)
+    if y is None and m.group("ry"):
+        y = ctx.year + RELATIVE_YEAR[m.group("ry").lower()]
+    if y is None and not _plain_month_ok(m):
+        return None
+    mo = _month(m)
+    tz = ctx.tz
+    if y is None:
+        s, e = P.month_span(ctx.year, mo, tz)
+        return cal(m.start(), m.end(), s, e, "month", lambda yy, mm: P.month_span(yy, mo, tz))
+    s, e = P.month_span(y, mo, tz)
+    return cal(m.start(), m.end(), s, e, "month")
+
+
+@rule(r"\b(?P<w>today|tonight|yesterday|tomorrow|(?:the\s+)?day\s+before\s+yesterday"
+      r"|(?:the\s+)?day\s+after\s+tomorrow)\b", _I, lead="tyd", words='tod ton yes tom')
+def relative_day(m, ctx):
+    w = m.group("w").lower()
+    off = -2 if "before" in w else 2 if "after" in w else _DAYWORD[w]
+    d = ctx.today + timedelta(days=off)
+    s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    c = cal(m.start(), m.end(), s, e, "day")
+    if w == "tonight":
+        c.cls = "clock"
+        c.clock = (None, 0, 0, "hour", "tonight")
+        return attach_clock_to_day(c, d, ctx)
+    return c
+
+
+@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently)\b", _I,
+      lead="rnap", words='now pre mom')
+def now_word(m, ctx):
+    s = P.floor(ctx.now, "second")
+    return Cand(m.start(), m.end(), s, P.shift(s, "second", 1), "second", "point", "now")
+
+
+@rule(r"\b(?:the\s+)?(?P<rel>last|this|next|previous|prev|coming|current|past|following"
+      r"|upcoming)\s+(?P<u>week|month|quarter|year|decade|weekend|century)\b"
+      r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b", _I,
+      lead="tlnpcfu",
+      words="las thi nex pre com cur pas fol upc")
+
+def relative_unit(m, ctx):
+    """last week / this month / next quarter / last decade (calendar units); "past week"
+    is a rolling range ending now; "the year before last"."""
+    if m.group("u2"):
+        u = m.group("u2").lower()
+        off = -2 if m.group("ba").lower().startswith("before") else 2
+    else:
+        u = m.group("u").lower()
+        rel = m.group("rel").lower()
+        if rel == "past":
+            if u in ("weekend", "century"):
+                return None
+            return amount_cand(m.start(), m.end(), 1, u, ctx, "past")
+        off = _REL[rel]
+    tz = ctx.tz
+    if u == "weekend":
+        sat = P.iso_week_start(ctx.today) + timedelta(days=5 + 7 * off)
+        s, e = P.day_span(sat.year, sat.month, sat.day, tz, 2)
+        return cal(m.start(), m.end(), s, e, "day")
+    if u == "century":
+        y0 = ctx.year - ctx.year % 100 + 100 * off
+        s, e = P.month_span(y0, 1, tz, 1200)
+        return cal(m.start(), m.end(), s, e, "year")
+    s0, _ = ctx.period(u)
+    s, e = P.period(P.shift(s0, u, off), u)
+    return cal(m.start(), m.end(), s, e, u)
+
+
+@rule(rf"\b(?:(?P<rel>last|this|next|coming|past|previous)\s+|on\s+)?{_WD}(?![a-z])", _I,
+      lead="ltncpomwfs", words='mon tue wed thu fri sat sun')
+def weekday(m, ctx):
+    """Monday = this ISO week's Monday; this Monday likewise; last Monday = the most
+    recent Monday before today; next Monday = the first Monday after today."""
+    tok = m.group("wd").rstrip(".")
+    rel = (m.group("rel") or "").lower()
+    if len(tok) <= 4 and not tok[0].isupper() and not rel:
+        return None  # "sun", "wed" ... as plain words
+    wd = _WEEKDAYS[tok[:3].lower()]
+    today = ctx.today
+    if rel in ("last", "past", "previous"):
+        back = (today.weekday() - wd) % 7 or 7
+        d = today - timedelta(days=back)
+    elif rel in ("next", "coming"):
+        fwd = (wd - today.weekday()) % 7 or 7
+        d = today + timedelta(days=fwd)
+    else:
+        d = P.iso_week_start(today) + timedelta(days=wd)
+    s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    c = cal(m.start(), m.end(), s, e, "day")
+    if not rel:
+        c.role = "weekday"
+    return c
+
+
+@rule(rf"\b(?P<rel>last|this|next)\s+{_MON}(?![a-z])", _I,
+      lead="ltn", words='jan feb mar apr may jun jul aug sep oct nov dec')
+def relative_month_name(m, ctx):
+    """last March = the most recent March before this month; next March = the first one
+    after it; this March = the current year's."""
+    mo = _month(m)
+    rel = m.group("rel").lower()
+    y = ctx.year
+    if rel == "last" and mo >= ctx.month:
+        y -= 1
+    elif rel == "next" and mo <= ctx.month:
+        y += 1
+    s, e = P.month_span(y, mo, ctx.tz)
+    return cal(m.start(), m.end(), s, e, "month")
+
+
+_YEAR_REF = r"(?:\s+(?:of\s+)?(?:(?P<y>\d{4})\b|(?P<ry>this|last|next|the)\s+year\b))?"
+
+
+def _year_ref(m, ctx):
+    if m.group("y"):
+        return int(m.group("y")), True
+    ry = m.group("ry")
+    if ry and ry.lower() != "the":
+        return ctx.year + RELATIVE_YEAR[ry.lower()], True
+    return ctx.year, False
+
+
+@rule(r"\b(?P<the>the\s+)?(?P<ord>first|second|third|fourth|last|1st|2nd|3rd|4th)\s+quarter"
+      + _YEAR_REF, _I, lead="tfsl1234", words='qua')
+def quarter_words(m, ctx):
+    ord_ = m.group("ord").lower()
+    if ord_ == "last" and not (m.group("the") or m.group("y") or m.group("ry")):
+        return None  # "last quarter" is the previous quarter (relative_unit)
+    q = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
+         "4th": 4, "last": 4}[ord_]
+    y, written = _year_ref(m, ctx)
+    tz = ctx.tz
+    s, e = P.month_span(y, 3 * q - 2, tz, 3)
+    rb = None if written else (lambda yy, mm: P.month_span(yy, 3 * q - 2, tz, 3))
+    return cal(m.start(), m.end(), s, e, "quarter", rb)
+
+
+@rule(r"\b(?:the\s+)?(?P<ord>first|second|1st|2nd|latter|last)\s+half" + _YEAR_REF, _I,
+      lead="tfsl12", words='hal')
+def half_words(m, ctx):
+    h = 1 if m.group("ord").lower() in ("first", "1st") else 2
+    y, written = _year_ref(m, ctx)
+    tz = ctx.tz
+    mo = 1 if h == 1 else 7
+    s, e = P.month_span(y, mo, tz, 6)
+    rb = None if written else (lambda yy, mm: P.month_span(yy, mo, tz, 6))
+    return cal(m.start(), m.end(), s, e, "half", rb)
+
+
+@rule(r"\b(?:the\s+)?(?:week|wk)\s*(?:#|no\.?\s*|number\s+)?(?P<n>\d{1,2})\b"
+      r"(?:\s*(?:of|,|in)?\s*(?P<y>\d{4})\b)?", _I, lead="tw",
+      words="wee wk", chars="0123456789")
+
+def week_number(m, ctx):
+    """week 10 (2024): ISO week number."""
+    n = int(m.group("n"))
+    written = m.group("y") is not None
+    y = int(m.group("y")) if written else ctx.year
+    tz = ctx.tz
+
+    def build(yy, mm=None):
+        d = date.fromisocalendar(yy, n, 1)
+        return P.day_span(d.year, d.month, d.day, tz, 7)
+    s, e = build(y)
+    return cal(m.start(), m.end(), s, e, "week", None if written else build)
+
+
+@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)'?s|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)'?s"
+      r"|\b(?P<word>twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties))(?![a-z])", _I,
+      lead=r"t'\dfsen", need="\\d'?s|ties")
+def decade(m, ctx):
+    if m.group("full"):
+        y0 = int(m.group("full"))
+    else:
+        w = m.group("word")
+        v = _DECADE_WORDS[w.lower()] if w else int(m.group("yy") or m.group("yy2"))
+        y0 = ctx.year - ctx.year % 100 + v
+        if y0 > ctx.year:
+            y0 -= 100
+    s, e = P.month_span(y0, 1, ctx.tz, 120)
+    return cal(m.start(), m.end(), s, e, "decade")
+
+
+# -- clock times and parts of the day ----------------------------------------------------
+@rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\s*"
+      r"(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
+      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
+      lead=r"\dnm", need="[ap]\\.?m|noon|midday|midnight|o'?clock")
+def clock(m, ctx):
+    if m.group("w"):
+        w = m.group("w").lower()
+        h, mi, sec, grain, part = (0 if w == "midnight" else 12), 0, 0, "minute", None
+    else:
+        h = int(m.group("h") or m.group("h2"))
+        mi = int(m.group("mi") or 0)
+        sec = int(m.group("s") or 0)
+        grain = "second" if m.group("s") else "minute" if m.group("mi") else "hour"
+        ap = (m.group("ap") or "").lower().replace(".", "")
+        if ap == "pm" and h < 12:
+            h += 12
+        elif ap == "am" and h == 12:
+            h = 0
+        part = None
+    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock")
+    c.clock = (h, mi, sec, grain, part)
+    return c
+
+
+@rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last)\s+)?(?:in\s+the\s+)?"
+      r"(?P<p>morning|afternoon|evening|night)\b", _I, lead="tydlimaen", words='mor aft eve nig')
+def day_part(m, ctx):
+    rel = (m.group("rel") or "").lower()
+    p = m.group("p").lower()
+    c = Cand(m.start(), m.end(), None, None, "hour", "point", "weakclock", fuzzy=True)
+    c.clock = (None, 0, 0, "hour", p)
+    if rel == "last" and p != "night":
+        return None
+    if rel:
+        off = {"this": 0, "today": 0, "yesterday": -1, "tomorrow": 1, "last": -1}[rel]
+        return attach_clock_to_day(c, ctx.today + timedelta(days=off), ctx)
+    return c
+
+
+# -- durations and rolling ranges ---------------------------------------------------------
+@rule(rf"\b(?:(?:in|during|over|for|within|from)\s+)?(?:the\s+)?"
+      rf"(?P<dir>past|last|previous|prior|recent|next|coming|following|upcoming)\s+"
+      rf"(?P<n>{EN_NUM})\s+{_UNIT}\b", _I,
+      lead="cdfilnoprtuw",
+      words="pas las pre pri rec nex com fol upc", need=_AMOUNT)
+
+def rolling(m, ctx):
+    """past 90 days / last 2 months / the next 3 weeks: a rolling range from or to now."""
+    n = en_int(m.group("n"))
+    if n is None:
+        return None
+    d = m.group("dir").lower()
+    past = d in ("past", "last", "previous", "prior", "recent")
+    fuzzy = m.group("n").lower().strip() in FUZZY_EN
+    return amount_cand(m.start(), m.end(), n, _unit(m.group("u")), ctx,
+                       "past" if past else "future", fuzzy)
+
+
+@rule(rf"\b(?:(?P<within>within)\s+(?:the\s+)?|(?P<in>in)\s+|for\s+)?(?P<n>{EN_NUM})\s+{_UNIT}\b"
+      r"(?:\s*(?P<dir>ago|before\s+now|back|from\s+now|later|hence|from\s+today|'?\s*time))?",
+      _I, lead=r"aefhinostwcz\d",
+      words=_UNIT_WORDS, need=_AMOUNT)
+
+def amount(m, ctx):
+    """3 days ago / in 2 weeks / 2 weeks from now / within 3 days / (for) 15 days."""
+    raw = m.group("n")
+    n = en_int(raw)
+    if n is None:
+        return None
+    u = _unit(m.group("u"))
+    d = (m.group("dir") or "").lower()
+    fuzzy = raw.lower().strip() in FUZZY_EN
+    b, e = m.start(), m.end()
+    if d in ("ago", "before now", "back"):
+        if m.group("in") or m.group("within"):
+            b = m.start("n")
+        return amount_cand(b, e, n, u, ctx, "ago", fuzzy)
+    if d and d != "":
+        if d.endswith("time"):
+            d = "later"
+        return amount_cand(b, e, n, u, ctx, "later", fuzzy)
+    if m.group("within"):
+        return amount_cand(b, e, n, u, ctx, "past", fuzzy)
+    if m.group("in"):
+        return amount_cand(b, e, n, u, ctx, "later", fuzzy)
+    return amount_cand(b, e, n, u, ctx, "dur", fuzzy)
+
+
+@rule(r"\b(?P<f>early|mid|late|(?:the\s+)?(?:beginning|start|end|middle)\s+of)[\s-]*"
+      r"(?:the\s+|this\s+)?(?P<u>month|year|quarter|week)\b(?!\s+(?:before|after))", _I,
+      lead="emlbst",
+      words="ear mid lat beg sta end")
+
+def fuzzy_current(m, ctx):
+    """end of the month / early this year: a part of the current unit."""
+    f = m.group("f").lower()
+    part = ("early" if ("early" in f or "beginning" in f or "start" in f)
+            else "late" if ("late" in f or "end" in f) else "mid")
+    u = m.group("u").lower()
+    s0, _ = ctx.period(u)
+    r = fuzzy_part(s0, u, part)
+    if r is None:
+        return None
+    return Cand(m.start(), m.end(), r[0], r[1], r[2], "point", "cal", None, True)
+
+
+@rule(r"\b(?P<u>year|month|quarter|week)[\s-]to[\s-]date\b|\b(?P<ab>YTD|MTD|QTD|WTD)\b", _I,
+      lead="ymqw", words='dat ytd mtd qtd wtd')
+def to_date(m, ctx):
+    """year-to-date / YTD: from the start of the current unit to now."""
+    u = m.group("u")
+    if u is None:
+        u = {"y": "year", "m": "month", "q": "quarter", "w": "week"}[m.group("ab")[0].lower()]
+    s, _ = P.period(ctx.now, u.lower())
+    c = Cand(m.start(), m.end(), s, ctx.now, u.lower(), "span", "span")
+    c.role = "since"
+    return c
+
+
+@rule(rf"\b(?:the\s+)?(?P<o>{_ORDINAL_RE})\s+(?:of\s+)?{_MON}(?![a-z])(?:,?\s*(?P<y>\d{{4}})\b)?"
+      rf"|\b{_MON.replace('mon', 'mon2')}\s+(?:the\s+)?(?P<o2>{_ORDINAL_RE})\b"
+      rf"(?:,?\s*(?P<y2>\d{{4}})\b)?", _I,
+      lead="tfsenmadjo", words=MON_WORDS)
+def ordinal_day(m, ctx):
+    """the first of March, March twenty-first 2024."""
+    o = (m.group("o") or m.group("o2")).lower().replace(" ", "-")
+    o = "-".join(o.split())
+    y = _year4(m.group("y") or m.group("y2"), ctx)
+    mo = MONTHS[(m.group("mon") or m.group("mon2"))[:3].lower()]
+    return _day(m, ctx, y, mo, _ORDINALS[o])
+
+
+@rule(rf"\b{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming)\s+week\b"
+      rf"|\b(?P<rel2>last|this|next|previous|coming)\s+week'?s\s+{_WD.replace('wd', 'wd2')}", _I,
+      lead="mtwfslnpc",
+      words="mon tue wed thu fri sat sun")
+
+def weekday_of_week(m, ctx):
+    """Tuesday of next week / last week's Sunday: that day of that ISO week."""
+    rel = (m.group("rel") or m.group("rel2")).lower()
+    tok = (m.group("wd") or m.group("wd2")).rstrip(".")
+    monday = P.iso_week_start(ctx.today) + timedelta(weeks=_REL[rel])
+    d = monday + timedelta(days=_WEEKDAYS[tok[:3].lower()])
+    s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    return cal(m.start(), m.end(), s, e, "day")
+
+
+RULES = (ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+         now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
+         week_number, decade, clock, day_part, rolling, amount, fuzzy_current, to_date)

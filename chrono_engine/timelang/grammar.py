@@ -1,0 +1,234 @@
+"""Shared machinery of the grammars: the parse context, candidate matches and rules.
+
+A grammar (``zh``, ``en``, ``formats``) is a tuple of :class:`Rule`: a precompiled regular
+expression and a small function that turns one match into a :class:`Cand` (or None when
+the match does not denote a real time, e.g. 2月30日). ``parser`` runs every rule, keeps the
+leftmost-longest non-overlapping candidates and hands them to ``compose`` for ranges,
+bounds, fuzzy edges and clock times.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import NamedTuple
+
+from . import periods as P
+from .types import GRAINS
+
+#: Grain name → rank, finest first.
+GRAIN_ORDER = {g: i for i, g in enumerate(GRAINS)}
+
+__all__ = [
+    "GRAIN_ORDER",
+    "RELATIVE_YEAR",
+    "Cand",
+    "Ctx",
+    "Rule",
+    "amount_cand",
+    "cal",
+    "rule",
+    "unit_point",
+    "year_of_two_digits",
+]
+
+
+class Ctx:
+    """Everything a handler needs about the moment of parsing (built once per call)."""
+
+    __slots__ = ("now", "tz", "year", "month", "today", "_periods")
+
+    def __init__(self, now: datetime, tz: tzinfo):
+        self.now = now
+        self.tz = tz
+        self.year = now.year
+        self.month = now.month
+        self.today = now.date()
+        self._periods: dict = {}
+
+    def period(self, grain: str) -> tuple[datetime, datetime]:
+        """The current unit of ``grain`` (memoised: handlers ask for it often)."""
+        p = self._periods.get(grain)
+        if p is None:
+            p = self._periods[grain] = P.period(self.now, grain)
+        return p
+
+
+class Cand:
+    """A candidate match: offsets, the interval it denotes, and what composition needs.
+
+    ``cls`` says how the candidate composes: ``cal`` (a calendar unit: a day, month,
+    quarter ...), ``fz`` (a bare fuzzy edge such as 年初 or 下旬, also a calendar unit of the
+    current period), ``clock`` / ``weakclock`` (a time of day still waiting for its day;
+    weak ones, like a bare "3点", are dropped when no day is next to them), ``now``,
+    ``roll`` (rolling range), ``ago`` (a unit found by moving from now), ``dur`` (bare
+    duration) and ``span`` (composed ranges and bounds). ``rebuild(year, month)`` recomputes
+    the interval of a calendar unit whose year (and month) were not written, so that a
+    range can lend them ("2024年3月至5月"). ``role`` and ``inner`` record, for bounds, which
+    bound it is and the interval of the unit it was built from.
+    """
+
+    __slots__ = ("b", "e", "start", "end", "grain", "kind", "dur", "fuzzy", "cls", "rebuild",
+                 "role", "inner", "clock", "prio", "fzpart", "lend", "day")
+
+    def __init__(self, b, e, start, end, grain, kind="point", cls="cal", dur=None,
+                 fuzzy=False, rebuild=None, clock=None):
+        self.b = b
+        self.e = e
+        self.start = start
+        self.end = end
+        self.grain = grain
+        self.kind = kind
+        self.cls = cls
+        self.dur = dur
+        self.fuzzy = fuzzy
+        self.rebuild = rebuild
+        self.role = None
+        self.inner = None
+        self.clock = clock
+        self.prio = 0
+        self.fzpart = None
+        self.lend = "y"  # what rebuild takes from the other side of a range: y or ym
+        self.day = None  # (date, part of day) for a clock attached to its day
+
+    def __repr__(self) -> str:  # debugging aid
+        return (f"Cand({self.b},{self.e},{self.cls},{self.kind},{self.grain},"
+                f"{self.start},{self.end},role={self.role})")
+
+
+Handler = Callable[[re.Match, Ctx], "Cand | None"]
+
+
+class Rule(NamedTuple):
+    pattern: re.Pattern
+    handler: Handler
+    name: str
+    chars: frozenset | None
+    words: frozenset | None
+    need: re.Pattern | None
+
+
+def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | None = None,
+         words: str | None = None, need: str | None = None) -> Callable[[Handler], Rule]:
+    """Decorator: compile ``pattern`` once, at import time, and bind it to the handler.
+
+    ``lead`` is the set of characters a match can start with; a lookahead on it lets the
+    regular-expression engine reject most positions with one cheap test instead of
+    entering the pattern's optional prefixes (3-7x faster scans on long texts).
+    The gates skip a rule before any scan: every match holds one of ``chars`` (年 for a
+    Chinese year), or an English word starting with one of ``words`` (three-letter
+    prefixes: "day" for "3 days ago"), or a match of ``need``. The parser computes the
+    characters and word prefixes of a text once, so a gate costs one set test.
+    """
+    if lead:
+        pattern = f"(?=[{lead}])(?:{pattern})"
+    compiled = re.compile(pattern, flags)
+    needed = re.compile(need, re.IGNORECASE) if need else None
+    char_set = frozenset(chars) if chars else None
+    word_set = frozenset(words.split()) if words else None
+
+    def deco(fn: Handler) -> Rule:
+        return Rule(compiled, fn, fn.__name__, char_set, word_set, needed)
+    return deco
+
+
+#: Offsets of relative year words from the current year.
+RELATIVE_YEAR = {"今年": 0, "本年": 0, "本年度": 0, "去年": -1, "上年": -1, "上一年": -1,
+                 "上年度": -1, "上一年度": -1, "前年": -2, "大前年": -3, "明年": 1, "来年": 1,
+                 "下一年": 1, "下年度": 1, "下一年度": 1, "后年": 2, "大后年": 3,
+                 "this": 0, "current": 0, "last": -1, "previous": -1, "prev": -1, "next": 1,
+                 "coming": 1, "following": 1}
+
+
+def year_of_two_digits(yy: int, ctx: Ctx) -> int:
+    """A two-digit year: in the current century unless that is more than ten years ahead."""
+    century = ctx.year - ctx.year % 100
+    y = century + yy
+    return y - 100 if y > ctx.year + 10 else y
+
+
+def cal(b: int, e: int, start: datetime, end: datetime, grain: str,
+        rebuild=None, fuzzy: bool = False) -> Cand:
+    """A calendar unit (kind point)."""
+    return Cand(b, e, start, end, grain, "point", "cal", None, fuzzy, rebuild)
+
+
+def unit_point(b: int, e: int, t: datetime, grain: str) -> Cand:
+    """The calendar unit of ``grain`` holding ``t``."""
+    s, x = P.period(t, grain)
+    return Cand(b, e, s, x, grain)
+
+
+def amount_cand(b: int, e: int, n: float, unit: str, ctx: Ctx, mode: str,
+                fuzzy: bool = False) -> Cand | None:
+    """A duration-like phrase: ``mode`` is ``dur`` (no position), ``past`` / ``future``
+    (rolling range ending / starting at now), ``ago`` / ``later`` (the unit of ``unit``
+    holding now ∓ n units)."""
+    if n <= 0:
+        return None
+    k, u = P.whole_amount(n, unit)
+    now = ctx.now
+    if mode == "ago" or mode == "later":
+        t = P.shift(now, u, -k if mode == "ago" else k)
+        c = unit_point(b, e, t, u)
+        c.cls = "ago"
+        c.fuzzy = fuzzy
+        return c
+    end = P.shift(now, u, k)
+    length = _elapsed(now, end)
+    if mode == "dur":
+        return Cand(b, e, None, None, u, "duration", "dur", length, fuzzy)
+    if mode == "past":
+        s = P.shift(now, u, -k)
+        return Cand(b, e, s, now, u, "span", "roll", _elapsed(s, now), fuzzy)
+    return Cand(b, e, now, end, u, "span", "roll", length, fuzzy)
+
+
+def _elapsed(a: datetime, b: datetime) -> timedelta:
+    """Real time from a to b (aware datetimes of one zone subtract as wall clocks)."""
+    return b.astimezone(timezone.utc) - a.astimezone(timezone.utc)
+
+
+def day_at(d, tz: tzinfo) -> datetime:
+    return datetime(d.year, d.month, d.day, tzinfo=tz)
+
+
+def clock_on_day(day_start: datetime, h: int, mi: int, s: int) -> datetime:
+    """Wall-clock h:mi:s on the day starting at ``day_start`` (h may be 24)."""
+    base = day_start.replace(tzinfo=None) + timedelta(hours=h, minutes=mi, seconds=s)
+    return base.replace(tzinfo=day_start.tzinfo)
+
+
+_PARTS = ("early", "mid", "late")
+
+
+def fuzzy_part(start: datetime, grain: str, part: str) -> tuple[datetime, datetime, str] | None:
+    """The early / mid / late part of the unit of ``grain`` starting at ``start``.
+
+    year: Jan–Feb / Jun–Jul / Nov–Dec; half: its first / middle / last two months;
+    quarter: its first / middle / last month; month: days 1–10 / 11–20 / 21–end (the
+    Chinese 上旬 / 中旬 / 下旬); decade: years 0–3 / 4–6 / 7–9; week: Mon–Tue / Wed–Thu /
+    Fri–Sun. Returns ``(start, end, finer grain)`` or None for other grains.
+    """
+    i = _PARTS.index(part)
+    tz = start.tzinfo
+    y, m = start.year, start.month
+    if grain in ("year", "half", "quarter"):
+        n = {"year": 12, "half": 6, "quarter": 3}[grain]
+        width = 1 if n == 3 else 2
+        off = (0, (n - width) // 2, n - width)[i]
+        s = P.month_span(*P.add_months(y, m, off), tz, width)
+        return s[0], s[1], "month"
+    if grain == "month":
+        d0, d1 = ((1, 11), (11, 21), (21, None))[i]
+        s = datetime(y, m, d0, tzinfo=tz)
+        e = datetime(y, m, d1, tzinfo=tz) if d1 else P.month_span(y, m, tz)[1]
+        return s, e, "day"
+    if grain == "decade":
+        a, b = ((0, 4), (4, 7), (7, 10))[i]
+        return datetime(y + a, 1, 1, tzinfo=tz), datetime(y + b, 1, 1, tzinfo=tz), "year"
+    if grain == "week":
+        a, b = ((0, 2), (2, 4), (4, 7))[i]
+        d = start.date()
+        return (day_at(d + timedelta(days=a), tz), day_at(d + timedelta(days=b), tz), "day")
+    return None

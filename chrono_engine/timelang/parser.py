@@ -1,0 +1,185 @@
+"""``parse_time``: run the grammars over a text and return its time expressions."""
+from __future__ import annotations
+
+import re
+from datetime import datetime, tzinfo
+
+from . import en, formats, zh
+from .compose import compose, select
+from .grammar import Cand, Ctx, Rule
+from .periods import resolve_now, resolve_tz
+from .types import TimeExpression
+
+__all__ = ["parse_time", "scan"]
+
+# Full-width ASCII and odd spaces → their plain forms, one character for one, so that
+# offsets into the normalised text are offsets into the caller's text.
+_NORMALISE = {0x3000: " ", 0xA0: " ", 0x2002: " ", 0x2003: " ", 0x2009: " ", 0x202F: " "}
+_NORMALISE.update({c: chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)})
+_DIGITS = frozenset("0123456789")
+_LATIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER_WORD = re.compile(r"[a-z]+")
+
+
+class _Grammar:
+    """A language's rules with an index from gate characters / word prefixes to rules, so
+    that a text selects the few rules it can match with a handful of set operations."""
+
+    __slots__ = ("rules", "by_char", "by_word", "always")
+
+    def __init__(self, rules: tuple[Rule, ...], base: int):
+        # rule priority breaks ties between equally long matches: numeric formats first,
+        # then Chinese, then English
+        self.rules = tuple((r, base + i) for i, r in enumerate(rules))
+        by_char: dict[str, set[int]] = {}
+        by_word: dict[str, set[int]] = {}
+        always = set()
+        for i, r in enumerate(rules):
+            if r.words is not None:
+                for w in r.words:
+                    by_word.setdefault(w, set()).add(i)
+            elif r.chars is not None:
+                for ch in r.chars:
+                    by_char.setdefault(ch, set()).add(i)
+            else:
+                always.add(i)
+        self.by_char = {k: frozenset(v) for k, v in by_char.items()}
+        self.by_word = {k: frozenset(v) for k, v in by_word.items()}
+        self.always = frozenset(always)
+
+    def select(self, chars: set, words: set | None) -> list[int]:
+        picked = set(self.always)
+        for ch in chars.intersection(self.by_char):
+            picked |= self.by_char[ch]
+        if words:
+            for w in words.intersection(self.by_word):
+                picked |= self.by_word[w]
+        return sorted(picked)
+
+
+_FORMATS = _Grammar(formats.RULES, 0)
+_ZH = _Grammar(zh.RULES, 100)
+_EN = _Grammar(en.RULES, 200)
+
+
+# Long texts are scanned only near characters or words that every time expression holds
+# (a digit, 年 / 月 / 天 / 周 ..., a month, weekday or unit word), in windows wide enough
+# for the longest prefix ("from the beginning of", "no later than the end of").
+_LONG = 2000
+_WINDOW = 40
+_TRIGGER = re.compile(r"[\d年月日号天儿周星礼季代旬现目此当如眼时点晚早晨夜午凌傍秒分钟]")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+# first three letters of the English words a time expression holds (month and weekday
+# names, day words, units, ordinals, parts of the day)
+_TRIGGER_WORDS = frozenset(
+    "jan feb mar apr may jun jul aug sep oct nov dec mon tue wed thu fri sat sun tod ton yes "
+    "tom now pre mom sec min hou hr hrs day wee wk wks qua yea yr yrs dec cen hal fir thi fou "
+    "noo mid mor aft eve nig ytd mtd qtd wtd".split())
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_]*")
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """Merged ``[lo, hi)`` regions around the trigger characters of a long text."""
+    out: list[tuple[int, int]] = []
+    lo = hi = -1
+    hits = [m.start() for m in _TRIGGER.finditer(text)]
+    hits += [m.start() for m in _WORD.finditer(text) if m.group()[:3].lower() in _TRIGGER_WORDS]
+    hits.sort()
+    for p in hits:
+        a, b = p - _WINDOW, p + 1 + _WINDOW
+        if hi >= 0 and a <= hi:
+            hi = b
+        else:
+            if hi >= 0:
+                out.append((lo, hi))
+            lo, hi = max(a, 0), b
+    if hi >= 0:
+        out.append((lo, hi))
+    n = len(text)
+    # never end a window inside a word: the engine would see the window's end as the
+    # text's end there
+    return [(a, min(n, _WORD_TAIL.match(text, min(b, n)).end())) for a, b in out]
+
+
+def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: int,
+         chars: set, words: set | None) -> None:
+    rules = grammar.rules
+    for i in grammar.select(chars, words):
+        r, prio = rules[i]
+        if r.chars is not None and r.chars.isdisjoint(chars):
+            continue
+        if r.words is not None and (words is None or r.words.isdisjoint(words)):
+            continue
+        if r.need is not None and r.need.search(text, lo, hi) is None:
+            continue
+        handler = r.handler
+        for m in r.pattern.finditer(text, lo, hi):
+            if m.end() == m.start():
+                continue
+            try:
+                c = handler(m, ctx)
+            except (ValueError, OverflowError):
+                # not a real date (2月30日) or outside datetime's range: a void match that
+                # wins the selection over its own fragments (2月, 30日) and is then dropped
+                c = Cand(m.start(), m.end(), None, None, "day", "point", "void")
+            if c is not None:
+                c.prio = prio
+                out.append(c)
+
+
+def scan(text: str, ctx: Ctx) -> list[Cand]:
+    """The composed candidates of ``text`` (already normalised), in text order."""
+    cands: list[Cand] = []
+    windows = _windows(text) if len(text) > _LONG else [(0, len(text))]
+    for lo, hi in windows:
+        seg = text[lo:hi] if hi - lo < len(text) else text
+        chars = set(seg)
+        if not chars.isdisjoint(_DIGITS):
+            _run(_FORMATS, text, ctx, cands, lo, hi, chars, None)
+        if max(chars) >= "\u3000":
+            _run(_ZH, text, ctx, cands, lo, hi, chars, None)
+        if not chars.isdisjoint(_LATIN):
+            words = {w[:3] for w in _LOWER_WORD.findall(seg.lower())}
+            _run(_EN, text, ctx, cands, lo, hi, chars, words)
+    if not cands:
+        return cands
+    return compose(text, [c for c in select(cands) if c.cls != "void"], ctx)
+
+
+_ODD = re.compile("[\u3000\xa0\u2002\u2003\u2009\u202f\uff01-\uff5e]")
+
+
+def normalise(text: str) -> str:
+    return text.translate(_NORMALISE) if _ODD.search(text) else text
+
+
+def context(now: object, tz: object) -> Ctx:
+    z: tzinfo = resolve_tz(tz)
+    return Ctx(resolve_now(now, z), z)
+
+
+def to_expression(c: Cand, text: str) -> TimeExpression:
+    return TimeExpression(start=c.start, end=c.end, grain=c.grain, kind=c.kind,
+                          duration=c.dur, fuzzy=c.fuzzy, text=text[c.b:c.e], span=(c.b, c.e))
+
+
+def parse_time(text: str, now: datetime | str | None = None,
+               tz: str | tzinfo | None = None) -> list[TimeExpression]:
+    """Every time expression in ``text``, in text order, resolved against ``now``.
+
+    ``now`` is a datetime (naive means wall-clock time in ``tz``), an ISO 8601 string or
+    None for the current time; ``tz`` an IANA zone name, a tzinfo or None for UTC. The
+    result is deterministic given ``now``. Text that holds no time gives ``[]``; an
+    impossible date (2月30日, February 30) gives no expression rather than an error; an
+    unusable ``now`` or ``tz`` raises :class:`~chrono_engine.errors.TimeParseError`.
+
+    >>> [(e.text, e.start.date().isoformat(), e.end.date().isoformat())
+    ...  for e in parse_time("近三个月的报销", now="2025-06-18T12:00")]
+    [('近三个月', '2025-03-18', '2025-06-18')]
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    ctx = context(now, tz)
+    if not text:
+        return []
+    return [to_expression(c, text) for c in scan(normalise(text), ctx)]

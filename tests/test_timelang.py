@@ -1,0 +1,389 @@
+"""Tests of the time language: the expression table, conventions, intents, time zones and
+fuzzing (no input may crash the parser)."""
+from __future__ import annotations
+
+import dataclasses
+import random
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chrono_engine.errors import TimeParseError
+from chrono_engine.timelang import (
+    GRAINS,
+    KINDS,
+    TemporalIntent,
+    TimeExpression,
+    parse_temporal_intent,
+    parse_time,
+)
+
+DATA = Path(__file__).parent / "data" / "time_expressions.tsv"
+NOW = "2025-06-18T12:00:00"  # a Wednesday
+SH = ZoneInfo("Asia/Shanghai")
+
+
+def _zone(name: str):
+    return timezone.utc if name == "UTC" else ZoneInfo(name)
+
+
+def _load():
+    cases = []
+    for lineno, line in enumerate(DATA.read_text(encoding="utf-8").splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        assert len(fields) == 8, f"line {lineno}: {fields}"
+        cases.append(pytest.param(*fields, id=f"{lineno}:{fields[0][:30]}"))
+    return cases
+
+
+CASES = _load()
+
+
+def _expected(value: str, tz):
+    if value == "None":
+        return None
+    t = datetime.fromisoformat(value)
+    return t.replace(tzinfo=tz) if t.tzinfo is None else t
+
+
+# -- the table ------------------------------------------------------------------------------
+def test_table_is_large_and_bilingual():
+    texts = [c.values[0] for c in CASES]
+    zh = [t for t in texts if any("\u4e00" <= ch <= "\u9fff" for ch in t)]
+    assert len(texts) >= 300
+    assert len(zh) >= 120 and len(texts) - len(zh) >= 120
+
+
+@pytest.mark.parametrize("text,now,tz,start,end,grain,kind,match", CASES)
+def test_table(text, now, tz, start, end, grain, kind, match):
+    found = parse_time(text, now=now, tz=tz)
+    if kind == "none":
+        assert found == []
+        return
+    assert len(found) == 1, found
+    e = found[0]
+    zone = _zone(tz)
+    want_start, want_end = _expected(start, zone), _expected(end, zone)
+    assert (e.start, e.end, e.grain, e.kind) == (want_start, want_end, grain, kind)
+    for got, want in ((e.start, want_start), (e.end, want_end)):
+        if got is not None:  # in the requested zone, not merely the same instant
+            assert got.utcoffset() == want.utcoffset()
+    assert e.text == (text if match == "-" else match)
+    assert text[e.span[0]:e.span[1]] == e.text
+
+
+# -- conventions ---------------------------------------------------------------------------
+def test_day_month_and_last_month_conventions():
+    (d,) = parse_time("2024年3月7日", now=NOW, tz="Asia/Shanghai")
+    assert d.start == datetime(2024, 3, 7, tzinfo=SH) and d.end == datetime(2024, 3, 8, tzinfo=SH)
+    (m,) = parse_time("last month", now="2025-03-31T10:00", tz="Asia/Shanghai")
+    assert (m.start, m.end) == (datetime(2025, 2, 1, tzinfo=SH), datetime(2025, 3, 1, tzinfo=SH))
+
+
+def test_rolling_ranges_end_at_now_and_carry_their_length():
+    now = datetime(2025, 6, 18, 12, 34, 56, tzinfo=SH)
+    (r,) = parse_time("past 90 days", now=now, tz="Asia/Shanghai")
+    assert (r.start, r.end, r.duration) == (now - timedelta(days=90), now, timedelta(days=90))
+    (r,) = parse_time("近三个月", now=now, tz="Asia/Shanghai")
+    assert r.start == datetime(2025, 3, 18, 12, 34, 56, tzinfo=SH) and r.end == now
+    assert r.duration == now - r.start
+
+
+def test_durations_have_no_position():
+    (d,) = parse_time("有效期三个月", now=NOW)
+    assert d.kind == "duration" and d.start is None and d.end is None
+    assert d.duration == timedelta(days=92)  # June 18 → September 18
+    assert parse_time("90 minutes", now=NOW)[0].duration == timedelta(minutes=90)
+    assert parse_time("一个半小时", now=NOW)[0].duration == timedelta(minutes=90)
+
+
+def test_weeks_start_on_monday():
+    for text in ("this week", "本周"):
+        (w,) = parse_time(text, now="2025-06-22T23:00", tz="Asia/Shanghai")  # a Sunday
+        assert w.start.weekday() == 0 and w.start.date() == date(2025, 6, 16)
+        assert w.end - w.start == timedelta(days=7)
+
+
+def test_fuzzy_flags():
+    flags = {t: parse_time(t, now=NOW)[0].fuzzy for t in
+             ("early 2024", "2024年底", "3月下旬", "a few days ago", "今晚", "2024", "上个月",
+              "past 90 days", "2024年3月7日")}
+    assert flags == {"early 2024": True, "2024年底": True, "3月下旬": True, "a few days ago": True,
+                     "今晚": True, "2024": False, "上个月": False, "past 90 days": False,
+                     "2024年3月7日": False}
+
+
+def test_invalid_dates_give_no_expression_and_no_fragment():
+    for text in ("2月30日", "2023年2月29日", "2024-02-30", "February 30", "April 31, 2024",
+                 "4月31日", "2024年13月", "9999年12月31日之后"):
+        got = parse_time(text, now=NOW)
+        assert all(e.grain != "day" or e.start is None for e in got), (text, got)
+        if text not in ("2024年13月", "9999年12月31日之后"):
+            assert got == [], (text, got)
+    assert parse_time("2024年2月29日", now=NOW)[0].start.date() == date(2024, 2, 29)
+
+
+def test_text_order_and_offsets_with_full_width_characters():
+    text = "从上个月到今天，以及２０２４年３月７日 and since 2023"
+    got = parse_time(text, now=NOW, tz="Asia/Shanghai")
+    assert [e.text for e in got] == ["从上个月到今天", "２０２４年３月７日", "since 2023"]
+    assert all(text[e.span[0]:e.span[1]] == e.text for e in got)
+    assert got[1].start == datetime(2024, 3, 7, tzinfo=SH)
+    assert [e.span for e in got] == sorted(e.span for e in got)
+
+
+def test_time_expression_is_frozen():
+    e = parse_time("today", now=NOW)[0]
+    assert isinstance(e, TimeExpression)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.start = None  # type: ignore[misc]
+
+
+# -- now and time zones --------------------------------------------------------------------
+def test_now_forms_and_time_zones():
+    sh = "Asia/Shanghai"
+    def day(**kw):
+        return parse_time("今天", **kw)[0].start
+    assert day(now=datetime(2025, 6, 18, 23, 30), tz=sh) == datetime(2025, 6, 18, tzinfo=SH)
+    # an aware now is converted: 20:00 UTC is already the 19th in Shanghai
+    assert day(now=datetime(2025, 6, 18, 20, 0, tzinfo=timezone.utc), tz=sh) == \
+        datetime(2025, 6, 19, tzinfo=SH)
+    assert day(now="2025-06-18T20:00:00Z", tz=sh) == datetime(2025, 6, 19, tzinfo=SH)
+    assert day(now=date(2025, 6, 18), tz=SH) == datetime(2025, 6, 18, tzinfo=SH)
+    utc = parse_time("today", now=NOW)[0]
+    assert utc.start.utcoffset() == timedelta(0)
+    # the same wall-clock now in two zones gives different instants
+    ny = parse_time("today", now=NOW, tz="America/New_York")[0]
+    assert ny.start.utcoffset() == timedelta(hours=-4)
+    assert ny.start.isoformat() == "2025-06-18T00:00:00-04:00"
+
+
+def test_dst_days_are_wall_clock_and_hours_elapsed():
+    ny = ZoneInfo("America/New_York")
+    utc = timezone.utc
+    (d,) = parse_time("2024-03-10", tz="America/New_York", now="2024-03-12")
+    assert d.start == datetime(2024, 3, 10, tzinfo=ny) and d.end == datetime(2024, 3, 11, tzinfo=ny)
+    assert d.end.astimezone(utc) - d.start.astimezone(utc) == timedelta(hours=23)  # spring forward
+    (h,) = parse_time("past 24 hours", tz="America/New_York", now="2024-03-10T12:00")
+    assert h.start == datetime(2024, 3, 9, 11, 0, tzinfo=ny)  # 24 real hours: 11:00 EST
+    assert h.duration == timedelta(hours=24)
+    (d1,) = parse_time("past 1 day", tz="America/New_York", now="2024-03-10T12:00")
+    assert d1.start == datetime(2024, 3, 9, 12, 0, tzinfo=ny)  # a calendar day: same wall time
+    assert d1.duration == timedelta(hours=23)
+
+
+def test_now_none_is_the_current_time():
+    tz = ZoneInfo("Asia/Shanghai")
+    before = datetime.now(tz).date()
+    got = parse_time("今天", tz="Asia/Shanghai")[0].start.date()
+    after = datetime.now(tz).date()
+    assert got in (before, after)
+
+
+def test_deterministic_given_now():
+    text = "上周三下午3点到5点，过去90天，since March 2024, early 2025"
+    assert parse_time(text, now=NOW, tz="Asia/Shanghai") == \
+        parse_time(text, now=NOW, tz="Asia/Shanghai")
+
+
+@pytest.mark.parametrize("kwargs", [{"tz": "Mars/Olympus"}, {"tz": 8}, {"now": "yesterday"},
+                                    {"now": 1718700000}, {"now": "2025-13-01"}])
+def test_unusable_now_or_tz_raise_time_parse_error(kwargs):
+    with pytest.raises(TimeParseError) as info:
+        parse_time("今天", **kwargs)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(TimeParseError):
+        parse_temporal_intent("今天", **kwargs)
+
+
+def test_text_must_be_a_string():
+    with pytest.raises(TypeError):
+        parse_time(b"2024")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        parse_temporal_intent(None)  # type: ignore[arg-type]
+
+
+# -- intents -------------------------------------------------------------------------------
+def _intent(q, now="2026-05-01T10:00:00", tz="Asia/Shanghai"):
+    return parse_temporal_intent(q, now=now, tz=tz)
+
+
+def test_article_examples():
+    i = _intent("现在总监出差住宿标准是多少？")
+    assert (i.mode, i.anchor, i.window) == ("latest", None, None)
+    assert i.cleaned_query == "总监出差住宿标准是多少？"
+
+    i = _intent("2024 年 8 月签订该采购合同时审批权限表是什么")
+    assert i.mode == "as_of" and i.window is None
+    assert i.anchor == datetime(2024, 8, 31, 23, 59, 59, 999999, tzinfo=SH)
+    assert i.cleaned_query == "签订该采购合同时审批权限表是什么"
+    assert [e.text for e in i.expressions] == ["2024 年 8 月"]
+
+    i = _intent("what was the policy as of March 2024")
+    assert i.mode == "as_of"
+    assert i.anchor == datetime(2024, 3, 31, 23, 59, 59, 999999, tzinfo=SH)
+    assert i.cleaned_query == "what was the policy"
+    assert i.spans == [(20, 36)]
+
+
+@pytest.mark.parametrize("query,window,cleaned", [
+    ("2024 年 3 月发布的供应商考核办法", ("2024-03-01", "2024-04-01"), "发布的供应商考核办法"),
+    ("2025 年上半年的安全通报", ("2025-01-01", "2025-07-01"), "安全通报"),
+    ("上个月的报销政策", ("2026-04-01", "2026-05-01"), "报销政策"),
+    ("去年第四季度的产线良率总结", ("2025-10-01", "2026-01-01"), "产线良率总结"),
+    ("过去 90 天内的运维故障单", ("2026-01-31T10:00:00", "2026-05-01T10:00:00"), "运维故障单"),
+    ("policies since 2023", ("2023-01-01", "2026-05-01T10:00:00"), "policies"),
+    ("what changed between 2020 and 2022?", ("2020-01-01", "2023-01-01"), "what changed?"),
+    ("rules before 2024", (None, "2024-01-01"), "rules"),
+    ("2023年和2024年的制度对比", ("2023-01-01", "2025-01-01"), "和制度对比"),
+    ("when was the policy changed in 2024", ("2024-01-01", "2025-01-01"),
+     "when was the policy changed"),
+])
+def test_window_intents(query, window, cleaned):
+    i = _intent(query)
+    assert i.mode == "window" and i.anchor is None
+    want = tuple(None if w is None else _expected(w, SH) for w in window)
+    assert i.window == want
+    assert i.cleaned_query == cleaned
+
+
+@pytest.mark.parametrize("query,anchor", [
+    ("截至2024年8月的审批权限表", "2024-08-31T23:59:59.999999"),
+    ("which approval table was in force in August 2024", "2024-08-31T23:59:59.999999"),
+    ("2024年8月有效的审批表", "2024-08-31T23:59:59.999999"),
+    ("what was the cap at the end of 2023", "2023-12-31T23:59:59.999999"),
+    ("2024年3月7日生效的制度", "2024-03-07T23:59:59.999999"),
+    ("截至本月的制度", "2026-05-01T10:00:00"),  # the period holds now: the anchor is now
+])
+def test_as_of_intents(query, anchor):
+    i = _intent(query)
+    assert i.mode == "as_of" and i.window is None
+    assert i.anchor == _expected(anchor, SH)
+    assert i.anchor.utcoffset() == timedelta(hours=8)
+
+
+@pytest.mark.parametrize("query,cleaned", [
+    ("总监出差住宿上限是多少", "总监出差住宿上限是多少"),
+    ("最近出台的安全生产规范有哪些", "出台的安全生产规范有哪些"),
+    ("当前正在执行的考勤细则", "正在执行的考勤细则"),
+    ("截至目前有效的制度", "制度"),
+    ("有效期三个月的合同", "有效期三个月的合同"),
+    ("what is the current hotel cap", "what is the hotel cap"),
+    ("latest travel policy", "travel policy"),
+    ("", ""),
+])
+def test_latest_intents(query, cleaned):
+    i = _intent(query)
+    assert (i.mode, i.anchor, i.window) == ("latest", None, None)
+    assert i.cleaned_query == cleaned
+
+
+def test_intent_carries_expressions_and_spans():
+    q = "截至2024年8月，上个月和 last week 的报告"
+    i = _intent(q)
+    assert isinstance(i, TemporalIntent)
+    assert i.expressions == parse_time(q, now="2026-05-01T10:00:00", tz="Asia/Shanghai")
+    assert i.spans == sorted(i.spans)
+    removed = "".join(q[b:e] for b, e in i.spans)
+    for e in i.expressions:
+        assert e.text in removed
+
+
+# -- robustness ----------------------------------------------------------------------------
+_TOKENS = ["2024", "年", "3", "月", "7", "日", "号", "至", "到", "-", "/", ".", "上", "个", "周",
+           "三", "季度", "半年", "下午", "点", "半", "近", "过去", "天", "前", "后", "以来", "截至",
+           "之前", "初", "底", "旬", "十", "〇", "二", "两", "Q", "H", "W", "last", "week",
+           "March", "May", " ", "since", "the", "end", "of", "early", "mid", "late", "ago",
+           "in", "days", "between", "and", "from", "to", "2月30日", "99", "12", "31", ":", "30",
+           "am", "pm", "T", "Z", "+08:00", "s", "'", "今天", "明天", "昨晚", "现在", "时",
+           "as of", "until", "before", "after", "onwards", "YTD", "年代", "世纪", "第"]
+
+
+def _check(text, got):
+    assert isinstance(got, list)
+    last = 0
+    for e in got:
+        assert isinstance(e, TimeExpression)
+        b, x = e.span
+        assert last <= b < x <= len(text)
+        assert text[b:x] == e.text
+        last = x
+        assert e.grain in GRAINS and e.kind in KINDS
+        if e.kind == "duration":
+            assert e.start is None and e.end is None and e.duration > timedelta(0)
+        else:
+            assert e.start is not None or e.end is not None
+        for t in (e.start, e.end):
+            assert t is None or t.tzinfo is not None
+        if e.start is not None and e.end is not None:
+            assert e.start < e.end
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=120))
+def test_fuzz_arbitrary_text(text):
+    _check(text, parse_time(text, now=NOW, tz="Asia/Shanghai"))
+    i = parse_temporal_intent(text, now=NOW, tz="Asia/Shanghai")
+    assert i.mode in ("latest", "as_of", "window")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_TOKENS), max_size=14).map("".join),
+       st.sampled_from(["UTC", "Asia/Shanghai", "America/New_York"]),
+       st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2090, 12, 31)))
+def test_fuzz_time_like_token_soup(text, tz, now):
+    _check(text, parse_time(text, now=now, tz=tz))
+    i = parse_temporal_intent(text, now=now, tz=tz)
+    if i.mode == "as_of":
+        assert i.anchor is not None and i.window is None
+    elif i.mode == "window":
+        assert i.anchor is None and i.window is not None
+
+
+def test_garbage_and_extremes_do_not_crash():
+    rnd = random.Random(7)
+    samples = ["", " ", "\x00\x01\x02", "\ud800\udfff", "🕐📅" * 50, "9" * 5000,
+               "年" * 5000, "月日号" * 1000, "0000年00月00日", "9999年12月31日", "0001-01-01",
+               "过去999999999天", "in 99999999 years", "近一千千千年", "Q5 2024", "H3", "W99",
+               "25:61", "2024-W54", "第99周", "十十十月", "早中晚", "今天今天今天",
+               bytes(rnd.randrange(256) for _ in range(4000)).decode("latin-1")]
+    for text in samples:
+        _check(text, parse_time(text, now=NOW))
+        parse_temporal_intent(text, now=NOW)
+    _check("公元1年1月1日之前", parse_time("公元1年1月1日之前", now="0001-01-01T00:00"))
+    _check("9999年12月以后", parse_time("9999年12月以后", now="9999-12-31T00:00"))
+
+
+def test_one_megabyte_text():
+    rnd = random.Random(11)
+    words = ("the policy report approval table in force travel expense director hotel cap "
+             "企业 知识库 差旅 报销 管理 制度 规定 总监 住宿 标准 审批 权限 财务 部门 负责").split()
+    times = ["2024年3月7日", "since March 2024", "上个月", "last week", "过去90天", "2月30日",
+             "截至2024年8月", "early 2024", "3 days ago"]
+    parts, n = [], 0
+    while n < 1_000_000:
+        p = " ".join(rnd.choice(words) for _ in range(40)) + " "
+        if rnd.random() < 0.3:
+            p += rnd.choice(times) + " "
+        parts.append(p)
+        n += len(p)
+    text = "".join(parts)[:1_000_000]
+    got = parse_time(text, now=NOW, tz="Asia/Shanghai")
+    assert len(got) > 1000
+    _check(text, got[:200] + got[-200:])
+    assert parse_temporal_intent(text[:100_000], now=NOW).mode in ("window", "as_of")
+
+
+def test_fixed_offsets_and_pytz_zones():
+    from datetime import timezone as _tz
+    got = parse_time("今天", now=NOW, tz=_tz(timedelta(hours=8)))[0]
+    assert got.start.utcoffset() == timedelta(hours=8)
+    pytz = pytest.importorskip("pytz")
+    got = parse_time("今天", now=NOW, tz=pytz.timezone("Asia/Shanghai"))[0]
+    assert got.start == datetime(2025, 6, 18, tzinfo=SH)  # not Shanghai's LMT +08:06
