@@ -15,25 +15,28 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from . import _core
 from .decay import DecayPolicy, parse_decay
 from .errors import (CorruptStoreError, NotFoundError, QueryError, SchemaError,
                      StorageError)
-from .schema import format_version, normalize_rows
+from .schema import MAX_TIME_US, MIN_TIME_US, format_version, normalize_rows, parse_version
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "QueryResult"]
 
 OPEN_END = np.iinfo(np.int64).max
 _MODES = {"latest": 0, "as_of": 1, "window": 2, "all": 3}
@@ -42,6 +45,33 @@ _INVALID = {"penalize": 0, "exclude": 1, "include": 2}
 _FORMAT = "chrono_engine.store"
 _FORMAT_VERSION = 1
 _STRING_COLUMNS = ("content", "title", "source", "modality", "fact_type", "stem_id", "version", "supersedes")
+# engine.query fills mode / as_of / window from the query's intent; these pass through
+_QUERY_OPTIONS = ("known_at", "fusion", "alpha", "tau", "deprecated", "deprecation_penalty", "arbitrate",
+                  "fact_types", "exact", "explain")
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What :meth:`Engine.query` returns: the ``hits`` table (as :meth:`Engine.search`
+    returns it, citations in ``lang``) and the :class:`~chrono_engine.TemporalIntent` the
+    search ran with; ``as_of`` / ``window`` are the instants actually used (UTC datetimes;
+    ``as_of`` is T, the decay anchor, in every mode; ``window`` only in window mode) and
+    ``lang`` the citation language.
+    """
+
+    hits: pa.Table
+    intent: Any
+    lang: str
+    as_of: _dt.datetime
+    window: tuple[_dt.datetime, _dt.datetime] | None = None
+
+    @property
+    def citations(self) -> list[str]:
+        """The hits' citations, in rank order."""
+        return self.hits.column("citation").to_pylist()
+
+    def __len__(self) -> int:
+        return self.hits.num_rows
 
 
 def _now_us() -> int:
@@ -98,6 +128,16 @@ def _us_array(value: Any, n: int, name: str, default: int | None) -> np.ndarray:
     return np.full(n, to_us(value, name), dtype=np.int64)
 
 
+def _unit_float(value: Any, name: str) -> float:
+    """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise QueryError(f"{name} must be a number in [0, 1], got {value!r}")
+    v = float(value)
+    if not (0.0 <= v <= 1.0):
+        raise QueryError(f"{name} must be in [0, 1], got {value!r}")
+    return v
+
+
 def _choice(value: str, options: dict, name: str) -> int:
     if value not in options:
         raise QueryError(f"{name} must be one of {sorted(options)}, got {value!r}")
@@ -151,9 +191,13 @@ class Engine:
         self._fact_code: dict[str, int] = {}
         self._stems: list[str] = []
         self._stem_code: dict[str, int] = {}
-        self._chunks: list[pa.Table] = []
+        # String columns by row: an immutable table replaced (never mutated) by writers, so
+        # a reader holding a reference always sees every row the core had when it read.
         self._table: pa.Table | None = None
         self._write = threading.Lock()  # one writer at a time; readers never block on it
+        #: Text embedder :meth:`query` uses when no ``embed=`` is given: a callable
+        #: ``str -> vector`` of length ``dim`` (None: query needs ``embed=``).
+        self.embedder: Callable[[str], Any] | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -193,50 +237,54 @@ class Engine:
 
     def _append(self, batch) -> np.ndarray:
         n = batch.n
-        # codes for fact types and stems; remembered only once the core accepted the batch
-        new_types = [t for t in dict.fromkeys(batch.fact_type) if t not in self._fact_code]
+        # codes for fact types and stems (dictionary-encoded by the schema, remapped here
+        # without a per-row loop); remembered only once the core accepted the batch
+        new_types = [t for t in batch.fact_type_names if t not in self._fact_code]
         types = self._fact_types + new_types
         code_of = {t: i for i, t in enumerate(types)}
-        ft = np.fromiter((code_of[t] for t in batch.fact_type), dtype=np.uint16, count=n) \
-            if len(types) > 1 or new_types else np.zeros(n, np.uint16)
-        stem_names = [s for s in dict.fromkeys(batch.stem_id) if s is not None and s not in self._stem_code]
+        remap = np.array([code_of[t] for t in batch.fact_type_names], dtype=np.uint16)
+        ft = remap[batch.fact_type_codes] if n else np.zeros(0, np.uint16)
+        stem_names = [s for s in batch.stem_names if s not in self._stem_code]
         stem_code = dict(self._stem_code)
         base = len(self._stems)
         for i, s in enumerate(stem_names):
             stem_code[s] = base + i
-        stem = np.fromiter((-1 if s is None else stem_code[s] for s in batch.stem_id), dtype=np.int32, count=n)
+        smap = np.array([stem_code[s] for s in batch.stem_names] + [-1], dtype=np.int32)
+        stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
         if new_types:
             self._core.set_decay(self._policy.kernel_table(types))
+        # Publish the strings first: readers may see the new rows in the table before the
+        # core has them (harmless), never the reverse.
+        old_table = self._table
+        new_table = batch.table if old_table is None else pa.concat_tables([old_table, batch.table])
+        if new_table.column(0).num_chunks > 64:
+            new_table = new_table.combine_chunks()
+        self._table = new_table
         try:
             first = self._core.ingest(
                 batch.vector, batch.valid_from, batch.valid_to, batch.observed_at, batch.ingested_at,
                 batch.retracted_at, batch.version_key, batch.reliability, stem, ft,
                 batch.deprecated.astype(np.uint8), batch.ids, self.threads)
         except ValueError as e:
+            self._table = old_table
             msg = str(e)
             if msg.startswith("duplicate id"):
                 row = int(msg.rsplit(" ", 1)[1])
                 raise SchemaError(f"column 'id', row {row}: {msg.split(' at row')[0]} is already in the store "
-                                  "(rule: duplicate id)", column="id", row=row, rule="duplicate id") from None
+                                  "(duplicate id)", column="id", row=row, rule="duplicate id") from None
             raise SchemaError(msg) from None
+        except BaseException:
+            self._table = old_table
+            raise
         self._fact_types = types
         self._fact_code = code_of
         self._stems.extend(stem_names)
         self._stem_code = stem_code
-        self._chunks.append(batch.table)
-        self._table = None
         # ids given, or assigned by the core (largest id so far + 1 onwards)
         return self._core.columns_at(np.arange(first, first + n, dtype=np.uint32))["id"]
 
-    def _strings(self) -> pa.Table:
-        t = self._table
-        if t is None:
-            t = pa.concat_tables(self._chunks) if self._chunks else None
-            if t is not None and len(self._chunks) > 1:
-                t = t.combine_chunks()
-                self._chunks = [t]
-            self._table = t
-        return t
+    def _strings(self) -> pa.Table | None:
+        return self._table
 
     # ------------------------------------------------------------------ search
     def search(self, vector: Any, k: int = 10, *, mode: str = "latest", as_of: Any = None,
@@ -296,12 +344,9 @@ class Engine:
         m = _choice(mode, _MODES, "mode")
         f = _choice(fusion, _FUSIONS, "fusion")
         inv = _choice(deprecated, _INVALID, "deprecated")
-        if not (0.0 <= float(alpha) <= 1.0):
-            raise QueryError(f"alpha must be in [0, 1], got {alpha!r}")
-        if not (0.0 <= float(tau) <= 1.0):
-            raise QueryError(f"tau must be in [0, 1], got {tau!r}")
-        if not (0.0 <= float(deprecation_penalty) <= 1.0):
-            raise QueryError(f"deprecation_penalty must be in [0, 1], got {deprecation_penalty!r}")
+        alpha = _unit_float(alpha, "alpha")
+        tau = _unit_float(tau, "tau")
+        deprecation_penalty = _unit_float(deprecation_penalty, "deprecation_penalty")
         if lang not in ("en", "zh"):
             raise QueryError(f"lang must be 'en' or 'zh', got {lang!r}")
         now = _now_us()
@@ -339,7 +384,7 @@ class Engine:
 
     def _result_table(self, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
         rows = out["row"].astype(np.int64)
-        strings = self._strings()
+        strings = self._strings()  # read after the search: holds every row the core returned
         cols = self._core_columns_at(rows)
         if strings is not None and len(rows):
             s = strings.take(pa.array(rows))
@@ -352,7 +397,7 @@ class Engine:
                          mask=vt == OPEN_END)
         version = s.column("version")
         title = s.column("title")
-        citation = _citations(title.to_pylist(), version.to_pylist(), vf, lang)
+        citation = _citations(title, version, vf, lang)
         cert = out["certified"][out["query"]]
         data = {
             "query": pa.array(out["query"], pa.int32()),
@@ -367,7 +412,7 @@ class Engine:
             "valid_to": vt_ts,
             "title": title,
             "content": s.column("content"),
-            "citation": pa.array(citation, pa.string()),
+            "citation": citation,
             "certified": pa.array(cert, pa.bool_()),
         }
         if explain:
@@ -395,6 +440,121 @@ class Engine:
             reasons.append("; ".join(parts) if parts else "eligible")
         return reasons
 
+    # ------------------------------------------------------------------ lifecycle
+    def supersede(self, stem_id: str, rows: Any, effective_at: Any, *, version: str | None = None,
+                  supersedes: str | None = None, deprecate: bool | None = None) -> np.ndarray:
+        """Add a new version of a document lineage; closes and deprecates its predecessor.
+
+        ``rows`` (any form :meth:`ingest` takes) are the new version's rows; ``stem_id``,
+        ``valid_from`` (= ``effective_at``), ``version`` and ``supersedes`` (= the
+        predecessor's version) are filled in when absent. Every version of the stem still
+        valid at ``effective_at`` gets ``valid_to = effective_at`` and ``deprecated``
+        (``deprecate=None``: only when ``effective_at`` is not in the future). Rejects an
+        unknown stem, a version not greater than every existing one, an ``effective_at`` not
+        after the predecessor's start, a ``supersedes`` edge that would make a cycle, and
+        malformed rows — raising :class:`~chrono_engine.errors.LifecycleError` (or
+        NotFoundError / SchemaError) with nothing changed. Returns the new ids. Rules and
+        atomicity: :mod:`chrono_engine.lifecycle`.
+
+        >>> eng = Engine(dim=2)
+        >>> _ = eng.ingest([{"vector": [1, 0], "valid_from": "2023-01-01", "stem_id": "T",
+        ...                  "version": "v1.0.0"}])
+        >>> eng.supersede("T", [{"vector": [1, 0]}], "2026-03-01", version="v2.0.0").tolist()
+        [1]
+        """
+        from . import lifecycle
+        return lifecycle.supersede(self, stem_id, rows, effective_at, version=version,
+                                   supersedes=supersedes, deprecate=deprecate)
+
+    def retract(self, ids: Any, at: Any = None) -> np.ndarray:
+        """Stop believing items from transaction time ``at`` (default now): sets
+        ``retracted_at``; nothing is deleted and searches with an earlier ``known_at`` still
+        see them. Unknown ids raise NotFoundError; ids already retracted, given twice, or
+        ``at`` not after ``ingested_at`` raise LifecycleError (nothing changed). Returns the ids.
+        """
+        from . import lifecycle
+        return lifecycle.retract(self, ids, at)
+
+    def history(self, stem_id: str) -> pa.Table:
+        """Every version (row) of a document lineage with both time axes, ordered by version:
+        id, stem_id, version, supersedes, valid_from, valid_to, ingested_at, retracted_at
+        (open ends null), deprecated, title, content."""
+        from . import lifecycle
+        return lifecycle.history(self, stem_id)
+
+    # ------------------------------------------------------------------ natural-language query
+    def query(self, text: str, k: int = 5, *, now: Any = None, tz: Any = None,
+              embed: Callable[[str], Any] | None = None, lang: str | None = None,
+              **options: Any) -> QueryResult:
+        """Answer a natural-language question: parse its time intent, embed, search, cite.
+
+        1. :func:`~chrono_engine.parse_temporal_intent` (``now``, ``tz`` as for
+           :func:`~chrono_engine.parse_time`; ``now`` None = the wall clock) gives the mode;
+        2. the cleaned query (time words removed; the whole text if nothing is left) is
+           embedded with ``embed`` or else :attr:`embedder` (neither: QueryError);
+        3. the search runs in the intent's mode: ``latest`` at T = now; ``as_of`` at the
+           intent's anchor; ``window`` over the intent's window (an open start is the
+           beginning of time, an open end stays open) with decay anchored at
+           T = min(window end, now);
+        4. citations are in ``lang`` ("en" / "zh"; None: "zh" when the text has CJK
+           ideographs) with the effective date's day in ``tz``.
+
+        ``options`` pass through to :meth:`search` (known_at, fusion, alpha, tau,
+        deprecated, deprecation_penalty, arbitrate, fact_types, exact, explain); ``mode``,
+        ``as_of`` and ``window`` come from the intent and are refused. Returns a
+        :class:`QueryResult` (hits table + the intent used).
+        """
+        from .timelang import parse_temporal_intent
+        from .timelang.parser import context
+
+        if not isinstance(text, str) or not text.strip():
+            raise QueryError(f"text must be a non-empty string, got {text!r}")
+        for name in options:
+            if name in ("mode", "as_of", "window"):
+                raise QueryError(f"query: {name} comes from the text's time intent; use search() to set it")
+            if name not in _QUERY_OPTIONS:
+                raise QueryError(f"query: unknown option {name!r} (known: {', '.join(_QUERY_OPTIONS)})")
+        if lang is None:
+            lang = "zh" if _has_cjk(text) else "en"
+        elif lang not in ("en", "zh"):
+            raise QueryError(f"lang must be 'en', 'zh' or None, got {lang!r}")
+        fn = embed if embed is not None else self.embedder
+        if fn is None:
+            raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
+                             "or set engine.embedder")
+        if not callable(fn):
+            raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
+        ctx = context(now, tz)
+        intent = parse_temporal_intent(text, now=ctx.now, tz=ctx.tz)
+        try:
+            vec = np.asarray(fn(intent.cleaned_query or text), dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise QueryError(f"embed returned something that is not a vector: {e}") from None
+        if vec.shape != (self._dim,):
+            raise QueryError(f"embed returned shape {vec.shape}, expected ({self._dim},)")
+        now_us = to_us(ctx.now, "now")
+        window = None
+        if intent.mode == "as_of":
+            t = to_us(intent.anchor, "anchor")
+            kw = {"mode": "as_of", "as_of": t}
+        elif intent.mode == "window":
+            start, end = intent.window
+            ws = to_us(start, "window start") if start is not None else MIN_TIME_US
+            we = to_us(end, "window end") if end is not None else OPEN_END
+            t = min(we, now_us)
+            window = (ws, we)
+            kw = {"mode": "window", "window": window, "as_of": t}
+        else:
+            t = now_us
+            kw = {"mode": "latest", "as_of": t}
+        hits = self.search(vec, k, lang=lang, **kw, **options)
+        if ctx.tz is not _dt.timezone.utc and hits.num_rows:
+            vf = hits.column("valid_from").cast(pa.int64()).to_numpy()
+            cites = _citations(hits.column("title"), hits.column("version"), vf, lang, ctx.tz)
+            hits = hits.set_column(hits.column_names.index("citation"), "citation", cites)
+        return QueryResult(hits=hits, intent=intent, lang=lang, as_of=_from_us(t),
+                           window=None if window is None else (_from_us(window[0]), _from_us(window[1])))
+
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> None:
         """Save to a directory, atomically.
@@ -406,9 +566,13 @@ class Engine:
         os.replace, so a crash at any point leaves the previous snapshot loadable.
         """
         root = Path(path)
-        root.mkdir(parents=True, exist_ok=True)
         snap = root / f"snap-{uuid.uuid4().hex}"
-        snap.mkdir()
+        tmp = root / f"CURRENT.{uuid.uuid4().hex}.tmp"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            snap.mkdir()
+        except OSError as e:
+            raise StorageError(f"could not save to {root}: {e}") from e
         try:
             with self._write:
                 cols = self._core.columns()
@@ -422,6 +586,7 @@ class Engine:
                 "stem_code": cols["stem"], "deprecated": cols["deprecated"].astype(bool),
             })
             if strings is not None:
+                strings = strings.slice(0, len(table))
                 for name in strings.column_names:
                     table = table.append_column(name, strings.column(name))
             with pa.OSFile(str(snap / "meta.arrow"), "wb") as sink:
@@ -430,6 +595,8 @@ class Engine:
             manifest = {
                 "format": _FORMAT, "format_version": _FORMAT_VERSION, "chrono_engine": "0.1.0",
                 "dim": self._dim, "metric": self._metric, "params": self._params,
+                "search": {"ef": self.ef, "ef_max": self.ef_max, "scan_limit": self.scan_limit,
+                           "seed_ef": self.seed_ef, "seed_min": self.seed_min, "group": self.group},
                 "decay": self._policy.to_dict(), "fact_types": self._fact_types, "stems": self._stems,
                 "rows": int(len(table)),
                 "files": {name: _sha256(snap / name) for name in ("graph.bin", "meta.arrow")},
@@ -438,63 +605,105 @@ class Engine:
             for name in ("graph.bin", "meta.arrow", "manifest.json"):
                 _fsync(snap / name)
             _fsync_dir(snap)
-            tmp = root / f"CURRENT.{uuid.uuid4().hex}.tmp"
             tmp.write_text(snap.name)
             _fsync(tmp)
-            os.replace(tmp, root / "CURRENT")
-            _fsync_dir(root)
+        except BaseException as e:
+            shutil.rmtree(snap, ignore_errors=True)
+            tmp.unlink(missing_ok=True)
+            if isinstance(e, OSError):
+                raise StorageError(f"could not save to {root}: {e}") from e
+            raise
+        try:
+            os.replace(tmp, root / "CURRENT")  # the commit point
         except OSError as e:
             shutil.rmtree(snap, ignore_errors=True)
+            tmp.unlink(missing_ok=True)
             raise StorageError(f"could not save to {root}: {e}") from e
+        try:
+            _fsync_dir(root)
+        except OSError as e:  # committed, but not known to be durable: say so, keep both copies
+            raise StorageError(f"saved to {root}, but syncing the directory failed ({e}); "
+                               "the store opens, durability is not guaranteed") from e
         # only now drop older snapshots
         for old in root.glob("snap-*"):
             if old.name != snap.name:
                 shutil.rmtree(old, ignore_errors=True)
+        for stale in root.glob("CURRENT.*.tmp"):
+            stale.unlink(missing_ok=True)
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, threads: int | None = None) -> "Engine":
         """Open a store written by :meth:`save` (metadata memory-mapped, checksums verified)."""
         root = Path(path)
+        if not root.is_dir():
+            raise StorageError(f"{root} is not a chrono_engine store (not a directory)")
         try:
-            snap = root / (root / "CURRENT").read_text().strip()
-            manifest = json.loads((snap / "manifest.json").read_text())
-        except FileNotFoundError as e:
-            raise StorageError(f"{root} is not a chrono_engine store (missing {e.filename})") from None
+            name = (root / "CURRENT").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            raise StorageError(f"{root} is not a chrono_engine store (missing CURRENT)") from None
+        except (UnicodeDecodeError, OSError) as e:
+            raise CorruptStoreError(f"{root}: CURRENT is unreadable ({e})") from None
+        if not re.fullmatch(r"snap-[0-9a-f]{32}", name):
+            raise CorruptStoreError(f"{root}: CURRENT names {name[:80]!r}, not a snapshot of this store")
+        snap = root / name
+        try:
+            manifest = json.loads((snap / "manifest.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise CorruptStoreError(f"{root}: snapshot {name} has no manifest.json") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise CorruptStoreError(f"{root}: manifest.json is unreadable ({e})") from None
+            raise CorruptStoreError(f"{root}: {name}/manifest.json is unreadable ({e})") from None
+        if not isinstance(manifest, dict):
+            raise CorruptStoreError(f"{root}: {name}/manifest.json is not a JSON object")
         if manifest.get("format") != _FORMAT or manifest.get("format_version") != _FORMAT_VERSION:
             raise CorruptStoreError(f"{root}: unknown format {manifest.get('format')!r} "
                                     f"version {manifest.get('format_version')!r}")
-        for name, digest in manifest["files"].items():
-            f = snap / name
+        try:
+            files = dict(manifest["files"])
+            p = dict(manifest["params"])
+            rows = int(manifest["rows"])
+            dim, metric = int(manifest["dim"]), manifest["metric"]
+            fact_types, stems = list(manifest["fact_types"]), list(manifest["stems"])
+            policy = DecayPolicy.from_dict(manifest["decay"])
+            search = dict(manifest.get("search", {}))
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptStoreError(f"{root}: manifest.json lacks or mangles a field ({e!r})") from None
+        for fname, digest in files.items():
+            f = snap / fname
             if not f.exists():
-                raise CorruptStoreError(f"{root}: {name} is missing")
+                raise CorruptStoreError(f"{root}: {fname} is missing")
             if _sha256(f) != digest:
-                raise CorruptStoreError(f"{root}: {name} is corrupt (checksum mismatch)")
-        p = manifest["params"]
-        eng = cls(manifest["dim"], manifest["metric"], DecayPolicy.from_dict(manifest["decay"]),
-                  M=p["M"], ef_construction=p["ef_construction"], seed=p["seed"], threads=threads)
+                raise CorruptStoreError(f"{root}: {fname} is corrupt (checksum mismatch)")
+        if set(files) != {"graph.bin", "meta.arrow"}:
+            raise CorruptStoreError(f"{root}: manifest lists {sorted(files)}, expected graph.bin and meta.arrow")
+        try:
+            eng = cls(dim, metric, policy, M=p["M"], ef_construction=p["ef_construction"], seed=p["seed"],
+                      threads=threads, **search)
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptStoreError(f"{root}: manifest.json holds invalid parameters ({e})") from None
         try:
             table = ipc.open_file(pa.memory_map(str(snap / "meta.arrow"), "r")).read_all()
         except pa.ArrowInvalid as e:
             raise CorruptStoreError(f"{root}: meta.arrow is unreadable ({e})") from None
-        if len(table) != manifest["rows"]:
-            raise CorruptStoreError(f"{root}: meta.arrow has {len(table)} rows, manifest says {manifest['rows']}")
-        eng._fact_types = list(manifest["fact_types"])
+        if len(table) != rows:
+            raise CorruptStoreError(f"{root}: meta.arrow has {len(table)} rows, manifest says {rows}")
+        eng._fact_types = fact_types
         eng._fact_code = {t: i for i, t in enumerate(eng._fact_types)}
-        eng._stems = list(manifest["stems"])
+        eng._stems = stems
         eng._stem_code = {s: i for i, s in enumerate(eng._stems)}
         if eng._fact_types:
             eng._core.set_decay(eng._policy.kernel_table(eng._fact_types))
         col = lambda name, dt: np.ascontiguousarray(table.column(name).to_numpy(), dtype=dt)  # noqa: E731
         if len(table):
-            eng._core.restore(str(snap / "graph.bin"), col("valid_from", np.int64), col("valid_to", np.int64),
-                              col("observed_at", np.int64), col("ingested_at", np.int64),
-                              col("retracted_at", np.int64), col("version_key", np.uint64),
-                              col("reliability", np.float32), col("stem_code", np.int32),
-                              col("fact_type_code", np.uint16), col("deprecated", np.uint8),
-                              col("id", np.uint64))
-            eng._chunks = [table.select(list(_STRING_COLUMNS))]
+            try:
+                eng._core.restore(str(snap / "graph.bin"), col("valid_from", np.int64), col("valid_to", np.int64),
+                                  col("observed_at", np.int64), col("ingested_at", np.int64),
+                                  col("retracted_at", np.int64), col("version_key", np.uint64),
+                                  col("reliability", np.float32), col("stem_code", np.int32),
+                                  col("fact_type_code", np.uint16), col("deprecated", np.uint8),
+                                  col("id", np.uint64))
+            except (RuntimeError, ValueError, KeyError, pa.ArrowException) as e:
+                raise CorruptStoreError(f"{root}: the saved graph or metadata is damaged ({e})") from None
+            eng._table = table.select(list(_STRING_COLUMNS))
         return eng
 
     # ------------------------------------------------------------------ introspection
@@ -519,18 +728,52 @@ class Engine:
         return rows
 
 
-def _citations(titles: list, versions: list, valid_from: np.ndarray, lang: str) -> list[str]:
-    days = valid_from.astype("datetime64[us]").astype("datetime64[D]").astype(str)
-    out = []
-    for title, ver, day in zip(titles, versions, days):
-        title = title or "untitled"
-        if lang == "zh":
-            v = f"{ver}" if ver else ""
-            out.append(f"依据《{title}》{v}（{day} 起施行）")
-        else:
-            v = f" {ver}" if ver else ""
-            out.append(f"per {title}{v}, effective {day}")
-    return out
+def _has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK ideograph (then citations default to Chinese)."""
+    return any("\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or "\uf900" <= ch <= "\ufaff"
+               for ch in text)
+
+
+def _from_us(us: int) -> _dt.datetime:
+    """µs since the epoch -> aware UTC datetime (open ends clamp to year 1 / 9999)."""
+    us = min(max(int(us), MIN_TIME_US), MAX_TIME_US)
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=us)
+
+
+def _citations(titles: Any, versions: Any, valid_from: np.ndarray, lang: str,
+               tz: _dt.tzinfo | None = None) -> pa.Array:
+    """Citation strings (Arrow), vectorised: title, canonical version (``"2.0"`` ->
+    ``v2.0.0``) and the effective date (``valid_from``'s calendar day in ``tz``, default UTC).
+
+    zh: ``依据《差旅报销管理制度》v2.0.0（2026-03-01 起施行）``;
+    en: ``per Travel Expense Policy v2.0.0, effective 2026-03-01``.
+    A missing title reads 未命名文档 / untitled; a missing version is left out.
+    ``titles`` / ``versions``: Arrow string arrays (or lists); ``valid_from``: int64 µs.
+    """
+    def arrow(x: Any) -> pa.Array:
+        a = x if isinstance(x, (pa.Array, pa.ChunkedArray)) else pa.array(list(x), pa.string())
+        a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+        return a.cast(pa.string())
+
+    title, ver = arrow(titles), arrow(versions)
+    n = len(title)
+    if n == 0:
+        return pa.array([], pa.string())
+    enc = pc.dictionary_encode(ver)  # canonical form of each distinct version string once
+    canon = pa.array([format_version(parse_version(v)) for v in enc.dictionary.to_pylist()], pa.string())
+    ver = canon.take(enc.indices).fill_null("") if len(canon) else pa.nulls(n, pa.string()).fill_null("")
+    vf = np.asarray(valid_from, dtype=np.int64)
+    if tz is None or tz is _dt.timezone.utc:
+        day = pa.array(vf.astype("datetime64[us]").astype("datetime64[D]").astype(str), pa.string())
+    else:
+        epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        day = pa.array([(epoch + _dt.timedelta(microseconds=int(u))).astimezone(tz).date().isoformat()
+                        for u in vf], pa.string())
+    join = pc.binary_join_element_wise
+    if lang == "zh":
+        return join("依据《", title.fill_null("未命名文档"), "》", ver, "（", day, " 起施行）", "")
+    sep = pc.if_else(pc.equal(ver, ""), "", " ")
+    return join("per ", title.fill_null("untitled"), sep, ver, ", effective ", day, "")
 
 
 def _sha256(path: Path) -> str:

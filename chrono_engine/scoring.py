@@ -5,7 +5,7 @@ similarities with validity, vectorised in C++ (Arrow in, Arrow out).
 >>> cands = pa.table({"similarity": [0.9, 0.8],
 ...                   "observed_at": pa.array([0, 0], pa.timestamp("us", tz="UTC"))})
 >>> pol = ce.ScoringPolicy(decay=ce.Exponential(half_life=1))
->>> ce.score(cands, as_of="1970-01-02", policy=pol).column("score").to_pylist()
+>>> [round(x, 6) for x in ce.score(cands, as_of="1970-01-02", policy=pol).column("score").to_pylist()]
 [0.45, 0.4]
 """
 from __future__ import annotations
@@ -43,9 +43,42 @@ class ScoringPolicy:
     tau: float = 0.0
     deprecated: str = "penalize"
     penalty: float = 0.1
+    preset: str | None = None
     policy: DecayPolicy = field(init=False, repr=False, compare=False)
 
+    @classmethod
+    def article_reference(cls, semantic_weight: float = 0.75, half_life_days: float = 365) -> ScoringPolicy:
+        """The enterprise article's TypeScript retriever, exactly (quirks included; see
+        :mod:`chrono_engine.article`): Gaussian freshness on |T − valid_from| in days with
+        σ = h / √(2 ln 2) clamped to [0.01, 1], linear fusion with α = ``semantic_weight``,
+        ×0.1 for deprecated rows outside historical queries, rows outside a historical
+        window scored similarity × 0.1 with freshness 0.001. With :func:`score`, pass the
+        listing's clock as ``as_of`` and the user's question as ``query=`` (its own year
+        parser) or a ``window=``; sorting and per-stem arbitration are
+        :func:`~chrono_engine.article_reference_pipeline`'s.
+
+        >>> import pyarrow as pa, chrono_engine as ce
+        >>> pol = ce.ScoringPolicy.article_reference()
+        >>> t = pa.table({"similarity": [0.8], "valid_from": pa.array([0], pa.timestamp("us"))})
+        >>> round(ce.score(t, as_of=0, policy=pol).column("score")[0].as_py(), 12)
+        0.85
+        """
+        from .decay import Gaussian
+        if isinstance(semantic_weight, bool) or not isinstance(semantic_weight, (int, float)):
+            raise QueryError(f"semantic_weight must be a number in [0, 1], got {semantic_weight!r}")
+        return cls(decay=Gaussian(half_life=half_life_days, symmetric=True), fusion="linear",
+                   alpha=float(semantic_weight), deprecated="penalize", penalty=0.1, preset="article")
+
     def __post_init__(self) -> None:
+        if self.preset not in (None, "article"):
+            raise QueryError(f"preset must be None or 'article', got {self.preset!r}")
+        if self.preset == "article":
+            from .decay import Gaussian
+            d = self.decay
+            if not (isinstance(d, Gaussian) and d.offset == 0 and d.unit == "days"
+                    and self.fusion == "linear" and self.tau == 0 and self.deprecated == "penalize"):
+                raise QueryError("preset='article' needs a Gaussian decay in days without offset, linear "
+                                 "fusion, tau=0 and deprecated='penalize' (use ScoringPolicy.article_reference)")
         if self.fusion not in _FUSIONS:
             raise QueryError(f"fusion must be one of {sorted(_FUSIONS)}, got {self.fusion!r}")
         if self.deprecated not in _INVALID:
@@ -62,20 +95,30 @@ def _times(col: Any, name: str) -> np.ndarray:
     if pa.types.is_timestamp(arr.type):
         if arr.null_count:
             raise QueryError(f"column {name!r}: null at row {int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])}")
-        return pc.cast(arr, pa.timestamp("us", tz=arr.type.tz)).cast(pa.int64()).to_numpy()
+        # to µs, rounding sub-µs parts down as ingest does
+        raw = arr.cast(pa.int64()).to_numpy()
+        per_us = {"s": None, "ms": None, "us": 1, "ns": 1000}[arr.type.unit]
+        if per_us is None:
+            return raw * (1_000_000 if arr.type.unit == "s" else 1000)
+        return raw // per_us
     if pa.types.is_integer(arr.type):
         return arr.to_numpy().astype(np.int64)
     raise QueryError(f"column {name!r} must be a timestamp or int64 µs, got {arr.type}")
 
 
 def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
-          threads: int = 1) -> pa.Table:
+          threads: int = 1, window: Any = None, query: str | None = None) -> pa.Table:
     """Rescore candidates from any retriever; returns the table with ``validity`` and
     ``score`` columns added (input order kept).
 
     Columns read: ``similarity`` (required), ``observed_at`` (or ``valid_from``),
     optional ``reliability`` (q), ``fact_type`` (selects the decay profile), ``valid_from``
     and ``valid_to`` (rows not valid at T are penalised), ``deprecated``.
+
+    ``window`` / ``query`` are for :meth:`ScoringPolicy.article_reference` only (the
+    listing's historical window, or the question its own parser reads; ``as_of`` is then
+    its clock); that preset reads ``similarity``, ``valid_from``, ``valid_to`` and
+    ``deprecated`` (see :func:`chrono_engine.article.score_table`).
     """
     from .engine import to_us  # one time parser for the package
 
@@ -85,19 +128,29 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
         t = pa.Table.from_batches([t])
     if not isinstance(t, pa.Table):
         raise QueryError(f"candidates must be a pyarrow Table, RecordBatch or dict, got {type(candidates).__name__}")
+    if policy.preset == "article":
+        from .article import score_table
+        return score_table(t, as_of_us=to_us(as_of, "as_of"), policy=policy, window=window, query=query)
+    if window is not None or query is not None:
+        raise QueryError("window= and query= are read only by ScoringPolicy.article_reference()")
     names = set(t.column_names)
     if "similarity" not in names:
         raise QueryError("candidates need a 'similarity' column")
-    sim = np.ascontiguousarray(t.column("similarity").to_numpy(), dtype=np.float32)
+    sim_col = t.column("similarity")
+    if not (pa.types.is_floating(sim_col.type) or pa.types.is_integer(sim_col.type)):
+        raise QueryError(f"column 'similarity' must be numeric, got {sim_col.type}")
+    sim = np.ascontiguousarray(sim_col.to_numpy(zero_copy_only=False), dtype=np.float32)
     obs_name = "observed_at" if "observed_at" in names else "valid_from" if "valid_from" in names else None
     if obs_name is None:
         raise QueryError("candidates need an 'observed_at' (or 'valid_from') column")
     observed = _times(t.column(obs_name), obs_name)
-    rel = np.ascontiguousarray(t.column("reliability").to_numpy(), dtype=np.float32) if "reliability" in names else None
+    rel = None
+    if "reliability" in names:  # null = 1.0, as at ingest
+        rel = np.ascontiguousarray(pc.fill_null(t.column("reliability"), 1.0).to_numpy(), dtype=np.float32)
     if rel is not None and not ((rel > 0) & (rel <= 1)).all():
         raise QueryError(f"column 'reliability', row {int(np.flatnonzero(~((rel > 0) & (rel <= 1)))[0])}: must be in (0, 1]")
     if "fact_type" in names:
-        ft_arr = pc.dictionary_encode(t.column("fact_type").combine_chunks())
+        ft_arr = pc.dictionary_encode(pc.fill_null(t.column("fact_type").combine_chunks(), "general"))
         types = ft_arr.dictionary.to_pylist()
         codes = np.ascontiguousarray(ft_arr.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
         specs = policy.policy.kernel_table(types)
@@ -109,7 +162,9 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
         vf = _times(t.column("valid_from"), "valid_from")
         vto = t.column("valid_to").combine_chunks()
         vt = _times(vto.fill_null(pa.scalar(np.iinfo(np.int64).max, pa.int64()).cast(vto.type)) if vto.null_count else vto, "valid_to")
-    dep = np.ascontiguousarray(t.column("deprecated").to_numpy(zero_copy_only=False), dtype=np.uint8) if "deprecated" in names else None
+    dep = None
+    if "deprecated" in names:  # null = False, as at ingest
+        dep = np.ascontiguousarray(pc.fill_null(t.column("deprecated"), False).to_numpy(zero_copy_only=False), dtype=np.uint8)
     s, v = _core.score(sim, observed, rel, codes, vf, vt, dep, specs, to_us(as_of, "as_of"),
                        _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
                        _INVALID[policy.deprecated], float(policy.tau), int(threads))

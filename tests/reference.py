@@ -22,19 +22,25 @@ def similarities(q: np.ndarray, vectors: np.ndarray, metric: str) -> np.ndarray:
 
 
 def winners(cols: dict, in_force: np.ndarray, known: np.ndarray) -> np.ndarray:
-    """Boolean mask: the row is its stem's arbitration winner (rows without stem: True)."""
-    n = len(in_force)
+    """Boolean mask: the row belongs to its stem's winning version, the maximum of
+    (in force, version) over the stem's known rows; every chunk of that version wins.
+    Rows without a stem always pass."""
     stem = cols["stem"]
     win = stem < 0
     rows = np.flatnonzero(known & (stem >= 0))
     if len(rows):
-        order = np.lexsort((rows, cols["valid_from"][rows], cols["version"][rows],
-                            in_force[rows].astype(np.int8), stem[rows]))
+        key_force = in_force[rows].astype(np.int64)
+        key_ver = cols["version"][rows]
+        order = np.lexsort((key_ver, key_force, stem[rows]))
         r = rows[order]
         s = stem[r]
         last = np.r_[s[1:] != s[:-1], True]
-        win[r[last]] = True
-    return win & np.ones(n, bool)
+        best_force = dict(zip(s[last].tolist(), key_force[order][last].tolist()))
+        best_ver = dict(zip(s[last].tolist(), key_ver[order][last].tolist()))
+        for row, st, f, v in zip(rows.tolist(), stem[rows].tolist(), key_force.tolist(), key_ver.tolist()):
+            if best_force[st] == f and best_ver[st] == v:
+                win[row] = True
+    return win
 
 
 def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, mode: str, t, known_at,

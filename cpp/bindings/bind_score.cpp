@@ -1,5 +1,6 @@
 // ce.score's kernel: rescoring candidates from any retriever (Arrow/NumPy in, arrays out).
 #include <optional>
+#include <pybind11/stl.h>
 #include "chrono/ann_index.hpp"
 #include "chrono/kernels.hpp"
 #include "common.hpp"

@@ -45,8 +45,11 @@ static inline double vexp(double x) {
 // log(x) for x > 0 (finite); x == 0 -> -inf, x < 0 or NaN -> NaN. m in [sqrt(.5), sqrt(2)),
 // log(m) = 2 atanh(s), s = (m-1)/(m+1), odd series to s^23.
 static inline double vlog(double x) {
-  std::int64_t b = bits_of(x);
-  std::int64_t e = ((b >> 52) & 0x7ff) - 1023;
+  // subnormals: scale into the normal range first (2^54), correct the exponent after
+  bool sub = x > 0.0 && x < 2.2250738585072014e-308;
+  double xs = sub ? x * 18014398509481984.0 : x;
+  std::int64_t b = bits_of(xs);
+  std::int64_t e = ((b >> 52) & 0x7ff) - 1023 - (sub ? 54 : 0);
   double m = from_bits((b & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
   bool big = m > 1.4142135623730951;
   m = big ? m * 0.5 : m;

@@ -5,7 +5,7 @@
 // item that would otherwise enter the top-k, which keeps it off the hot path.
 #pragma once
 #include <cstdint>
-#include <tuple>
+#include <utility>
 #include <vector>
 #include "columns.hpp"
 
@@ -31,19 +31,28 @@ inline bool in_force(const Meta& m, const TimeContext& c) {
   return true;
 }
 
-// The winner of a stem: among versions known at known_at, the maximum of
-// (in force for the mode, version, valid_from, row). Rows of a stem are few (1-5 typically).
-inline std::int64_t stem_winner(const std::vector<std::uint32_t>& rows, const std::vector<Meta>& meta,
-                                const TimeContext& c) {
-  std::int64_t best = -1;
-  std::tuple<int, std::uint64_t, micros, std::uint32_t> best_key{};
+// The winning version of a stem: among rows known at known_at, the maximum of
+// (in force for the mode, version). Every row (chunk) of that version wins; rows of a stem
+// are few (1-5 versions, a few chunks each). Returns false if no row of the stem is known.
+inline bool stem_winner_key(const std::vector<std::uint32_t>& rows, const std::vector<Meta>& meta,
+                            const TimeContext& c, std::pair<int, std::uint64_t>& best) {
+  bool found = false;
   for (std::uint32_t r : rows) {
     const Meta& m = meta[r];
     if (!m.known_at(c.known_at)) continue;
-    auto key = std::make_tuple(in_force(m, c) ? 1 : 0, m.version, m.valid_from, r);
-    if (best < 0 || key > best_key) { best = r; best_key = key; }
+    std::pair<int, std::uint64_t> key{in_force(m, c) ? 1 : 0, m.version};
+    if (!found || key > best) { best = key; found = true; }
   }
-  return best;
+  return found;
+}
+
+// Is `row` part of its stem's winning version?
+inline bool is_stem_winner(std::uint32_t row, const std::vector<std::uint32_t>& rows, const std::vector<Meta>& meta,
+                           const TimeContext& c) {
+  std::pair<int, std::uint64_t> best;
+  if (!stem_winner_key(rows, meta, c, best)) return false;
+  const Meta& m = meta[row];
+  return m.known_at(c.known_at) && best == std::make_pair(in_force(m, c) ? 1 : 0, m.version);
 }
 
 }  // namespace chrono

@@ -43,6 +43,7 @@ class IntervalIndex {
   }
 
   std::size_t count_overlapping(micros a, micros b) const {
+    if (a >= b) return 0;
     // overlap [from, to) with [a, b): from < b and to > a
     std::size_t started = static_cast<std::size_t>(std::lower_bound(froms_.begin(), froms_.end(), b) - froms_.begin());
     std::size_t ended = static_cast<std::size_t>(std::upper_bound(tos_.begin(), tos_.end(), a) - tos_.begin());

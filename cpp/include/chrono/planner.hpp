@@ -126,16 +126,22 @@ class Searcher {
   void score(std::uint32_t row, float sim, double v, double d, double pen) { offer(row, sim, v, d, pen); }
   void count_scored() { ++r_.scored; }
   double current_theta() const { return theta(); }
+  // Penalty of items out of force in latest mode (0: excluded).
+  double out_of_force_penalty() const {
+    if (p_.time.mode != Mode::Latest || p_.invalid == InvalidPolicy::Exclude) return 0.0;
+    return p_.invalid == InvalidPolicy::Penalize ? p_.penalty : 1.0;
+  }
   const SearchParams& params() const { return p_; }
   const float* query() const { return q_; }
   bool uses_dot() const { return st_.metric() != Metric::L2; }
   float similarity(std::uint32_t row) const { return st_.ann().similarity(q_, row); }
 
-  // Per fact type, the observed_at range whose decay can still reach theta (false: none).
-  bool fresh_range_for(std::size_t type, micros& lo, micros& hi) const {
+  // Per fact type, the observed_at range whose decay can still reach theta for an item
+  // with penalty `pen` (false: none).
+  bool fresh_range_for(std::size_t type, double pen, micros& lo, micros& hi) const {
     double th = theta();
     if (!(th > -std::numeric_limits<double>::infinity())) { lo = kOpenStart; hi = kOpenEnd; return true; }
-    double reach = decay_reach_days(specs_[type], validity_level(th));
+    double reach = decay_reach_days(specs_[type], validity_level(th / pen));
     if (reach < 0) return false;
     const double t = static_cast<double>(p_.time.t);
     const double span = reach * kMicrosPerDay;
@@ -187,7 +193,7 @@ class Searcher {
     if (!p_.arbitrate) return true;
     std::int32_t stem = meta_[row].stem;
     if (stem < 0) return true;
-    return stem_winner(st_.stems()[static_cast<std::size_t>(stem)], meta_, p_.time) == row;
+    return is_stem_winner(row, st_.stems()[static_cast<std::size_t>(stem)], meta_, p_.time);
   }
 
   // ----- top-k heap: worst on top; ties broken by ascending id
@@ -278,9 +284,12 @@ class Searcher {
   QueryResult r_;
 };
 
-// Rows a group of queries must examine, from metadata alone, whichever source is shorter:
-// the interval index (items in force at some T of the group) or the freshness lists (per
-// fact type, items whose decay can still reach some query's theta). Each row once.
+// Rows a group of queries must examine, from metadata alone, each row once:
+//  - items in force at some T of the group: from the interval index, or from the
+//    freshness lists (per fact type, items whose decay can still reach some query's
+//    theta) when those list fewer rows;
+//  - in latest mode, items out of force (penalised): from the freshness lists at the level
+//    theta / penalty, which is usually above 1, i.e. nothing to read.
 template <class Emit>
 inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) {
   const SearchParams& p0 = qs[0].params();
@@ -294,41 +303,50 @@ inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) 
     w_lo = std::min(w_lo, tc.win_start); w_hi = std::max(w_hi, tc.win_end);
     seeded = seeded && q.current_theta() > -std::numeric_limits<double>::infinity();
   }
-  const bool out_of_force = mode == Mode::Latest && p0.invalid != InvalidPolicy::Exclude;
-  std::size_t by_interval = meta.size();
-  if (!out_of_force) {
-    if (mode == Mode::AsOf || mode == Mode::Latest) by_interval = st.intervals().count_overlapping(t_lo, t_hi == kOpenEnd ? t_hi : t_hi + 1);
-    else if (mode == Mode::Window) by_interval = st.intervals().count_overlapping(w_lo, w_hi);
-  }
+  const micros t_end = t_hi == kOpenEnd ? t_hi : t_hi + 1;
+  // the in-force part as an interval query (a superset over the group's instants)
+  micros a = mode == Mode::Window ? w_lo : t_lo, b = mode == Mode::Window ? w_hi : t_end;
+  std::size_t by_interval = mode == Mode::All ? meta.size() : st.intervals().count_overlapping(a, b);
   const auto& fr = st.freshness();
   const std::size_t n_types = std::min(fr.n_types(), st.decay_specs().size());
-  std::vector<std::pair<micros, micros>> ranges(n_types, {kOpenEnd, kOpenStart});
-  std::size_t by_fresh = meta.size() + 1;
-  if (seeded) {
-    by_fresh = 0;
+  auto ranges_for = [&](double pen, std::vector<std::pair<micros, micros>>& ranges) {
+    std::size_t count = 0;
+    ranges.assign(n_types, {kOpenEnd, kOpenStart});
     for (std::size_t j = 0; j < n_types; ++j) {
       if (!p0.type_mask.empty() && (j >= p0.type_mask.size() || !p0.type_mask[j])) continue;
       for (const Searcher& q : qs) {
         micros lo, hi;
-        if (!q.fresh_range_for(j, lo, hi)) continue;
+        if (!q.fresh_range_for(j, pen, lo, hi)) continue;
         ranges[j].first = std::min(ranges[j].first, lo);
         ranges[j].second = std::max(ranges[j].second, hi);
       }
       if (ranges[j].first <= ranges[j].second)
-        by_fresh += fr.count_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second);
+        count += fr.count_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second);
     }
-  }
-  if (by_fresh <= by_interval) {
-    for (std::size_t j = 0; j < n_types; ++j)
+    return count;
+  };
+  auto emit_ranges = [&](const std::vector<std::pair<micros, micros>>& ranges, auto&& keep) {
+    for (std::size_t j = 0; j < ranges.size(); ++j)
       if (ranges[j].first <= ranges[j].second)
-        fr.for_each_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second, emit);
-  } else if (by_interval == meta.size()) {
-    for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r);
-  } else if (mode == Mode::Window) {
-    st.intervals().for_each_overlapping(w_lo, w_hi, emit);
-  } else {
-    st.intervals().for_each_overlapping(t_lo, t_hi == kOpenEnd ? t_hi : t_hi + 1, emit);
+        fr.for_each_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second,
+                                     [&](std::uint32_t r) { if (keep(r)) emit(r); });
+  };
+  std::vector<std::pair<micros, micros>> ranges;
+  const double out_pen = qs[0].out_of_force_penalty();
+  if (!seeded) {
+    // no threshold yet: every row in force, and in latest mode every row
+    if (mode == Mode::All || out_pen > 0) { for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r); return; }
+    st.intervals().for_each_overlapping(a, b, emit);
+    return;
   }
+  std::size_t by_fresh = ranges_for(1.0, ranges);
+  if (mode == Mode::All || by_fresh <= by_interval) {
+    emit_ranges(ranges, [](std::uint32_t) { return true; });
+    return;  // the freshness lists hold every row, in force or not
+  }
+  st.intervals().for_each_overlapping(a, b, emit);
+  if (out_pen > 0 && ranges_for(out_pen, ranges) > 0)
+    emit_ranges(ranges, [&](std::uint32_t r) { return !meta[r].overlaps(a, b); });  // not emitted above
 }
 
 // Run the certified plan for a group of queries (at most 64) so that metadata and vectors

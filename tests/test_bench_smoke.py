@@ -1,0 +1,156 @@
+"""Smoke test of the benchmark harness (chrono_engine.bench) on a tiny corpus.
+
+It checks the harness, not the engine's speed: its NumPy oracle and the exact peers give
+the same top-k as tests/reference.py, its recall is the reference's recall, and a small
+end-to-end run prints its table and writes JSON. No timing is asserted.
+"""
+import json
+
+import numpy as np
+import pytest
+import reference as ref
+
+import chrono_engine as ce
+from chrono_engine import bench
+from chrono_engine.synthetic import make_corpus, times_for_selectivity
+
+N, DIM = 3000, 32
+
+
+@pytest.fixture(scope="module")
+def setup():
+    c = make_corpus(N, DIM, clusters=24, seed=5)
+    pol = bench.policy_for(c.half_lives)
+    eng = ce.Engine(DIM, decay=pol, threads=2)
+    eng.ingest(c.to_dict())
+    return c, pol, eng
+
+
+def _decay_fn(eng):
+    types = np.asarray(eng._fact_types, dtype=object)
+    return lambda age, codes: eng.decay.evaluate(age, types[codes])
+
+
+def _reference(eng, w, q: bench.Queries):
+    return ref.search(w.cols, w.vectors, _decay_fn(eng), q.vectors, q.k, mode=q.mode, t=q.t,
+                      known_at=q.known_at, fusion=q.fusion, alpha=q.alpha, tau=q.tau, penalty=q.penalty,
+                      metric="cosine")
+
+
+def _queries(c, mode, fusion, sel=0.1, n=12, seed=3):
+    t = times_for_selectivity(c, sel, n, seed=seed)
+    return bench.Queries(c.queries(n, seed=seed), t, np.full(n, bench.KNOWN_ALL, np.int64),
+                         mode=mode, fusion=fusion)
+
+
+def _assert_same(got: bench.Answers, exp):
+    assert len(got) == len(exp)
+    for g, gs, (e, es) in zip(got.ids, got.scores, exp):
+        assert bench.same_topk(g, gs, e, es, tol=2e-6), (g, gs, e, es)
+
+
+def test_workload_from_corpus_matches_engine(setup):
+    """The harness's view of the corpus is what the engine stored (version keys may
+    differ in value but not in order within a stem)."""
+    c, pol, eng = setup
+    a, b = bench.workload_from_corpus(c, pol), bench.workload_from_engine(eng)
+    for key in ("valid_from", "valid_to", "observed_at", "ingested_at", "retracted_at", "stem",
+                "deprecated", "id"):
+        np.testing.assert_array_equal(np.asarray(a.cols[key]), np.asarray(b.cols[key]), err_msg=key)
+    np.testing.assert_allclose(a.cols["reliability"], b.cols["reliability"], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(a.vectors, b.vectors, rtol=0, atol=1e-6)
+    # fact-type codes are numbered differently; each item's decay kernel is the same
+    np.testing.assert_array_equal(a.specs[a.cols["fact_type"]], b.specs[b.cols["fact_type"]])
+    np.testing.assert_array_equal(bench._static_rank(a.cols), bench._static_rank(b.cols))
+
+
+@pytest.mark.parametrize("mode", ["as_of", "latest"])
+@pytest.mark.parametrize("fusion", ["product", "linear"])
+def test_oracle_and_exact_peers_match_reference(setup, mode, fusion):
+    c, pol, eng = setup
+    w = bench.workload_from_engine(eng)
+    q = _queries(c, mode, fusion)
+    exp = _reference(eng, w, q)
+    got = bench.NumpyExact(w).search(q)
+    _assert_same(got, exp)
+    _assert_same(bench.NumpyExact(bench.workload_from_corpus(c, pol)).search(q), exp)
+    _assert_same(bench.NumpyExact(w, block_elems=1).search(q), exp)  # one query per block
+    if mode == "as_of":
+        _assert_same(bench.NumpyPrefilter(w).search(q), exp)
+    # recall: the harness computes what the reference computes
+    assert bench.recall_at_k(got, exp) == ref.recall(got.ids, exp) == 1.0
+    damaged = [np.r_[g[:6], np.arange(10**9, 10**9 + 4, dtype=np.uint64)] for g in got.ids]
+    assert bench.recall_at_k(damaged, exp) == pytest.approx(ref.recall(damaged, exp))
+    assert bench.recall_at_k(damaged, got) == pytest.approx(0.6)
+
+
+def test_engine_answers_and_recall_parse(setup):
+    """answers_from_table reads the engine's table; recall agrees with the reference's."""
+    c, _, eng = setup
+    w = bench.workload_from_engine(eng)
+    q = _queries(c, "as_of", "product", sel=0.3, n=15, seed=4)
+    res = eng.search_batch(q.vectors, q.k, mode="as_of", as_of=q.t, known_at=q.known_at, threads=1)
+    got, cert = bench.answers_from_table(res, len(q))
+    assert cert.dtype == bool and len(cert) == len(q)
+    exp = _reference(eng, w, q)
+    assert bench.recall_at_k(got, exp) == pytest.approx(ref.recall(got.ids, exp))
+
+
+def test_hnswlib_peer_reaches_the_oracle_at_large_ef(setup):
+    pytest.importorskip("hnswlib")
+    c, pol, _ = setup
+    w = bench.workload_from_corpus(c, pol)
+    peer = bench.HnswlibFiltered(w, threads=2)
+    for mode in ("as_of", "latest"):
+        q = _queries(c, mode, "product", sel=0.1, n=6, seed=6)
+        exp = bench.NumpyExact(w).search(q)
+        got = peer.search(q, ef=N)  # ef = N: the filtered walk sees every eligible item
+        assert bench.recall_at_k(got, exp) >= 0.99
+
+
+@pytest.mark.slow
+def test_numba_peer_matches_oracle(setup):
+    """The fused Numba scan is exact (compiling it takes several seconds)."""
+    pytest.importorskip("numba")
+    c, pol, _ = setup
+    w = bench.workload_from_corpus(c, pol)
+    peer = bench.NumbaScan(w)
+    for mode in ("as_of", "latest"):
+        for fusion in ("product", "linear"):
+            q = _queries(c, mode, fusion, n=10, seed=7)
+            exp = bench.NumpyExact(w).search(q)
+            _assert_same(peer.search(q, threads=1), [(i, s) for i, s in zip(exp.ids, exp.scores)])
+            _assert_same(peer.search(q, threads=2), [(i, s) for i, s in zip(exp.ids, exp.scores)])
+
+
+def test_small_run_writes_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    peers = "numpy,numpy_prefilter" + (",hnswlib" if _has("hnswlib") else "")
+    report = bench.main(["--n", str(N), "--dim", str(DIM), "--queries", "16", "--slow-queries", "4",
+                         "--selectivity", "0.5,0.05", "--threads", "1", "--ef", "64,256", "--min-time", "0",
+                         "--peers", peers, "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert "ratio" in printed and "engine" in printed
+    data = json.loads(out.read_text())
+    assert data["config"]["n"] == N and data["config"]["dim"] == DIM
+    rows = data["results"]
+    assert len(rows) == 2 * 2 * 1  # modes x selectivities x threads
+    assert {r["mode"] for r in rows} == {"as_of", "latest"}
+    for r in rows:
+        assert 0.0 <= r["engine"]["recall"] <= 1.0 and r["engine"]["qps"] > 0
+        assert r["peers"]["numpy"]["recall"] == 1.0
+        assert ("numpy_prefilter" in r["peers"]) == (r["mode"] == "as_of")
+        if "hnswlib" in peers:
+            assert {"hnswlib_ef64", "hnswlib_ef256"} <= set(r["peers"])
+            assert r["peers"]["hnswlib_ef64"]["queries"] == 4
+        assert r["best_peer"] is not None and r["ratio"] > 0
+    assert len(report["results"]) == len(rows)
+    assert data["regimes"]["steep"]["engine_memory"]["metadata"] > 0
+
+
+def _has(mod: str) -> bool:
+    try:
+        __import__(mod)
+        return True
+    except ImportError:
+        return False
