@@ -1,0 +1,449 @@
+"""Document lifecycle: supersede, retract, history — nothing is ever deleted.
+
+A *stem* (``stem_id``) is one document lineage; its *versions* are rows that share the stem
+and a version string (one or more rows — chunks — per version). The lifecycle keeps the
+version history of every stem a clean chain on the valid-time axis:
+
+* :func:`supersede` adds a new version effective at ``effective_at``: every version of the
+  stem still valid at ``effective_at`` has its ``valid_to`` closed there (never extended) and
+  is marked ``deprecated``; the new rows get ``valid_from = effective_at``, an open
+  ``valid_to`` and a ``supersedes`` edge (default: the predecessor's version string).
+* :func:`retract` ends belief in rows in *transaction time* (``retracted_at``); their valid
+  time is left as it was, so "what did we believe at known_at" stays answerable.
+* :func:`history` lists every version of a stem with both time axes.
+* :func:`on_approval_event` is the hook for external systems (an OA approval webhook): a
+  function taking the event payload, not a server.
+
+Rules :func:`supersede` enforces (each raises :class:`~chrono_engine.errors.LifecycleError`,
+or :class:`~chrono_engine.errors.NotFoundError` for an unknown stem, before anything
+changes):
+
+1. the stem exists (a new lineage starts with :meth:`Engine.ingest`);
+2. the rows carry exactly one version, strictly greater (numerically, see
+   :func:`~chrono_engine.schema.parse_version`) than *every* version the stem has ever had,
+   retracted ones included — a version string is never reused;
+3. ``effective_at`` is strictly after the ``valid_from`` of every row of the stem (so the
+   closed predecessor keeps a non-empty interval: ``valid_to > valid_from``, the rule the core
+   applies); a predecessor that had already ended before ``effective_at`` keeps its end (the
+   lineage then has a gap, which its own data put there);
+4. ``supersedes``, when given, names an existing version of the stem lower than the new one:
+   edges always point to a lower version, so the version graph has no cycles;
+5. the new rows are well formed (:func:`~chrono_engine.schema.normalize_rows`), belong to the
+   stem, start at ``effective_at``, have an open ``valid_to`` (a version ends only when it is
+   superseded) and are not born deprecated.
+
+Atomicity: every check above, plus the checks the core applies to the metadata update, runs
+before the first change. The new rows are then appended (itself all-or-nothing) and the
+predecessors closed; the close was validated with the core's own rules, so it cannot fail on
+its input. Readers that search between the two steps see both versions open, and the newer
+one wins every arbitration — never a stem with no version. Writers are serialised by the
+engine's write lock.
+
+``deprecated`` and scheduled changes: the core's ``latest`` mode treats a deprecated row as
+out of force at *every* T. A supersede whose ``effective_at`` lies in the future (a change
+approved today, effective next month) must not retire the predecessor before then, so by
+default (``deprecate=None``) the predecessor is marked deprecated only when ``effective_at``
+is not after the wall clock; its closed ``valid_to`` retires it at ``effective_at`` either
+way. Pass ``deprecate=True`` / ``False`` to force the flag.
+
+>>> import numpy as np, chrono_engine as ce
+>>> eng = ce.Engine(dim=2)
+>>> ids = eng.ingest([{"vector": [1, 0], "valid_from": "2023-01-01", "stem_id": "TRAVEL",
+...                    "version": "v1.0.0", "title": "Travel Expense Policy"}])
+>>> new = eng.supersede("TRAVEL", [{"vector": [1, 0.1]}], effective_at="2026-03-01",
+...                     version="v2.0.0")
+>>> h = eng.history("TRAVEL")
+>>> h.column("version").to_pylist(), h.column("deprecated").to_pylist()
+(['v1.0.0', 'v2.0.0'], [True, False])
+>>> [str(t)[:10] if t else None for t in h.column("valid_to").to_pylist()]
+['2026-03-01', None]
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import LifecycleError, NotFoundError, QueryError, SchemaError
+from .schema import (
+    OPEN_END,
+    _raw_columns,
+    format_version,
+    normalize_rows,
+    parse_version,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Engine
+
+__all__ = ["supersede", "retract", "history", "on_approval_event", "HISTORY_SCHEMA"]
+
+_TS = pa.timestamp("us", tz="UTC")
+
+#: Columns of :func:`history`, in order.
+HISTORY_SCHEMA = pa.schema([
+    ("id", pa.uint64()), ("stem_id", pa.string()), ("version", pa.string()),
+    ("supersedes", pa.string()), ("valid_from", _TS), ("valid_to", _TS),
+    ("ingested_at", _TS), ("retracted_at", _TS), ("deprecated", pa.bool_()),
+    ("title", pa.string()), ("content", pa.string()),
+])
+
+
+def _time(value: Any, name: str) -> int:
+    from .engine import to_us
+    try:
+        return to_us(value, name)
+    except QueryError as e:
+        raise LifecycleError(str(e)) from None
+
+
+def _iso(us: int) -> str:
+    if us == OPEN_END:
+        return "open"
+    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(us))
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def _check_stem(stem_id: Any) -> str:
+    if not isinstance(stem_id, str) or not stem_id:
+        raise LifecycleError(f"stem_id must be a non-empty string, got {stem_id!r}")
+    return stem_id
+
+
+def _stem_rows(engine: Engine, stem_id: str, cols: dict) -> np.ndarray:
+    code = engine._stem_code.get(stem_id)
+    if code is None:
+        raise NotFoundError(f"unknown stem {stem_id!r} (a new lineage starts with Engine.ingest)")
+    return np.flatnonzero(cols["stem"] == code)
+
+
+def _column_of(n: int, value: Any) -> list:
+    return [value] * n
+
+
+# ----------------------------------------------------------------------------- supersede
+
+def supersede(engine: Engine, stem_id: str, rows: Any, effective_at: Any, *,
+              version: str | None = None, supersedes: str | None = None,
+              deprecate: bool | None = None) -> np.ndarray:
+    """Add a new version of ``stem_id`` effective at ``effective_at``; returns its ids.
+
+    ``rows``: the new version's rows in any form :meth:`Engine.ingest` takes (``vector``
+    required). Defaults filled in when a column is absent: ``stem_id`` = the stem,
+    ``valid_from`` = ``effective_at``, ``version`` = the ``version`` argument, ``supersedes``
+    = the ``supersedes`` argument or else the predecessor's version string. Every version of
+    the stem still valid at ``effective_at`` is closed there and marked deprecated (see the
+    module docstring for ``deprecate``). Raises :class:`LifecycleError` /
+    :class:`NotFoundError` / :class:`~chrono_engine.errors.SchemaError` and changes nothing
+    when a rule is broken.
+    """
+    stem_id = _check_stem(stem_id)
+    eff = _time(effective_at, "effective_at")
+    _check_options(version, supersedes, deprecate)
+    with engine._write:
+        return _supersede_locked(engine, stem_id, rows, eff, version, supersedes, deprecate)
+
+
+def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
+    if deprecate is not None and not isinstance(deprecate, (bool, np.bool_)):
+        raise LifecycleError(f"deprecate must be True, False or None, got {deprecate!r}")
+    for name, v in (("version", version), ("supersedes", supersedes)):
+        if v is not None and not isinstance(v, str):
+            raise LifecycleError(f"{name} must be a version string, got {v!r}")
+
+
+def _supersede_locked(engine: Engine, stem_id: str, rows: Any, eff: int, version: str | None,
+                      supersedes: str | None, deprecate: bool | None) -> np.ndarray:
+    """The body of :func:`supersede`; the caller holds ``engine._write``."""
+    from .engine import _now_us
+
+    now = _now_us()
+    cols = engine._core.columns()
+    mine = _stem_rows(engine, stem_id, cols)
+    strings = engine._strings()
+    keys = cols["version"][mine]
+    vfs = cols["valid_from"][mine]
+    vts = cols["valid_to"][mine]
+    head_key = int(keys.max())
+    head_rows = mine[keys == head_key]
+    head_version = strings.column("version")[int(head_rows[0])].as_py()
+    existing = {int(k) for k in keys}
+
+    raw = _raw_columns(rows)
+    if "vector" not in raw:
+        raise LifecycleError("rows need a 'vector' column (the new version's embeddings)")
+    try:
+        n = len(raw["vector"])
+    except TypeError:
+        raise LifecycleError("rows: 'vector' must be a column of vectors") from None
+    if n == 0:
+        raise LifecycleError("rows: the new version has no rows")
+    raw = dict(raw)
+    raw.setdefault("stem_id", _column_of(n, stem_id))
+    raw.setdefault("valid_from", _column_of(n, eff))
+    if version is not None:
+        if "version" in raw:
+            raise LifecycleError("give the version either as an argument or as a column, not both")
+        raw["version"] = _column_of(n, version)
+    if "supersedes" not in raw:
+        edge = supersedes if supersedes is not None else head_version
+        raw["supersedes"] = _column_of(n, edge) if edge is not None else pa.nulls(n, pa.string())
+    elif supersedes is not None:
+        raise LifecycleError("give supersedes either as an argument or as a column, not both")
+    batch = normalize_rows(raw, dim=engine._dim, metric=engine._metric,
+                           known_fact_type=engine._policy.knows, now_us=now)
+
+    # rule 5: the rows belong to this stem, start at effective_at, stay open
+    stems = batch.table.column("stem_id")
+    if stems.null_count or any(s != stem_id for s in stems.unique().to_pylist()):
+        bad = next(i for i, s in enumerate(stems.to_pylist()) if s != stem_id)
+        raise LifecycleError(f"row {bad}: stem_id {stems[bad].as_py()!r} is not the stem being "
+                             f"superseded ({stem_id!r})")
+    off = np.flatnonzero(batch.valid_from != eff)
+    if len(off):
+        raise LifecycleError(f"row {int(off[0])}: valid_from {_iso(batch.valid_from[off[0]])} differs from "
+                             f"effective_at {_iso(eff)} (a new version starts when it takes effect)")
+    closed = np.flatnonzero(batch.valid_to != OPEN_END)
+    if len(closed):
+        raise LifecycleError(f"row {int(closed[0])}: a new version must have an open valid_to "
+                             "(it ends only when superseded)")
+    dep = np.flatnonzero(batch.deprecated)
+    if len(dep):
+        raise LifecycleError(f"row {int(dep[0])}: a new version cannot start deprecated")
+    # rule 2: one version, strictly increasing
+    vcol = batch.table.column("version")
+    if vcol.null_count:
+        raise LifecycleError("the new version needs a version string (argument version= or a "
+                             "'version' column)")
+    if len(np.unique(batch.version_key)) != 1:
+        raise LifecycleError(f"rows carry several versions {sorted(set(vcol.to_pylist()))}; "
+                             "supersede adds one version at a time")
+    new_key = int(batch.version_key[0])
+    if new_key <= head_key:
+        raise LifecycleError(
+            f"version {vcol[0].as_py()} does not increase: stem {stem_id!r} already has "
+            f"{format_version(head_key)} (versions must be strictly greater than every existing one)")
+    # rule 4: the supersedes edge points to an existing, lower version
+    scol = batch.table.column("supersedes")
+    targets = set(scol.drop_null().to_pylist()) if scol.null_count < len(scol) else set()
+    if len(targets) > 1 or (targets and scol.null_count):
+        raise LifecycleError("rows disagree on supersedes; a version has one predecessor edge")
+    for target in targets:
+        tkey = parse_version(target)
+        if tkey >= new_key:
+            raise LifecycleError(f"supersedes {target!r} would make a cycle: an edge must point to a "
+                                 f"version lower than {vcol[0].as_py()}")
+        if tkey not in existing:
+            raise LifecycleError(f"supersedes {target!r}: stem {stem_id!r} has no such version")
+    # rule 3: effective_at after every start of the stem
+    late = int(vfs.max())
+    if eff <= late:
+        who = mine[int(np.argmax(vfs))]
+        ver = strings.column("version")[int(who)].as_py()
+        raise LifecycleError(
+            f"effective_at {_iso(eff)} is not after the start of version {ver} of stem {stem_id!r} "
+            f"(valid_from {_iso(late)})")
+    # the close, checked with the core's own rules before anything changes
+    to_close = mine[vts > eff]
+    new_vt = np.full(len(to_close), eff, dtype=np.int64)
+    if not (cols["valid_from"][to_close] < new_vt).all():  # implied by rule 3; kept as the core's check
+        raise LifecycleError("internal: a closed interval would be empty")
+    mark = (eff <= now) if deprecate is None else bool(deprecate)
+    dep_flags = (np.ones(len(to_close), np.uint8) if mark
+                 else cols["deprecated"][to_close].astype(np.uint8))
+
+    ids = engine._append(batch)
+    if len(to_close):
+        engine._core.update(to_close.astype(np.uint32), valid_to=new_vt, deprecated=dep_flags)
+    return ids
+
+
+# ----------------------------------------------------------------------------- retract
+
+def _ids(ids: Any) -> np.ndarray:
+    arr = np.asarray(ids if not isinstance(ids, (int, np.integer)) else [ids])
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise LifecycleError(f"ids must be an id or a 1-D sequence of integer ids, got {ids!r}")
+    if arr.size == 0:
+        raise LifecycleError("no ids to retract")
+    if arr.dtype.kind == "i" and (arr < 0).any():
+        raise NotFoundError(f"unknown id {int(arr[arr < 0][0])}")
+    arr = arr.astype(np.uint64)
+    uniq, counts = np.unique(arr, return_counts=True)
+    if (counts > 1).any():
+        raise LifecycleError(f"id {int(uniq[counts > 1][0])} is given more than once")
+    return arr
+
+
+def retract(engine: Engine, ids: Any, at: Any = None) -> np.ndarray:
+    """Stop believing rows from transaction time ``at`` (default: now); returns the ids.
+
+    Sets ``retracted_at``; valid time, versions and deprecation are untouched, so searches
+    with ``known_at`` before ``at`` still see the rows. Rejects (changing nothing) an unknown
+    id (:class:`NotFoundError`), an id given twice, one already retracted, and ``at`` not
+    after a row's ``ingested_at`` (:class:`LifecycleError`). A retracted head version does not
+    reopen its predecessor: publish the correction with :func:`supersede`.
+    """
+    arr = _ids(ids)
+    with engine._write:
+        return _retract_locked(engine, arr, at)
+
+
+def _retract_locked(engine: Engine, arr: np.ndarray, at: Any) -> np.ndarray:
+    from .engine import _now_us
+
+    at_us = _now_us() if at is None else _time(at, "at")
+    rows = engine.rows_of(arr)
+    cols = engine._core.columns_at(rows.astype(np.uint32))
+    gone = np.flatnonzero(cols["retracted_at"] != OPEN_END)
+    if len(gone):
+        i = int(gone[0])
+        raise LifecycleError(f"id {int(arr[i])} is already retracted (at {_iso(cols['retracted_at'][i])})")
+    early = np.flatnonzero(cols["ingested_at"] >= at_us)
+    if len(early):
+        i = int(early[0])
+        raise LifecycleError(f"id {int(arr[i])}: retraction time {_iso(at_us)} is not after its "
+                             f"ingested_at {_iso(cols['ingested_at'][i])}")
+    engine._core.update(rows.astype(np.uint32), retracted_at=np.full(len(arr), at_us, np.int64))
+    return arr
+
+
+# ----------------------------------------------------------------------------- history
+
+def _ts(us: np.ndarray, open_end: bool) -> pa.Array:
+    if not open_end:
+        return pa.array(us, _TS)
+    is_open = us == OPEN_END
+    return pa.array(np.where(is_open, 0, us), _TS, mask=is_open)
+
+
+def history(engine: Engine, stem_id: str) -> pa.Table:
+    """Every row of every version of ``stem_id``, as stored now (see :data:`HISTORY_SCHEMA`).
+
+    Ordered by version (numerically), then ``valid_from``, then id. Times are UTC
+    timestamps; an open ``valid_to`` / ``retracted_at`` is null. Interval ends and flags come
+    from the core's metadata, which lifecycle edits update. Raises :class:`NotFoundError`
+    for an unknown stem.
+    """
+    stem_id = _check_stem(stem_id)
+    with engine._write:  # one consistent snapshot of metadata and strings
+        cols = engine._core.columns()
+        mine = _stem_rows(engine, stem_id, cols)
+        strings = engine._strings()
+    order = mine[np.lexsort((cols["id"][mine], cols["valid_from"][mine], cols["version"][mine]))]
+    s = strings.take(pa.array(order, pa.int64()))
+    return pa.table([
+        pa.array(cols["id"][order], pa.uint64()),
+        s.column("stem_id").cast(pa.string()),
+        s.column("version").cast(pa.string()),
+        s.column("supersedes").cast(pa.string()),
+        _ts(cols["valid_from"][order], False),
+        _ts(cols["valid_to"][order], True),
+        _ts(cols["ingested_at"][order], False),
+        _ts(cols["retracted_at"][order], True),
+        pa.array(cols["deprecated"][order].astype(bool)),
+        s.column("title").cast(pa.string()),
+        s.column("content").cast(pa.string()),
+    ], schema=HISTORY_SCHEMA)
+
+
+# ----------------------------------------------------------------------------- external events
+
+_EVENT_KEYS = {"action", "stem_id", "version", "effective_at", "rows", "supersedes", "title",
+               "at", "event_id"}
+
+
+def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
+                      embed: Callable[[str], Any] | None = None) -> np.ndarray:
+    """Apply one lifecycle event from an external system (an OA approval webhook); returns
+    the ids it added or retracted.
+
+    A function to call from whatever receives the webhook, not a server. Payloads:
+
+    * ``{"action": "supersede" (default), "stem_id", "version", "effective_at", "rows":
+      [row dicts], "supersedes"?, "title"?}`` — a revision was approved: calls
+      :func:`supersede`. Rows without a ``vector`` are embedded from their ``content`` with
+      ``embed`` (else the engine's ``embedder``); ``title`` fills rows that have none.
+      Webhooks are delivered at least once, so a repeat of an applied event (the stem already
+      has this version, starting at this ``effective_at``) changes nothing and returns the
+      existing ids; a different event for an existing version is rejected.
+    * ``{"action": "retract", "stem_id", "version", "at"?}`` — a publication was withdrawn:
+      retracts every not yet retracted row of that version (:func:`retract`); a repeat
+      changes nothing and returns the version's ids.
+
+    >>> import chrono_engine as ce
+    >>> eng = ce.Engine(dim=2)
+    >>> _ = eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01", "stem_id": "SOP-7",
+    ...                  "version": "v1"}])
+    >>> ev = {"stem_id": "SOP-7", "version": "v2", "effective_at": "2025-01-01",
+    ...       "rows": [{"vector": [0, 1], "content": "revised"}]}
+    >>> on_approval_event(eng, ev).tolist() == on_approval_event(eng, ev).tolist()  # idempotent
+    True
+    """
+    if not isinstance(event, Mapping):
+        raise LifecycleError(f"event must be a mapping (the webhook's JSON object), got {type(event).__name__}")
+    unknown = set(event) - _EVENT_KEYS
+    if unknown:
+        raise LifecycleError(f"event has unknown keys {sorted(unknown)} (known: {sorted(_EVENT_KEYS)})")
+    action = event.get("action", "supersede")
+    stem_id = _check_stem(event.get("stem_id"))
+    version = event.get("version")
+    if not isinstance(version, str):
+        raise LifecycleError(f"event needs a 'version' string, got {version!r}")
+    key = _version_key(version)
+    if action == "retract":
+        with engine._write:
+            cols = engine._core.columns()
+            mine = _stem_rows(engine, stem_id, cols)
+            rows = mine[cols["version"][mine] == key]
+            if not len(rows):
+                raise LifecycleError(f"stem {stem_id!r} has no version {version} to retract")
+            live = rows[cols["retracted_at"][rows] == OPEN_END]
+            if not len(live):
+                return cols["id"][rows]  # a redelivered event: already retracted
+            return _retract_locked(engine, cols["id"][live], event.get("at"))
+    if action != "supersede":
+        raise LifecycleError(f"event action must be 'supersede' or 'retract', got {action!r}")
+    for name in ("effective_at", "rows"):
+        if name not in event:
+            raise LifecycleError(f"supersede event needs {name!r}")
+    eff = _time(event["effective_at"], "effective_at")
+    rows = event["rows"]
+    if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, Mapping) for r in rows):
+        raise LifecycleError("event 'rows' must be a non-empty list of row objects")
+    title = event.get("title")
+    supersedes = event.get("supersedes")
+    _check_options(version, supersedes, None)
+    fixed = []
+    for i, r in enumerate(rows):  # embed before taking the write lock
+        r = dict(r)
+        if "vector" not in r:
+            fn = embed if embed is not None else getattr(engine, "embedder", None)
+            if fn is None:
+                raise LifecycleError(f"row {i} has no 'vector' and there is no embedder (pass embed=)")
+            if not isinstance(r.get("content"), str):
+                raise LifecycleError(f"row {i} has neither a 'vector' nor 'content' text to embed")
+            r["vector"] = np.asarray(fn(r["content"]), dtype=np.float32).tolist()
+        if title is not None:
+            r.setdefault("title", title)
+        fixed.append(r)
+    with engine._write:  # the redelivery check and the supersede see the same store
+        cols = engine._core.columns()
+        mine = _stem_rows(engine, stem_id, cols)
+        same = mine[cols["version"][mine] == key]
+        if len(same):
+            if (cols["valid_from"][same] == eff).all():
+                return cols["id"][same]  # a redelivered event: already applied
+            raise LifecycleError(f"stem {stem_id!r} already has version {version} with a different "
+                                 "effective date; a conflicting event is not applied")
+        return _supersede_locked(engine, stem_id, fixed, eff, version, supersedes, None)
+
+
+def _version_key(version: str) -> int:
+    try:
+        return parse_version(version)
+    except SchemaError as e:
+        raise LifecycleError(f"event version: {e}") from None
