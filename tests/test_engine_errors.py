@@ -62,7 +62,7 @@ def good(n=4, **over):
 def _state(e: ce.Engine):
     cols = {k: v.copy() for k, v in e._core.columns().items()}
     searches = [
-        e.search_batch(QUERIES, 5, mode="all", known_at=KNOWN_AT, exact=True),
+        e.search_batch(QUERIES, 5, mode="all", as_of="2024-06-01", known_at=KNOWN_AT, exact=True),
         e.search_batch(QUERIES, 5, mode="as_of", as_of="2022-06-01", known_at=KNOWN_AT, exact=True),
         e.search_batch(QUERIES, 5, mode="latest", as_of="2023-06-01", known_at=KNOWN_AT, explain=True),
     ]

@@ -49,7 +49,7 @@ def snapshot(eng):
     """Everything a rejected call must leave as it was."""
     cols = eng._core.columns()
     hist = {s: eng.history(s).to_pylist() for s in eng._stems}
-    res = eng.search(vec(0), k=10, mode="all", arbitrate=False, known_at=FAR).select(["id", "score"]).to_pylist()
+    res = eng.search(vec(0), k=10, mode="all", as_of="2026-05-01", arbitrate=False, known_at=FAR).select(["id", "score"]).to_pylist()
     latest = eng.search(vec(0), k=10, as_of="2026-05-01", known_at=FAR).select(["id", "score"]).to_pylist()
     return (len(eng), {k: v.tolist() for k, v in cols.items()}, hist, res, latest,
             eng.count_valid_at("2025-01-01"), list(eng._stems), eng._strings().num_rows)

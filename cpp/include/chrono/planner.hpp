@@ -123,7 +123,15 @@ class Searcher {
     else { a = p_.alpha * s_cap_; b = 1.0 - p_.alpha; c = 0.0; e = p_.alpha; b2 = 1.0 - p_.alpha; }
   }
   bool product() const { return p_.fusion == Fusion::Product; }
-  void score(std::uint32_t row, float sim, double v, double d, double pen) { offer(row, sim, v, d, pen); }
+  // Offer a row whose similarity is known: penalty, decay and validity are recomputed in
+  // double from its metadata, so a row scores identically whichever path found it.
+  void score(std::uint32_t row, float sim) {
+    const Meta& m = meta_[row];
+    double pen = admit(m);
+    if (pen == 0.0) return;
+    double d = decay_of(m);
+    offer(row, sim, static_cast<double>(m.reliability) * d, d, pen);
+  }
   void count_scored() { ++r_.scored; }
   double current_theta() const { return theta(); }
   // Penalty of items out of force in latest mode (0: excluded).
@@ -349,6 +357,12 @@ inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) 
     emit_ranges(ranges, [&](std::uint32_t r) { return !meta[r].overlaps(a, b); });  // not emitted above
 }
 
+// A float no smaller than x (bounds stay bounds after rounding).
+inline float round_up(double x) {
+  float f = static_cast<float>(x);
+  return static_cast<double>(f) < x ? std::nextafter(f, INFINITY) : f;
+}
+
 // Run the certified plan for a group of queries (at most 64) so that metadata and vectors
 // needed by several of them are loaded once:
 //  - one pass over the group's rows computes, per (row, query), penalty and validity
@@ -367,7 +381,9 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   std::vector<std::uint32_t> rows;
   group_rows(qs, st, [&](std::uint32_t r) { rows.push_back(r); });
   // --- metadata pass
-  std::vector<float> val, pen, dec_kept;  // per kept row: G validities / penalties / decays
+  // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
+  // recomputed in double when offered)
+  std::vector<float> val, pen;
   std::vector<std::uint32_t> kept;
   std::vector<double> best;              // per kept row: its largest bound over the queries
   std::vector<std::size_t> counts(G, 0);
@@ -389,12 +405,11 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
           double b = qs[g].bound(v, p);
           if (b >= th[g]) { ++counts[g]; top = std::max(top, b); } else p = 0.0;
         }
-        val.push_back(static_cast<float>(v));
-        pen.push_back(static_cast<float>(p));
-        dec_kept.push_back(static_cast<float>(dec[g]));
+        val.push_back(round_up(v));
+        pen.push_back(round_up(p));
       }
       if (top > ninf) { kept.push_back(rows[i]); best.push_back(top); }
-      else { val.resize(base); pen.resize(base); dec_kept.resize(base); }
+      else { val.resize(base); pen.resize(base); }
     }
   }
   std::vector<std::size_t> act;
@@ -414,7 +429,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   for (std::size_t g = 0; g < G; ++g) {
     double a, b, c, e, b2;
     qs[g].linear_form(a, b, c, e, b2);
-    A[g] = static_cast<float>(a); B[g] = static_cast<float>(b); E[g] = static_cast<float>(e); B2[g] = static_cast<float>(b2);
+    A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
     ON[g] = 0.0f;
   }
   for (std::size_t g : act) ON[g] = 1.0f;
@@ -428,10 +443,12 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // thresholds as floats rounded down, so the float test below never drops a row that
     // the exact (double) comparison in offer() would accept
     for (std::size_t g = 0; g < G; ++g) {
+      // lowered by a relative and an absolute margin, then rounded down: the float tests
+      // below only gate the exact (double) comparison in offer(), never replace it
       double t = qs[g].current_theta();
-      float f = static_cast<float>(t);
-      TH[g] = (static_cast<double>(f) > t) ? std::nextafter(f, -INFINITY) : f;
-      TH[g] = std::nextafter(TH[g] * (TH[g] > 0 ? 0.99999f : 1.00001f), -INFINITY);
+      double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
+      float f = static_cast<float>(lowered);
+      TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
     }
     int needed = 0;
     for (std::size_t g = 0; g < G; ++g) needed |= (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
@@ -444,7 +461,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     else for (std::size_t g = 0; g < G; ++g) sc[g] = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
     for (std::size_t g : act) {
       if (!(P[g] > 0.0f) || !(sc[g] >= TH[g])) continue;
-      qs[g].score(row, sims[g], V[g], dec_kept[u * G + g], P[g]);
+      qs[g].score(row, sims[g]);
     }
   }
   for (std::size_t g = 0; g < G; ++g) out[where[g]] = qs[g].finish();
