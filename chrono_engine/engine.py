@@ -291,7 +291,7 @@ class Engine:
                known_at: Any = None, window: Any = None, fusion: str = "product", alpha: float = 0.75,
                tau: float = 0.0, deprecated: str = "penalize", deprecation_penalty: float = 0.1,
                arbitrate: bool = True, fact_types: Sequence[str] | None = None, exact: bool = False,
-               explain: bool = False, lang: str = "en") -> pa.Table:
+               explain: bool = False, lang: str = "en", verify: float | None = None) -> pa.Table:
         """Top-k items by fused score for one query vector; see :meth:`search_batch`."""
         v = np.asarray(vector, dtype=np.float32)
         if v.ndim != 1:
@@ -299,7 +299,8 @@ class Engine:
         t = self.search_batch(v[None, :], k, mode=mode, as_of=as_of, known_at=known_at, window=window,
                               fusion=fusion, alpha=alpha, tau=tau, deprecated=deprecated,
                               deprecation_penalty=deprecation_penalty, arbitrate=arbitrate,
-                              fact_types=fact_types, exact=exact, explain=explain, lang=lang, threads=1)
+                              fact_types=fact_types, exact=exact, explain=explain, lang=lang, threads=1,
+                              verify=verify)
         return t.drop_columns(["query"])
 
     def search_batch(self, vectors: Any, k: int = 10, *, mode: str = "latest", as_of: Any = None,
@@ -307,7 +308,8 @@ class Engine:
                      alpha: float = 0.75, tau: float = 0.0, deprecated: str = "penalize",
                      deprecation_penalty: float = 0.1, arbitrate: bool = True,
                      fact_types: Sequence[str] | None = None, exact: bool = False,
-                     explain: bool = False, lang: str = "en", threads: int | None = None) -> pa.Table:
+                     explain: bool = False, lang: str = "en", threads: int | None = None,
+                     verify: float | None = None) -> pa.Table:
         """Top-k per query by fused score (similarity × validity), as one Arrow table.
 
         Modes (DESIGN.md): ``latest`` (T = ``as_of`` or now; items not in force — expired,
@@ -326,6 +328,11 @@ class Engine:
         Returns columns query, rank (1-based), id, score, similarity, validity, stem_id,
         version, valid_from, valid_to, title, citation, certified (and decay, penalty,
         plan, reason with ``explain=True``), ordered by query, rank. Ties are broken by id.
+
+        ``verify=γ`` gates the retrieved context (layer 3): each query's hits form one
+        chain, one step per hit, and the result gains ``robustness`` (ρ = min over the
+        query's hits of V − γ; 0 for a query without hits), ``satisfied`` (ρ ≥ 0) and
+        ``refetch`` (this hit's V < γ: re-acquire it before trusting the answer).
         The GIL is released; queries run on ``threads`` workers.
         """
         q = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
@@ -380,7 +387,10 @@ class Engine:
                                       bool(exact), max(self.ef, 4 * int(k)), self.ef_max,
                                       self.scan_limit, 0, self.seed_ef, self.seed_min, self.group,
                                       max(threads, 1))
-        return self._result_table(out, explain, lang, t, m)
+        table = self._result_table(out, explain, lang, t, m)
+        if verify is not None:
+            table = _gate(table, verify, nq)
+        return table
 
     def _result_table(self, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
         rows = out["row"].astype(np.int64)
@@ -738,6 +748,21 @@ def _from_us(us: int) -> _dt.datetime:
     """µs since the epoch -> aware UTC datetime (open ends clamp to year 1 / 9999)."""
     us = min(max(int(us), MIN_TIME_US), MAX_TIME_US)
     return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=us)
+
+
+def _gate(table: pa.Table, gamma: float, n_queries: int) -> pa.Table:
+    """Layer-3 gate over a result table (see Engine.search_batch, ``verify=``)."""
+    from .verify import verify_hits
+
+    report = verify_hits(table.column("validity").to_numpy(), table.column("id").to_numpy(), gamma,
+                         query=table.column("query").to_numpy(), n_queries=n_queries)
+    q = table.column("query").to_numpy()
+    rho = report.column("robustness").to_numpy()[q]
+    ok = report.column("satisfied").to_numpy(zero_copy_only=False)[q]
+    refetch = table.column("validity").to_numpy() < gamma
+    return (table.append_column("robustness", pa.array(rho, pa.float64()))
+                 .append_column("satisfied", pa.array(ok, pa.bool_()))
+                 .append_column("refetch", pa.array(refetch, pa.bool_())))
 
 
 def _citations(titles: Any, versions: Any, valid_from: np.ndarray, lang: str,

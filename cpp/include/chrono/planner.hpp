@@ -95,8 +95,10 @@ class Searcher {
   // of force may still qualify, so that the freshness lists can prune them).
   void start() {
     r_.in_force = estimate_in_force();
-    bool out_of_force = p_.time.mode == Mode::Latest && p_.invalid != InvalidPolicy::Exclude;
-    if (p_.seed_ef > 0 && (r_.in_force > p_.seed_min || out_of_force)) walk(std::max(p_.seed_ef, 2 * p_.k));
+    // The seed admits items in force only: any eligible items give a valid lower bound,
+    // and in latest mode penalised ones would drag it down to ~penalty x score, which lets
+    // every out-of-force item through the metadata pass.
+    if (p_.seed_ef > 0 && r_.in_force > p_.seed_min) walk(std::max(p_.seed_ef, 2 * p_.k), true);
   }
   // After the group's metadata pass: `candidates` rows can still reach theta. Returns
   // false if this query goes to the graph plan instead (then it is finished).
@@ -247,17 +249,19 @@ class Searcher {
   // ----- filtered HNSW walks (the seed, and the graph plan)
   struct Filter : hnswlib::BaseFilterFunctor {
     const Searcher* s;
+    bool in_force_only = false;
     bool operator()(hnswlib::labeltype label) override {
       const Meta& m = s->meta_[label];
       double pen = s->admit(m);
-      if (pen == 0.0) return false;
+      if (pen == 0.0 || (in_force_only && pen != 1.0)) return false;
       if (s->p_.tau > 0.0 && static_cast<double>(m.reliability) * s->decay_of(m) < s->p_.tau) return false;
       return s->is_winner(static_cast<std::uint32_t>(label));
     }
   };
-  void walk(std::size_t want) {
+  void walk(std::size_t want, bool in_force_only = false) {
     Filter f;
     f.s = this;
+    f.in_force_only = in_force_only;
     last_walk_ = st_.ann().search(q_, want, &f);
     r_.scored += last_walk_.size();
     for (const auto& hit : last_walk_) {
@@ -292,14 +296,15 @@ class Searcher {
   QueryResult r_;
 };
 
-// Rows a group of queries must examine, from metadata alone, each row once:
-//  - items in force at some T of the group: from the interval index, or from the
-//    freshness lists (per fact type, items whose decay can still reach some query's
-//    theta) when those list fewer rows;
-//  - in latest mode, items out of force (penalised): from the freshness lists at the level
-//    theta / penalty, which is usually above 1, i.e. nothing to read.
+// Rows a group of queries must examine, from metadata alone, each row once.
+// Stage 0: rows that can be in force at some T of the group: from the interval index, or
+// from the freshness lists (per fact type, rows whose decay can still reach some query's
+// theta, in force or not) when those list fewer rows. Returns true if stage 0 used the
+// freshness lists (then it covered the out-of-force rows too).
+// Stage 1 (latest mode, after stage 0 raised theta): rows out of force everywhere in the
+// group, from the freshness lists at the level theta / penalty, usually above 1: nothing.
 template <class Emit>
-inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) {
+inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Emit&& emit) {
   const SearchParams& p0 = qs[0].params();
   const Mode mode = p0.time.mode;
   const auto& meta = st.meta();
@@ -312,12 +317,11 @@ inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) 
     seeded = seeded && q.current_theta() > -std::numeric_limits<double>::infinity();
   }
   const micros t_end = t_hi == kOpenEnd ? t_hi : t_hi + 1;
-  // the in-force part as an interval query (a superset over the group's instants)
-  micros a = mode == Mode::Window ? w_lo : t_lo, b = mode == Mode::Window ? w_hi : t_end;
-  std::size_t by_interval = mode == Mode::All ? meta.size() : st.intervals().count_overlapping(a, b);
+  const micros a = mode == Mode::Window ? w_lo : t_lo, b = mode == Mode::Window ? w_hi : t_end;
   const auto& fr = st.freshness();
   const std::size_t n_types = std::min(fr.n_types(), st.decay_specs().size());
-  auto ranges_for = [&](double pen, std::vector<std::pair<micros, micros>>& ranges) {
+  std::vector<std::pair<micros, micros>> ranges;
+  auto ranges_for = [&](double pen) {
     std::size_t count = 0;
     ranges.assign(n_types, {kOpenEnd, kOpenStart});
     for (std::size_t j = 0; j < n_types; ++j) {
@@ -333,28 +337,31 @@ inline void group_rows(std::vector<Searcher>& qs, const Store& st, Emit&& emit) 
     }
     return count;
   };
-  auto emit_ranges = [&](const std::vector<std::pair<micros, micros>>& ranges, auto&& keep) {
+  auto emit_ranges = [&](auto&& keep) {
     for (std::size_t j = 0; j < ranges.size(); ++j)
       if (ranges[j].first <= ranges[j].second)
         fr.for_each_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second,
                                      [&](std::uint32_t r) { if (keep(r)) emit(r); });
   };
-  std::vector<std::pair<micros, micros>> ranges;
-  const double out_pen = qs[0].out_of_force_penalty();
-  if (!seeded) {
-    // no threshold yet: every row in force, and in latest mode every row
-    if (mode == Mode::All || out_pen > 0) { for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r); return; }
-    st.intervals().for_each_overlapping(a, b, emit);
-    return;
+  if (stage == 1) {
+    const double out_pen = qs[0].out_of_force_penalty();
+    if (out_pen <= 0.0) return false;
+    if (!seeded) {  // fewer than k eligible rows in force: every other row may count
+      for (std::uint32_t r = 0; r < meta.size(); ++r) if (!meta[r].overlaps(a, b)) emit(r);
+      return false;
+    }
+    if (ranges_for(out_pen) > 0) emit_ranges([&](std::uint32_t r) { return !meta[r].overlaps(a, b); });
+    return false;
   }
-  std::size_t by_fresh = ranges_for(1.0, ranges);
-  if (mode == Mode::All || by_fresh <= by_interval) {
-    emit_ranges(ranges, [](std::uint32_t) { return true; });
-    return;  // the freshness lists hold every row, in force or not
+  if (mode == Mode::All && !seeded) { for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r); return true; }
+  std::size_t by_interval = mode == Mode::All ? meta.size() : st.intervals().count_overlapping(a, b);
+  const std::size_t by_fresh = seeded ? ranges_for(1.0) : meta.size() + 1;  // fills `ranges`
+  if (seeded && (mode == Mode::All || by_fresh <= by_interval)) {
+    emit_ranges([](std::uint32_t) { return true; });
+    return true;  // the freshness lists hold every row, in force or not
   }
   st.intervals().for_each_overlapping(a, b, emit);
-  if (out_pen > 0 && ranges_for(out_pen, ranges) > 0)
-    emit_ranges(ranges, [&](std::uint32_t r) { return !meta[r].overlaps(a, b); });  // not emitted above
+  return false;
 }
 
 // A float no smaller than x (bounds stay bounds after rounding).
@@ -378,91 +385,102 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const auto& meta = st.meta();
   const auto& specs = st.decay_specs();
   const Kernels& k = kernels();
+  std::vector<char> active(G, 1);
   std::vector<std::uint32_t> rows;
-  group_rows(qs, st, [&](std::uint32_t r) { rows.push_back(r); });
-  // --- metadata pass
-  // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
-  // recomputed in double when offered)
-  std::vector<float> val, pen;
-  std::vector<std::uint32_t> kept;
-  std::vector<double> best;              // per kept row: its largest bound over the queries
-  std::vector<std::size_t> counts(G, 0);
-  {
-    double ages[64], dec[64], th[64];
-    for (std::size_t g = 0; g < G; ++g) th[g] = qs[g].current_theta();
-    constexpr std::size_t AHEAD = 16;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (i + AHEAD < rows.size()) __builtin_prefetch(&meta[rows[i + AHEAD]]);
-      const Meta& m = meta[rows[i]];
-      for (std::size_t g = 0; g < G; ++g) ages[g] = age_days(qs[g].params().time.t, m.observed_at);
-      k.decay(specs[m.fact_type], ages, dec, G);
-      double top = ninf;
-      const std::size_t base = val.size();
-      for (std::size_t g = 0; g < G; ++g) {
-        double v = 0.0;
-        double p = qs[g].admit_loaded(m, dec[g], v);
-        if (p > 0.0) {
-          double b = qs[g].bound(v, p);
-          if (b >= th[g]) { ++counts[g]; top = std::max(top, b); } else p = 0.0;
+  auto process = [&](int stage) {
+    // --- metadata pass
+    // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
+    // recomputed in double when offered)
+    std::vector<float> val, pen;
+    std::vector<std::uint32_t> kept;
+    std::vector<double> best;              // per kept row: its largest bound over the queries
+    std::vector<std::size_t> counts(G, 0);
+    {
+      double ages[64], dec[64], th[64];
+      for (std::size_t g = 0; g < G; ++g) th[g] = qs[g].current_theta();
+      constexpr std::size_t AHEAD = 16;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (i + AHEAD < rows.size()) __builtin_prefetch(&meta[rows[i + AHEAD]]);
+        const Meta& m = meta[rows[i]];
+        for (std::size_t g = 0; g < G; ++g) ages[g] = age_days(qs[g].params().time.t, m.observed_at);
+        k.decay(specs[m.fact_type], ages, dec, G);
+        double top = ninf;
+        const std::size_t base = val.size();
+        for (std::size_t g = 0; g < G; ++g) {
+          double v = 0.0;
+          double p = qs[g].admit_loaded(m, dec[g], v);
+          if (p > 0.0) {
+            double b = qs[g].bound(v, p);
+            if (b >= th[g]) { ++counts[g]; top = std::max(top, b); } else p = 0.0;
+          }
+          val.push_back(round_up(v));
+          pen.push_back(round_up(p));
         }
-        val.push_back(round_up(v));
-        pen.push_back(round_up(p));
+        if (top > ninf) { kept.push_back(rows[i]); best.push_back(top); }
+        else { val.resize(base); pen.resize(base); }
       }
-      if (top > ninf) { kept.push_back(rows[i]); best.push_back(top); }
-      else { val.resize(base); pen.resize(base); }
     }
-  }
-  std::vector<std::size_t> act;
-  for (std::size_t g = 0; g < G; ++g) if (qs[g].choose_plan(counts[g])) act.push_back(g);
-  // --- scoring pass, best bound first
-  std::vector<std::uint32_t> order(kept.size());
-  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
-  const std::size_t d = st.dim();
-  std::vector<float> Q(G * d);
-  for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
-  const AnnIndex& ann = st.ann();
-  const bool dense = qs[0].uses_dot();
-  // Per query: bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen.
-  alignas(64) float A[64], B[64], E[64], B2[64], TH[64], ON[64], sims[64], sc[64];
-  bool product = qs[0].product();
-  for (std::size_t g = 0; g < G; ++g) {
-    double a, b, c, e, b2;
-    qs[g].linear_form(a, b, c, e, b2);
-    A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
-    ON[g] = 0.0f;
-  }
-  for (std::size_t g : act) ON[g] = 1.0f;
-  constexpr std::size_t AHEAD = 4;
-  for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    if (j + AHEAD < order.size()) ann.prefetch(kept[order[j + AHEAD]]);
-    const std::size_t u = order[j];
-    const float* V = &val[u * G];
-    const float* P = &pen[u * G];
-    // thresholds as floats rounded down, so the float test below never drops a row that
-    // the exact (double) comparison in offer() would accept
+    if (stage == 0)
+      for (std::size_t g = 0; g < G; ++g) active[g] = qs[g].choose_plan(counts[g]);
+    std::vector<std::size_t> act;
+    for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
+    // --- scoring pass, best bound first
+    std::vector<std::uint32_t> order(kept.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
+    const std::size_t d = st.dim();
+    std::vector<float> Q(G * d);
+    for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
+    const AnnIndex& ann = st.ann();
+    const bool dense = qs[0].uses_dot();
+    // Per query: bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen.
+    alignas(64) float A[64], B[64], E[64], B2[64], TH[64], ON[64], sims[64], sc[64];
+    bool product = qs[0].product();
     for (std::size_t g = 0; g < G; ++g) {
-      // lowered by a relative and an absolute margin, then rounded down: the float tests
-      // below only gate the exact (double) comparison in offer(), never replace it
-      double t = qs[g].current_theta();
-      double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
-      float f = static_cast<float>(lowered);
-      TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+      double a, b, c, e, b2;
+      qs[g].linear_form(a, b, c, e, b2);
+      A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
+      ON[g] = 0.0f;
     }
-    int needed = 0;
-    for (std::size_t g = 0; g < G; ++g) needed |= (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
-    if (!needed) continue;
-    const std::uint32_t row = kept[u];
-    if (dense) k.dot_many(ann.vector(row), Q.data(), G, d, sims);
-    else for (std::size_t g : act) sims[g] = qs[g].similarity(row);
-    for (std::size_t g : act) if (P[g] > 0.0f && P[g] * (A[g] + B[g] * V[g]) >= TH[g]) qs[g].count_scored();
-    if (product) for (std::size_t g = 0; g < G; ++g) { float s = sims[g] < 0.f ? 0.f : (sims[g] > 1.f ? 1.f : sims[g]); sc[g] = s * V[g] * P[g]; }
-    else for (std::size_t g = 0; g < G; ++g) sc[g] = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
-    for (std::size_t g : act) {
-      if (!(P[g] > 0.0f) || !(sc[g] >= TH[g])) continue;
-      qs[g].score(row, sims[g]);
+    for (std::size_t g : act) ON[g] = 1.0f;
+    constexpr std::size_t AHEAD = 4;
+    for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      if (j + AHEAD < order.size()) ann.prefetch(kept[order[j + AHEAD]]);
+      const std::size_t u = order[j];
+      const float* V = &val[u * G];
+      const float* P = &pen[u * G];
+      // thresholds as floats rounded down, so the float test below never drops a row that
+      // the exact (double) comparison in offer() would accept
+      for (std::size_t g = 0; g < G; ++g) {
+        // lowered by a relative and an absolute margin, then rounded down: the float tests
+        // below only gate the exact (double) comparison in offer(), never replace it
+        double t = qs[g].current_theta();
+        double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
+        float f = static_cast<float>(lowered);
+        TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+      }
+      int needed = 0;
+      for (std::size_t g = 0; g < G; ++g) needed |= (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
+      if (!needed) continue;
+      const std::uint32_t row = kept[u];
+      if (dense) k.dot_many(ann.vector(row), Q.data(), G, d, sims);
+      else for (std::size_t g : act) sims[g] = qs[g].similarity(row);
+      for (std::size_t g : act) if (P[g] > 0.0f && P[g] * (A[g] + B[g] * V[g]) >= TH[g]) qs[g].count_scored();
+      if (product) for (std::size_t g = 0; g < G; ++g) { float s = sims[g] < 0.f ? 0.f : (sims[g] > 1.f ? 1.f : sims[g]); sc[g] = s * V[g] * P[g]; }
+      else for (std::size_t g = 0; g < G; ++g) sc[g] = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
+      for (std::size_t g : act) {
+        if (!(P[g] > 0.0f) || !(sc[g] >= TH[g])) continue;
+        qs[g].score(row, sims[g]);
+      }
     }
+  };
+  bool covered = group_rows(qs, st, 0, [&](std::uint32_t r) { rows.push_back(r); });
+  process(0);
+  if (!covered) {
+    rows.clear();
+    group_rows(qs, st, 1, [&](std::uint32_t r) { rows.push_back(r); });
+    if (!rows.empty()) process(1);
   }
   for (std::size_t g = 0; g < G; ++g) out[where[g]] = qs[g].finish();
 }
