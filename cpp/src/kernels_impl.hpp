@@ -9,8 +9,10 @@
 namespace chrono {
 namespace CHRONO_KNS {
 
-static inline std::int64_t bits_of(double x) { std::int64_t i; std::memcpy(&i, &x, 8); return i; }
-static inline double from_bits(std::int64_t i) { double x; std::memcpy(&x, &i, 8); return x; }
+// __builtin_bit_cast (GCC 11+, clang 9+) keeps these in registers, so loops vectorise;
+// a memcpy through memory does not.
+static inline std::int64_t bits_of(double x) { return __builtin_bit_cast(std::int64_t, x); }
+static inline double from_bits(std::int64_t i) { return __builtin_bit_cast(double, i); }
 
 // exp(x) for double, branch-free: k = round(x/ln2) via the 1.5*2^52 trick, r = x - k ln2,
 // a degree-12 Taylor polynomial on |r| <= ln2/2 (relative error < 2e-16), scaled by 2^k.
@@ -66,10 +68,10 @@ static inline double vlog(double x) {
   return (x < 0.0 || x != x) ? std::numeric_limits<double>::quiet_NaN() : r;
 }
 
-static inline double clamp_age(const DecaySpec& s, double age) {
-  double a = s.symmetric ? std::fabs(age) : (age > 0.0 ? age : 0.0);
+static inline double clamp_age(bool symmetric, double scale, double age) {
+  double a = symmetric ? std::fabs(age) : (age > 0.0 ? age : 0.0);
   a = age != age ? age : a;
-  return a * s.scale;
+  return a * scale;
 }
 
 static inline double decay_one(DecayCode code, double p0, double p1, double a) {
@@ -85,11 +87,13 @@ static inline double decay_one(DecayCode code, double p0, double p1, double a) {
   return 1.0;
 }
 
-static void decay_batch(const DecaySpec& s, const double* age, double* out, std::size_t n) {
-  const double p0 = s.p0, p1 = s.p1;
+static void decay_batch(const DecaySpec& s, const double* __restrict age, double* __restrict out, std::size_t n) {
+  // parameters copied to locals: `out` could alias `s` as far as the compiler knows
+  const double p0 = s.p0, p1 = s.p1, scale = s.scale;
+  const bool sym = s.symmetric;
   switch (s.code) {
 #define CHRONO_DECAY_LOOP(C) \
-    case C: for (std::size_t i = 0; i < n; ++i) out[i] = decay_one(C, p0, p1, clamp_age(s, age[i])); break;
+    case C: for (std::size_t i = 0; i < n; ++i) out[i] = decay_one(C, p0, p1, clamp_age(sym, scale, age[i])); break;
     CHRONO_DECAY_LOOP(DecayCode::None)
     CHRONO_DECAY_LOOP(DecayCode::Exponential)
     CHRONO_DECAY_LOOP(DecayCode::Gaussian)
@@ -164,24 +168,28 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
     if (A.type == nullptr || A.n_types == 1) {
       decay_batch(A.specs[0], age, dec, m);
     } else {
-      // Most blocks hold few types: evaluate each type present over the whole block and
-      // select; cheaper than a per-row switch and still vectorised.
-      std::uint64_t present[4] = {0, 0, 0, 0};
-      bool small = A.n_types <= 256;
-      for (std::size_t i = 0; i < m; ++i) {
-        std::int32_t t = A.type[b0 + i];
-        if (small) present[t >> 6] |= 1ULL << (t & 63);
-      }
+      // Group the block's rows by fact type (counting sort), evaluate each type's decay
+      // once over its rows with the vectorised family loop, scatter back.
+      std::uint16_t idx[B];
+      double g_age[B], g_dec[B];
+      std::size_t count[257] = {0};
+      const std::int32_t* ty = A.type + b0;
+      const bool small = A.n_types <= 256;
       if (small) {
-        double tmp[B];
+        for (std::size_t i = 0; i < m; ++i) ++count[ty[i] + 1];
+        for (std::size_t t = 1; t <= A.n_types; ++t) count[t] += count[t - 1];
+        std::size_t pos[257];
+        for (std::size_t t = 0; t <= A.n_types; ++t) pos[t] = count[t];
+        for (std::size_t i = 0; i < m; ++i) idx[pos[ty[i]]++] = static_cast<std::uint16_t>(i);
         for (std::size_t t = 0; t < A.n_types; ++t) {
-          if (!(present[t >> 6] >> (t & 63) & 1)) continue;
-          decay_batch(A.specs[t], age, tmp, m);
-          const std::int32_t* ty = A.type + b0;
-          for (std::size_t i = 0; i < m; ++i) dec[i] = ty[i] == static_cast<std::int32_t>(t) ? tmp[i] : dec[i];
+          std::size_t lo = count[t], hi = count[t + 1];
+          if (lo == hi) continue;
+          for (std::size_t j = lo; j < hi; ++j) g_age[j - lo] = age[idx[j]];
+          decay_batch(A.specs[t], g_age, g_dec, hi - lo);
+          for (std::size_t j = lo; j < hi; ++j) dec[idx[j]] = g_dec[j - lo];
         }
       } else {
-        for (std::size_t i = 0; i < m; ++i) decay_batch(A.specs[A.type[b0 + i]], age + i, dec + i, 1);
+        for (std::size_t i = 0; i < m; ++i) decay_batch(A.specs[ty[i]], age + i, dec + i, 1);
       }
     }
     for (std::size_t i = 0; i < m; ++i) {
