@@ -723,6 +723,7 @@ class Engine:
         n = max(len(self), 1)
         m["metadata_per_item"] = m["metadata"] / n
         m["interval_index_per_item"] = m["interval_index"] / n
+        m["freshness_index_per_item"] = m["freshness_index"] / n
         return m
 
     def count_valid_at(self, t: Any) -> int:

@@ -279,6 +279,7 @@ void bind_store(py::module_& m) {
         py::dict d;
         d["metadata"] = p.s->metadata_bytes();
         d["interval_index"] = p.s->interval_index_bytes();
+        d["freshness_index"] = p.s->freshness_index_bytes();
         d["graph"] = p.s->ann().graph_bytes();
         d["vectors"] = p.s->ann().vector_bytes();
         return d;

@@ -54,7 +54,11 @@ class FreshnessIndex {
       if (type >= n_types_) n_types_ = type + 1u;
       lists_[type].push_back({obs, static_cast<row_t>(i)});
     }
-    for (auto& l : lists_) std::sort(l.begin(), l.end(), [](const Item& a, const Item& b) { return a.t < b.t; });
+    for (auto& l : lists_) {
+      std::sort(l.begin(), l.end(), [](const Item& a, const Item& b) { return a.t < b.t; });
+      l.shrink_to_fit();
+    }
+    delta_.shrink_to_fit();
     n_static_ = n;
   }
 

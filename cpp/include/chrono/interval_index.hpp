@@ -87,8 +87,10 @@ class IntervalIndex {
     by_from_ = items;
     std::sort(by_from_.begin(), by_from_.end(), [](const Entry& x, const Entry& y) { return x.from < y.from; });
     nodes_.clear(); by_start_.clear(); by_end_.clear();
-    nodes_.reserve(64);
+    by_start_.reserve(n); by_end_.reserve(n);
     root_ = build(items);
+    nodes_.shrink_to_fit(); by_start_.shrink_to_fit(); by_end_.shrink_to_fit();
+    delta_.shrink_to_fit();
     tree_dirty_ = false;
   }
 
