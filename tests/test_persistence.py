@@ -433,8 +433,10 @@ _CRASH_SCRIPT = textwrap.dedent("""
 
 
 def test_process_killed_mid_save_keeps_previous_copy(engine, corpus, copy_of):
+    # cwd outside the checkout: `python -c` puts the cwd first on sys.path, and the source
+    # tree's chrono_engine/ (no compiled core) must not shadow the installed package
     proc = subprocess.run([sys.executable, "-c", _CRASH_SCRIPT, str(copy_of)], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=str(Path(copy_of).parent))
     assert proc.returncode == 41, proc.stderr
     assert len(_snaps(copy_of)) == 2  # the dead process left its finished snapshot behind
     _assert_previous_copy(copy_of, engine, corpus)
@@ -663,7 +665,7 @@ _OPEN_SCRIPT = textwrap.dedent("""
 
 def _open_in_child(path: Path) -> tuple[int, str]:
     proc = subprocess.run([sys.executable, "-c", _OPEN_SCRIPT, str(path)], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, cwd=str(Path(path).parent))
     return proc.returncode, proc.stdout.strip() + proc.stderr[-500:]
 
 
