@@ -1,8 +1,17 @@
 import sys
 from pathlib import Path
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time (a red CI must be reproducible); developers get
+# fresh random examples on each run.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/reference.py
 

@@ -170,8 +170,10 @@ def parse_time(text: str, now: datetime | str | None = None,
     ``now`` is a datetime (naive means wall-clock time in ``tz``), an ISO 8601 string or
     None for the current time; ``tz`` an IANA zone name, a tzinfo or None for UTC. The
     result is deterministic given ``now``. Text that holds no time gives ``[]``; an
-    impossible date (2月30日, February 30) gives no expression rather than an error; an
-    unusable ``now`` or ``tz`` raises :class:`~chrono_engine.errors.TimeParseError`.
+    impossible date (2月30日, February 30) gives no expression rather than an error, and so
+    does a to-date range that is still empty ("YTD" at the first instant of a year, whose
+    [start, end) would hold nothing); an unusable ``now`` or ``tz`` raises
+    :class:`~chrono_engine.errors.TimeParseError`.
 
     >>> [(e.text, e.start.date().isoformat(), e.end.date().isoformat())
     ...  for e in parse_time("近三个月的报销", now="2025-06-18T12:00")]
@@ -182,4 +184,5 @@ def parse_time(text: str, now: datetime | str | None = None,
     ctx = context(now, tz)
     if not text:
         return []
-    return [to_expression(c, text) for c in scan(normalise(text), ctx)]
+    return [to_expression(c, text) for c in scan(normalise(text), ctx)
+            if c.start is None or c.end is None or c.start < c.end]
