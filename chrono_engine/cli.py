@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
                    add_help=False)
     if argv[:1] == ["bench"]:
         from . import bench
-        return int(bench.main(argv[1:]) or 0)
+        bench.main(argv[1:])
+        return 0
     args = parser.parse_args(argv)
     if args.command == "info":
         from . import build_info
