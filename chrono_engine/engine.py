@@ -385,7 +385,7 @@ class Engine:
         out = self._core.search_batch(q, t, ka, ws, we, m, f, float(alpha), float(tau), inv,
                                       float(deprecation_penalty), bool(arbitrate), mask, int(k),
                                       bool(exact), max(self.ef, 4 * int(k)), self.ef_max,
-                                      self.scan_limit, 0, self.seed_ef, self.seed_min, self.group,
+                                      self.scan_limit, self.seed_ef, self.seed_min, self.group,
                                       max(threads, 1))
         table = self._result_table(out, explain, lang, t, m)
         if verify is not None:

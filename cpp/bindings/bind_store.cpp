@@ -61,7 +61,7 @@ struct PyStore {
                         carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
                         double alpha, double tau, int invalid, double penalty, bool arbitrate,
                         std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
-                        std::size_t ef_max, std::size_t scan_limit, std::size_t probe, std::size_t seed_ef,
+                        std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
                         std::size_t seed_min, std::size_t group, int threads) {
     if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
       throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
@@ -85,7 +85,6 @@ struct PyStore {
     base.ef = ef;
     base.ef_max = ef_max;
     base.scan_limit = scan_limit;
-    (void)probe;
     base.seed_ef = seed_ef;
     base.seed_min = seed_min;
     std::vector<QueryResult> results(nq);
@@ -104,12 +103,9 @@ struct PyStore {
         std::vector<Searcher> qs;
         qs.reserve(G);
         std::vector<std::size_t> where;
-        std::vector<SearchParams> ps;
-        ps.reserve(G);
         for (std::size_t j = gi * G; j < std::min(nq, (gi + 1) * G); ++j) {
           std::size_t i = order[j];
-          ps.push_back(base);
-          SearchParams& p = ps.back();
+          SearchParams p = base;  // the Searcher keeps its own copy
           p.time.t = T[i];
           p.time.known_at = K[i];
           p.time.win_start = WS[i];

@@ -28,11 +28,6 @@ class IntervalIndex {
     return delta_.size() > std::max<std::size_t>(4096, size() / 8);
   }
 
-  // An existing interval changed (supersede closes a predecessor's valid_to): the owner
-  // calls rebuild() before the next query.
-  void mark_dirty() { tree_dirty_ = true; }
-  bool dirty() const { return tree_dirty_; }
-
   std::size_t size() const { return n_static_ + delta_.size(); }
 
   std::size_t count_valid_at(micros t) const {
@@ -91,7 +86,6 @@ class IntervalIndex {
     root_ = build(items);
     nodes_.shrink_to_fit(); by_start_.shrink_to_fit(); by_end_.shrink_to_fit();
     delta_.shrink_to_fit();
-    tree_dirty_ = false;
   }
 
   std::size_t memory_bytes() const {
@@ -157,7 +151,6 @@ class IntervalIndex {
   std::vector<Entry> delta_;
   std::size_t n_static_ = 0;
   std::int32_t root_ = -1;
-  bool tree_dirty_ = false;
 };
 
 }  // namespace chrono

@@ -17,10 +17,11 @@
 //     - the interval index: the items in force at T (or overlapping the window);
 //     - the freshness lists: per fact type, items whose decay can still reach the level
 //       L with fuse(s_cap, L) = theta (a suffix of the list, by binary search).
-//     Items whose bound is below theta are dropped.
-//  3. Score: similarities for the best `probe` bounds first (theta rises), then for every
-//     remaining candidate whose bound still reaches theta. The group's queries share
-//     each vector load: a row needed by several queries is fetched once.
+//     Items whose bound is below theta are dropped. In latest mode, items out of force
+//     everywhere in the group come in a second stage, at the level theta / penalty.
+//  3. Score: rows in order of their best bound (theta rises); a row is skipped once no
+//     query's bound reaches its k-th score. The group's queries share each vector load:
+//     a row needed by several queries is fetched once.
 //  Every item that could still tie or beat the final k-th score has been scored, so the
 //  answer is exact ("certified"), whatever HNSW's recall.
 //
@@ -387,6 +388,20 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const Kernels& k = kernels();
   std::vector<char> active(G, 1);
   std::vector<std::uint32_t> rows;
+  // per-group constants of the scoring pass: the queries side by side (for dot_many) and,
+  // per query, bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen
+  const std::size_t d = st.dim();
+  std::vector<float> Q(G * d);
+  for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
+  const AnnIndex& ann = st.ann();
+  const bool dense = qs[0].uses_dot();
+  const bool product = qs[0].product();
+  alignas(64) float A[64], B[64], E[64], B2[64];
+  for (std::size_t g = 0; g < G; ++g) {
+    double a, b, c, e, b2;
+    qs[g].linear_form(a, b, c, e, b2);
+    A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
+  }
   auto process = [&](int stage) {
     // --- metadata pass
     // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
@@ -428,20 +443,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     std::vector<std::uint32_t> order(kept.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
-    const std::size_t d = st.dim();
-    std::vector<float> Q(G * d);
-    for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
-    const AnnIndex& ann = st.ann();
-    const bool dense = qs[0].uses_dot();
-    // Per query: bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen.
-    alignas(64) float A[64], B[64], E[64], B2[64], TH[64], ON[64], sims[64], sc[64];
-    bool product = qs[0].product();
-    for (std::size_t g = 0; g < G; ++g) {
-      double a, b, c, e, b2;
-      qs[g].linear_form(a, b, c, e, b2);
-      A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
-      ON[g] = 0.0f;
-    }
+    float TH[64], ON[64], sims[64], sc[64];
+    for (std::size_t g = 0; g < G; ++g) ON[g] = 0.0f;
     for (std::size_t g : act) ON[g] = 1.0f;
     constexpr std::size_t AHEAD = 4;
     for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);

@@ -132,7 +132,6 @@ class Store {
     auto it = id_to_row_.find(id);
     return it == id_to_row_.end() ? -1 : static_cast<std::int64_t>(it->second);
   }
-  std::int64_t row_of(std::uint64_t id) const { std::shared_lock<std::shared_mutex> g(mu_); return lookup_row(id); }
 
   // Unlocked accessors for code that already holds the lock (the planner, exports).
   const std::vector<Meta>& meta() const { return meta_; }
