@@ -62,14 +62,18 @@ static inline double vlog(double x) {
   p = p * s2 + 1.0 / 21; p = p * s2 + 1.0 / 19; p = p * s2 + 1.0 / 17; p = p * s2 + 1.0 / 15;
   p = p * s2 + 1.0 / 13; p = p * s2 + 1.0 / 11; p = p * s2 + 1.0 / 9;  p = p * s2 + 1.0 / 7;
   p = p * s2 + 1.0 / 5;  p = p * s2 + 1.0 / 3;  p = p * s2 + 1.0;
-  double r = 2.0 * s * p + static_cast<double>(e) * 0.6931471805599453;
+  // e (|e| < 1100) to double through the mantissa (AVX2 has no int64 -> double convert)
+  const double magic = 6755399441055744.0;  // 1.5 * 2^52
+  double ed = from_bits(bits_of(magic) + e) - magic;
+  double r = 2.0 * s * p + ed * 0.6931471805599453;
   r = x == 0.0 ? -std::numeric_limits<double>::infinity() : r;
   r = x == std::numeric_limits<double>::infinity() ? x : r;
   return (x < 0.0 || x != x) ? std::numeric_limits<double>::quiet_NaN() : r;
 }
 
-static inline double clamp_age(bool symmetric, double scale, double age) {
-  double a = symmetric ? std::fabs(age) : (age > 0.0 ? age : 0.0);
+template <bool Sym>
+static inline double clamp_age(double scale, double age) {
+  double a = Sym ? std::fabs(age) : (age > 0.0 ? age : 0.0);
   a = age != age ? age : a;
   return a * scale;
 }
@@ -87,13 +91,13 @@ static inline double decay_one(DecayCode code, double p0, double p1, double a) {
   return 1.0;
 }
 
-static void decay_batch(const DecaySpec& s, const double* __restrict age, double* __restrict out, std::size_t n) {
-  // parameters copied to locals: `out` could alias `s` as far as the compiler knows
-  const double p0 = s.p0, p1 = s.p1, scale = s.scale;
-  const bool sym = s.symmetric;
-  switch (s.code) {
+// One family's loop, specialised on the (loop-invariant) symmetry, so that it vectorises.
+template <bool Sym>
+static void decay_loop(DecayCode code, double p0, double p1, double scale, const double* __restrict age,
+                       double* __restrict out, std::size_t n) {
+  switch (code) {
 #define CHRONO_DECAY_LOOP(C) \
-    case C: for (std::size_t i = 0; i < n; ++i) out[i] = decay_one(C, p0, p1, clamp_age(sym, scale, age[i])); break;
+    case C: for (std::size_t i = 0; i < n; ++i) out[i] = decay_one(C, p0, p1, clamp_age<Sym>(scale, age[i])); break;
     CHRONO_DECAY_LOOP(DecayCode::None)
     CHRONO_DECAY_LOOP(DecayCode::Exponential)
     CHRONO_DECAY_LOOP(DecayCode::Gaussian)
@@ -102,6 +106,13 @@ static void decay_batch(const DecaySpec& s, const double* __restrict age, double
     CHRONO_DECAY_LOOP(DecayCode::Weibull)
 #undef CHRONO_DECAY_LOOP
   }
+}
+
+static void decay_batch(const DecaySpec& s, const double* __restrict age, double* __restrict out, std::size_t n) {
+  // parameters copied to locals: `out` could alias `s` as far as the compiler knows
+  const double p0 = s.p0, p1 = s.p1, scale = s.scale;
+  if (s.symmetric) decay_loop<true>(s.code, p0, p1, scale, age, out, n);
+  else decay_loop<false>(s.code, p0, p1, scale, age, out, n);
 }
 
 // The similarity every plan uses: 16 lanes, summed in a fixed order, so that dot() and

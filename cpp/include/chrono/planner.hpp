@@ -108,18 +108,8 @@ class Searcher {
     if (!p_.exact && candidates > p_.scan_limit) { graph(); return false; }
     return true;
   }
-  // Penalty (0 = ineligible) and validity v of a row whose metadata is loaded and whose
-  // decay d the caller computed.
-  double admit_loaded(const Meta& m, double d, double& v) const {
-    double pen = admit(m);
-    if (pen == 0.0) return 0.0;
-    v = static_cast<double>(m.reliability) * d;
-    if (v < p_.tau || !(v == v)) return 0.0;
-    return pen;
-  }
-  // Cap on this query's score of an item with validity v and penalty pen.
-  double bound(double v, double pen) const { return fuse(s_cap_, v) * pen; }
-  // The same as (a + b * v) * pen, and the fused score as (c * s+ + e * s + b2 * v) * pen,
+  // The cap on this query's score of an item with validity v and penalty pen (similarity
+  // unknown) as (a + b * v) * pen, and the fused score as (c * s+ + e * s + b2 * v) * pen,
   // for the group's vectorised loops.
   void linear_form(double& a, double& b, double& c, double& e, double& b2) const {
     if (p_.fusion == Fusion::Product) { a = 0.0; b = std::min(1.0, s_cap_); c = 1.0; e = 0.0; b2 = 0.0; }
@@ -365,6 +355,14 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
   return false;
 }
 
+// A float no smaller than x >= 0 (or NaN), branch-free: the next float up is one ulp
+// (bits + 1) for finite non-negative values.
+inline float round_up_nonneg(double x) {
+  float f = static_cast<float>(x);
+  std::uint32_t u = __builtin_bit_cast(std::uint32_t, f);
+  return static_cast<double>(f) < x ? __builtin_bit_cast(float, u + 1u) : f;
+}
+
 // A float no smaller than x (bounds stay bounds after rounding).
 inline float round_up(double x) {
   float f = static_cast<float>(x);
@@ -405,35 +403,74 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   auto process = [&](int stage) {
     // --- metadata pass
     // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
-    // recomputed in double when offered)
+    // recomputed in double when offered). The per-query loops below are branch-free so
+    // that they vectorise across the group's queries.
     std::vector<float> val, pen;
     std::vector<std::uint32_t> kept;
     std::vector<double> best;              // per kept row: its largest bound over the queries
     std::vector<std::size_t> counts(G, 0);
     {
-      double ages[64], dec[64], th[64];
-      for (std::size_t g = 0; g < G; ++g) th[g] = qs[g].current_theta();
+      alignas(64) double ages[64], dec[64], th[64], Td[64], Ad[64], Bd[64], bb[64];
+      alignas(64) float Vt[64], Pt[64];
+      alignas(64) micros Ki[64], X1[64], X2[64];
+      alignas(64) std::uint32_t cnt[64];
+      const SearchParams& p0 = qs[0].params();
+      const Mode mode = p0.time.mode;
+      const double tau = p0.tau, out_pen = qs[0].out_of_force_penalty();
+      const auto& mask = p0.type_mask;
+      for (std::size_t g = 0; g < G; ++g) {
+        const TimeContext& tc = qs[g].params().time;
+        th[g] = qs[g].current_theta();
+        Td[g] = static_cast<double>(tc.t);
+        Ki[g] = tc.known_at;
+        double a, b, c, e, b2;
+        qs[g].linear_form(a, b, c, e, b2);
+        Ad[g] = a; Bd[g] = b;
+        cnt[g] = 0;
+        // in force <=> valid_from <= X1 && valid_to > X2 (and not deprecated in latest mode)
+        switch (mode) {
+          case Mode::Latest: case Mode::AsOf: X1[g] = tc.t; X2[g] = tc.t; break;
+          case Mode::Window:
+            if (tc.win_end == kOpenStart) { X1[g] = kOpenStart; X2[g] = kOpenEnd; }  // empty
+            else { X1[g] = tc.win_end - 1; X2[g] = tc.win_start; }
+            break;
+          case Mode::All: X1[g] = kOpenEnd; X2[g] = kOpenStart; break;
+        }
+      }
       constexpr std::size_t AHEAD = 16;
       for (std::size_t i = 0; i < rows.size(); ++i) {
         if (i + AHEAD < rows.size()) __builtin_prefetch(&meta[rows[i + AHEAD]]);
         const Meta& m = meta[rows[i]];
-        for (std::size_t g = 0; g < G; ++g) ages[g] = age_days(qs[g].params().time.t, m.observed_at);
+        if (!mask.empty() && (m.fact_type >= mask.size() || !mask[m.fact_type])) continue;
+        const double obs = static_cast<double>(m.observed_at);
+        for (std::size_t g = 0; g < G; ++g) ages[g] = (Td[g] - obs) / kMicrosPerDay;  // = age_days
         k.decay(specs[m.fact_type], ages, dec, G);
-        double top = ninf;
-        const std::size_t base = val.size();
+        const double rel = static_cast<double>(m.reliability);
+        const bool live = !(mode == Mode::Latest && m.deprecated);
+        const micros vf = m.valid_from, vt = m.valid_to, ing = m.ingested_at, ret = m.retracted_at;
         for (std::size_t g = 0; g < G; ++g) {
-          double v = 0.0;
-          double p = qs[g].admit_loaded(m, dec[g], v);
-          if (p > 0.0) {
-            double b = qs[g].bound(v, p);
-            if (b >= th[g]) { ++counts[g]; top = std::max(top, b); } else p = 0.0;
-          }
-          val.push_back(round_up(v));
-          pen.push_back(round_up(p));
+          const bool known = (ing <= Ki[g]) & (Ki[g] < ret);
+          const bool inf = (vf <= X1[g]) & (vt > X2[g]) & live;
+          double p = inf ? 1.0 : out_pen;
+          p = known ? p : 0.0;
+          const double v = rel * dec[g];
+          p = (v < tau) | (v != v) ? 0.0 : p;
+          const double b = (Ad[g] + Bd[g] * v) * p;
+          const bool ok = (p > 0.0) & (b >= th[g]);
+          cnt[g] += ok;
+          bb[g] = ok ? b : ninf;
+          Vt[g] = round_up_nonneg(v);
+          Pt[g] = round_up_nonneg(ok ? p : 0.0);
         }
-        if (top > ninf) { kept.push_back(rows[i]); best.push_back(top); }
-        else { val.resize(base); pen.resize(base); }
+        double top = ninf;
+        for (std::size_t g = 0; g < G; ++g) top = bb[g] > top ? bb[g] : top;
+        if (top == ninf) continue;
+        kept.push_back(rows[i]);
+        best.push_back(top);
+        val.insert(val.end(), Vt, Vt + G);
+        pen.insert(pen.end(), Pt, Pt + G);
       }
+      for (std::size_t g = 0; g < G; ++g) counts[g] = cnt[g];
     }
     if (stage == 0)
       for (std::size_t g = 0; g < G; ++g) active[g] = qs[g].choose_plan(counts[g]);
@@ -443,38 +480,58 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     std::vector<std::uint32_t> order(kept.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
-    float TH[64], ON[64], sims[64], sc[64];
+    float TH[64], ON[64], sims[64];
+    alignas(64) std::uint32_t nd[64];
     for (std::size_t g = 0; g < G; ++g) ON[g] = 0.0f;
     for (std::size_t g : act) ON[g] = 1.0f;
+    // thresholds as floats, lowered by a relative and an absolute margin and rounded down:
+    // the float tests below only gate the exact (double) comparison in offer(), never
+    // replace it. Refreshed whenever a query's theta moves.
+    auto refresh = [&](std::size_t g) {
+      double t = qs[g].current_theta();
+      double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
+      float f = static_cast<float>(lowered);
+      TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+    };
+    for (std::size_t g = 0; g < G; ++g) refresh(g);
+    // validities and penalties laid out in visiting order (sequential reads below)
+    {
+      std::vector<float> v2(val.size()), p2(pen.size());
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        std::copy_n(&val[order[j] * G], G, &v2[j * G]);
+        std::copy_n(&pen[order[j] * G], G, &p2[j * G]);
+      }
+      val.swap(v2);
+      pen.swap(p2);
+    }
     constexpr std::size_t AHEAD = 4;
     for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);
     for (std::size_t j = 0; j < order.size(); ++j) {
       if (j + AHEAD < order.size()) ann.prefetch(kept[order[j + AHEAD]]);
-      const std::size_t u = order[j];
-      const float* V = &val[u * G];
-      const float* P = &pen[u * G];
-      // thresholds as floats rounded down, so the float test below never drops a row that
-      // the exact (double) comparison in offer() would accept
+      const float* V = &val[j * G];
+      const float* P = &pen[j * G];
+      std::uint32_t n_needed = 0;
       for (std::size_t g = 0; g < G; ++g) {
-        // lowered by a relative and an absolute margin, then rounded down: the float tests
-        // below only gate the exact (double) comparison in offer(), never replace it
-        double t = qs[g].current_theta();
-        double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
-        float f = static_cast<float>(lowered);
-        TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+        nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
+        n_needed += nd[g];
       }
-      int needed = 0;
-      for (std::size_t g = 0; g < G; ++g) needed |= (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
-      if (!needed) continue;
-      const std::uint32_t row = kept[u];
-      if (dense) k.dot_many(ann.vector(row), Q.data(), G, d, sims);
-      else for (std::size_t g : act) sims[g] = qs[g].similarity(row);
-      for (std::size_t g : act) if (P[g] > 0.0f && P[g] * (A[g] + B[g] * V[g]) >= TH[g]) qs[g].count_scored();
-      if (product) for (std::size_t g = 0; g < G; ++g) { float s = sims[g] < 0.f ? 0.f : (sims[g] > 1.f ? 1.f : sims[g]); sc[g] = s * V[g] * P[g]; }
-      else for (std::size_t g = 0; g < G; ++g) sc[g] = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
-      for (std::size_t g : act) {
-        if (!(P[g] > 0.0f) || !(sc[g] >= TH[g])) continue;
+      if (n_needed == 0) continue;
+      const std::uint32_t row = kept[order[j]];
+      const float* x = ann.vector(row);
+      // one vector load serves every query of the group that needs the row; when only a
+      // few do, their similarities alone (dot and dot_many agree bit for bit)
+      const bool all = dense && 4 * n_needed > G;
+      if (all) k.dot_many(x, Q.data(), G, d, sims);
+      for (std::size_t g = 0; g < G; ++g) {
+        if (!nd[g]) continue;
+        qs[g].count_scored();
+        if (!all) sims[g] = dense ? k.dot(Q.data() + g * d, x, d) : qs[g].similarity(row);
+        float sc;
+        if (product) { float s = sims[g] < 0.f ? 0.f : (sims[g] > 1.f ? 1.f : sims[g]); sc = s * V[g] * P[g]; }
+        else sc = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
+        if (!(sc >= TH[g])) continue;
         qs[g].score(row, sims[g]);
+        refresh(g);
       }
     }
   };
