@@ -385,7 +385,12 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const auto& specs = st.decay_specs();
   const Kernels& k = kernels();
   std::vector<char> active(G, 1);
-  std::vector<std::uint32_t> rows;
+  // work buffers, reused across groups on this thread (fresh multi-MB buffers per group
+  // cost page faults)
+  thread_local std::vector<std::uint32_t> rows, kept, order;
+  thread_local std::vector<float> val, pen, val2, pen2;
+  thread_local std::vector<double> best;
+  rows.clear();
   // per-group constants of the scoring pass: the queries side by side (for dot_many) and,
   // per query, bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen
   const std::size_t d = st.dim();
@@ -405,9 +410,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
     // recomputed in double when offered). The per-query loops below are branch-free so
     // that they vectorise across the group's queries.
-    std::vector<float> val, pen;
-    std::vector<std::uint32_t> kept;
-    std::vector<double> best;              // per kept row: its largest bound over the queries
+    // val/pen: per kept row; best: its largest bound over the queries
+    val.clear(); pen.clear(); kept.clear(); best.clear();
     std::vector<std::size_t> counts(G, 0);
     {
       alignas(64) double ages[64], dec[64], th[64], Td[64], Ad[64], Bd[64], bb[64];
@@ -477,7 +481,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     std::vector<std::size_t> act;
     for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
     // --- scoring pass, best bound first
-    std::vector<std::uint32_t> order(kept.size());
+    order.resize(kept.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
     float TH[64], ON[64], sims[64];
@@ -496,13 +500,14 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g = 0; g < G; ++g) refresh(g);
     // validities and penalties laid out in visiting order (sequential reads below)
     {
-      std::vector<float> v2(val.size()), p2(pen.size());
+      val2.resize(val.size());
+      pen2.resize(pen.size());
       for (std::size_t j = 0; j < order.size(); ++j) {
-        std::copy_n(&val[order[j] * G], G, &v2[j * G]);
-        std::copy_n(&pen[order[j] * G], G, &p2[j * G]);
+        std::copy_n(&val[order[j] * G], G, &val2[j * G]);
+        std::copy_n(&pen[order[j] * G], G, &pen2[j * G]);
       }
-      val.swap(v2);
-      pen.swap(p2);
+      val.swap(val2);
+      pen.swap(pen2);
     }
     constexpr std::size_t AHEAD = 4;
     for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);
@@ -543,6 +548,9 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     if (!rows.empty()) process(1);
   }
   for (std::size_t g = 0; g < G; ++g) out[where[g]] = qs[g].finish();
+  if (val.capacity() > (std::size_t{16} << 20)) {  // do not keep more than ~64 MB per thread
+    for (auto* v : {&val, &pen, &val2, &pen2}) { v->clear(); v->shrink_to_fit(); }
+  }
 }
 
 }  // namespace chrono
