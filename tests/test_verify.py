@@ -63,6 +63,23 @@ def test_kernels_match_reference_exactly(kernel_path):
         assert_same(got, verify_chains_reference(co, so, ids, v, gamma))
 
 
+def test_two_pass_path_matches_reference(kernel_path):
+    """A non-finite validity that no chain uses sends the batch down the checking two-pass
+    kernels (the default is the fused sweep): both must agree with the reference."""
+    rng = np.random.default_rng(5)
+    for trial in range(100 if kernel_path == "serial" else 20):
+        co, so, ids, v = random_batch(rng, n_chains=int(rng.integers(0, 50)))
+        gamma = float(rng.choice([0.0, 0.5, 1.0, rng.random()]))
+        v = np.append(v, np.nan)  # fact len(v) - 1: used by no chain
+        got = verify_arrays(ChainBatch(co, so, ids), v, gamma)
+        assert_same(got, verify_chains_reference(co, so, ids, v, gamma))
+    co, so = np.array([0, 3, 4]), np.array([0, 400, 900, 1000, 1200])
+    ids = rng.integers(0, 150, 1200)
+    v = np.append(np.round(rng.random(150) * 16) / 16, np.inf)
+    assert_same(verify_arrays(ChainBatch(co, so, ids), v, 0.9),
+                verify_chains_reference(co, so, ids, v, 0.9))
+
+
 def test_long_chains_take_the_sorting_path(kernel_path):
     rng = np.random.default_rng(1)
     co = np.array([0, 3, 4])
@@ -72,6 +89,14 @@ def test_long_chains_take_the_sorting_path(kernel_path):
     got = verify_arrays(ChainBatch(co, so, ids), v, 0.9)
     assert_same(got, verify_chains_reference(co, so, ids, v, 0.9))
     assert got["target_offsets"][-1] > 64
+    # long chains between short ones (with repeated facts), both kernels
+    co = np.array([0, 2, 5, 6, 8])
+    so = np.array([0, 3, 5, 400, 900, 1000, 1004, 1010, 1012])
+    ids = rng.integers(0, 40, 1012)
+    for extra in ([], [np.nan]):
+        v2 = np.append(v[:40], extra)
+        assert_same(verify_arrays(ChainBatch(co, so, ids), v2, 0.6),
+                    verify_chains_reference(co, so, ids, v2, 0.6))
 
 
 def test_report_semantics():

@@ -123,8 +123,77 @@ def _long_targets(chains: np.ndarray, step_offsets: np.ndarray, chain_offsets: n
     targets[dest] = fid[kept]
 
 
+def _verify_fused(batch: ChainBatch, validity: np.ndarray, gamma: float, args: tuple,
+                  work: int) -> dict[str, np.ndarray]:
+    """One sweep (every validity finite): see :func:`chains_kernel.fused_range`."""
+    n = batch.n_chains
+    chain_off, step_off, fact_ids = args[0], args[1], args[2]
+    robustness = np.empty(n)
+    bound = np.empty(n)
+    weakest_step = np.empty(n, np.int64)
+    weakest_fact = np.empty(n, np.int64)
+    step_validity = np.empty(batch.n_steps)
+    status = np.zeros(n, np.int8)
+    status_at = np.zeros(n, np.int64)
+    scratch = np.empty(fact_ids.shape[0], fact_ids.dtype)  # pages touched only where written
+    counts = np.empty(n, np.int64)
+    run(_k.fused_range, _k.fused_pass, n, work, *args, robustness, bound, weakest_step,
+        weakest_fact, step_validity, status, status_at, scratch, counts)
+    if status.any():
+        _raise_bad_fact(batch, validity, status, status_at)
+    long = np.flatnonzero(counts < 0)
+    room = np.zeros(n, np.int64)  # space for the long chains' targets (before dedup)
+    if long.size:
+        starts = step_off[chain_off[long]].astype(np.int64)
+        lens = step_off[chain_off[long + 1]].astype(np.int64) - starts
+        pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens) + \
+            np.repeat(starts, lens)
+        below = (validity[fact_ids[pos]] < gamma).astype(np.int64)
+        room[long] = np.add.reduceat(below, np.cumsum(lens) - lens)
+        counts[long] = 0
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(counts + room, out=offsets[1:])
+    targets = np.empty(int(offsets[-1]), np.int64)
+    run(_k.gather_range, _k.gather_pass, n, int(offsets[-1]) + n, chain_off, step_off, scratch,
+        counts, offsets, targets)
+    if long.size:
+        long_counts = np.zeros(n, np.int64)
+        _long_targets(long, step_off, chain_off, fact_ids, validity, gamma, offsets, targets,
+                      long_counts)
+        counts[long] = long_counts[long]
+        if int(counts.sum()) != targets.shape[0]:  # close the gaps left by duplicates
+            new = np.zeros(n + 1, np.int64)
+            np.cumsum(counts, out=new[1:])
+            src = np.arange(int(new[-1])) + np.repeat(offsets[:-1] - new[:-1], counts)
+            targets = targets[src]
+            offsets = new
+    trigger = robustness < 0.0
+    return {
+        "robustness": robustness,
+        "satisfied": ~trigger,
+        "bound": bound,
+        "weakest_step": weakest_step,
+        "weakest_fact": weakest_fact,
+        "trigger": trigger,
+        "target_offsets": offsets,
+        "targets": targets,
+        "step_validity": step_validity,
+    }
+
+
 def verify_arrays(batch: ChainBatch, validity: np.ndarray, gamma: float) -> dict[str, np.ndarray]:
     """The kernel path on validated inputs: the same dictionary as the NumPy reference."""
+    args = (*_kernel_inputs(batch, validity), gamma)
+    work = batch.fact_ids.shape[0] + batch.n_steps
+    if bool(np.isfinite(validity).all()):
+        return _verify_fused(batch, validity, gamma, args, work)
+    return _verify_two_pass(batch, validity, gamma, args, work)
+
+
+def _verify_two_pass(batch: ChainBatch, validity: np.ndarray, gamma: float, args: tuple,
+                     work: int) -> dict[str, np.ndarray]:
+    """Two sweeps, checking every validity a chain uses (the error names the first
+    non-finite one): statistics first, then targets for the chains that need them."""
     n = batch.n_chains
     robustness = np.empty(n)
     bound = np.empty(n)
@@ -134,8 +203,6 @@ def verify_arrays(batch: ChainBatch, validity: np.ndarray, gamma: float) -> dict
     step_validity = np.empty(batch.n_steps)
     status = np.zeros(n, np.int8)
     status_at = np.zeros(n, np.int64)
-    args = (*_kernel_inputs(batch, validity), gamma)
-    work = batch.fact_ids.shape[0] + batch.n_steps
     run(_k.chain_range, _k.chain_pass, n, work, *args, robustness, bound, weakest_step,
         weakest_fact, n_below, step_validity, status, status_at)
     if status.any():

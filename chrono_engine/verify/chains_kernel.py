@@ -13,6 +13,12 @@ Conventions follow chronofy 0.1.9's ``STLVerifier``: a step with no facts has v 
 chain with no steps has ρ = 0.0, bound 1.0 and no weakest step; ties pick the first step
 (by margin) and the first fact in reading order (by V).
 
+When every validity is finite (checked once on the validity array), :func:`fused_range`
+does both passes in one sweep: a chain's targets are sorted while its facts are still in
+cache, into the chain's own slice of a scratch array (at most one target per fact use), and
+compacted afterwards. The two-pass kernels remain for inputs with non-finite validities,
+where the error must name the first offending use.
+
 The NumPy reference that tests compare against is :mod:`.chains_reference`.
 """
 from __future__ import annotations
@@ -141,3 +147,110 @@ def targets_pass(chain_off, step_off, fact_ids, validity, gamma, upper_off, todo
     for ch in nb.prange(chunks):
         targets_range(chain_off, step_off, fact_ids, validity, gamma, upper_off, todo,
                       targets, counts, ch * n // chunks, (ch + 1) * n // chunks)
+
+
+@nb.njit(nogil=True, cache=True)
+def fused_range(chain_off, step_off, fact_ids, validity, gamma,
+                robustness, bound, weakest_step, weakest_fact, step_validity, status, status_at,
+                scratch, counts, c0, c1):  # pragma: no cover - compiled
+    """Both passes for chains c0 .. c1 - 1, validity known to be finite everywhere.
+
+    Targets of chain c go to ``scratch[step_off[chain_off[c]]:]`` and ``counts[c]`` says how
+    many (-1: more than SMALL fact uses below γ, left to the vectorised path)."""
+    n_valid = validity.shape[0]
+    for c in range(c0, c1):
+        s0 = chain_off[c]
+        s1 = chain_off[c + 1]
+        best = np.inf
+        ws = -1
+        fmin = np.inf
+        wf = -1
+        below = 0
+        bad = OK
+        for s in range(s0, s1):
+            f0 = step_off[s]
+            f1 = step_off[s + 1]
+            v = 1.0
+            if f1 > f0:
+                v = np.inf
+                for k in range(f0, f1):
+                    fid = fact_ids[k]
+                    if fid < 0 or fid >= n_valid:
+                        bad = BAD_FACT_ID
+                        status_at[c] = k
+                        break
+                    x = np.float64(validity[fid])
+                    v = min(v, x)
+                    if x < fmin:
+                        fmin = x
+                        wf = fid
+                    below += x < gamma
+                if bad != OK:
+                    break
+            step_validity[s] = v
+            margin = v - gamma
+            if margin < best:
+                best = margin
+                ws = s - s0
+        status[c] = bad
+        robustness[c] = best if s1 > s0 else 0.0
+        weakest_step[c] = ws
+        weakest_fact[c] = wf
+        bound[c] = fmin if wf >= 0 else 1.0
+        if bad != OK or below == 0:
+            counts[c] = 0
+            continue
+        if below > SMALL:
+            counts[c] = -1
+            continue
+        o = step_off[s0]
+        n = 0
+        for k in range(step_off[s0], step_off[s1]):
+            fid = fact_ids[k]
+            x = np.float64(validity[fid])
+            if not x < gamma:
+                continue
+            dup = False
+            for j in range(n):
+                if scratch[o + j] == fid:
+                    dup = True
+                    break
+            if dup:
+                continue
+            j = n
+            while j > 0 and np.float64(validity[scratch[o + j - 1]]) > x:
+                scratch[o + j] = scratch[o + j - 1]
+                j -= 1
+            scratch[o + j] = fid
+            n += 1
+        counts[c] = n
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def fused_pass(chain_off, step_off, fact_ids, validity, gamma,
+               robustness, bound, weakest_step, weakest_fact, step_validity, status, status_at,
+               scratch, counts, chunks):  # pragma: no cover - compiled
+    """:func:`fused_range` over every chain, split into ``chunks`` parallel tasks."""
+    n = chain_off.shape[0] - 1
+    for ch in nb.prange(chunks):
+        fused_range(chain_off, step_off, fact_ids, validity, gamma, robustness, bound,
+                    weakest_step, weakest_fact, step_validity, status, status_at, scratch,
+                    counts, ch * n // chunks, (ch + 1) * n // chunks)
+
+
+@nb.njit(nogil=True, cache=True)
+def gather_range(chain_off, step_off, scratch, counts, offsets, targets, c0, c1):  # pragma: no cover
+    """Compact the chains' scratch slices into ``targets`` at ``offsets``."""
+    for c in range(c0, c1):
+        o = step_off[chain_off[c]]
+        t = offsets[c]
+        for j in range(counts[c]):
+            targets[t + j] = scratch[o + j]
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def gather_pass(chain_off, step_off, scratch, counts, offsets, targets, chunks):  # pragma: no cover
+    n = chain_off.shape[0] - 1
+    for ch in nb.prange(chunks):
+        gather_range(chain_off, step_off, scratch, counts, offsets, targets,
+                     ch * n // chunks, (ch + 1) * n // chunks)
