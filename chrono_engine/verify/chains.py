@@ -135,10 +135,13 @@ def _verify_fused(batch: ChainBatch, validity: np.ndarray, gamma: float, args: t
     step_validity = np.empty(batch.n_steps)
     status = np.zeros(n, np.int8)
     status_at = np.zeros(n, np.int64)
-    scratch = np.empty(fact_ids.shape[0], fact_ids.dtype)  # pages touched only where written
+    # room for every fact use (+1: the kernel writes before it counts); only the part
+    # that holds uses below γ is ever touched
+    scratch = np.empty(fact_ids.shape[0] + 1, fact_ids.dtype)
+    tstart = np.empty(n, np.int64)
     counts = np.empty(n, np.int64)
     run(_k.fused_range, _k.fused_pass, n, work, *args, robustness, bound, weakest_step,
-        weakest_fact, step_validity, status, status_at, scratch, counts)
+        weakest_fact, step_validity, status, status_at, scratch, tstart, counts)
     if status.any():
         _raise_bad_fact(batch, validity, status, status_at)
     long = np.flatnonzero(counts < 0)
@@ -154,8 +157,8 @@ def _verify_fused(batch: ChainBatch, validity: np.ndarray, gamma: float, args: t
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts + room, out=offsets[1:])
     targets = np.empty(int(offsets[-1]), np.int64)
-    run(_k.gather_range, _k.gather_pass, n, int(offsets[-1]) + n, chain_off, step_off, scratch,
-        counts, offsets, targets)
+    run(_k.gather_range, _k.gather_pass, n, int(offsets[-1]) + n, tstart, scratch, counts,
+        offsets, targets)
     if long.size:
         long_counts = np.zeros(n, np.int64)
         _long_targets(long, step_off, chain_off, fact_ids, validity, gamma, offsets, targets,

@@ -14,9 +14,8 @@ chain with no steps has ρ = 0.0, bound 1.0 and no weakest step; ties pick the f
 (by margin) and the first fact in reading order (by V).
 
 When every validity is finite (checked once on the validity array), :func:`fused_range`
-does both passes in one sweep: a chain's targets are sorted while its facts are still in
-cache, into the chain's own slice of a scratch array (at most one target per fact use), and
-compacted afterwards. The two-pass kernels remain for inputs with non-finite validities,
+does both passes in one sweep: the fact uses below γ are collected while a chain is read
+and sorted as soon as it ends, in a scratch array, and compacted afterwards. The two-pass kernels remain for inputs with non-finite validities,
 where the error must name the first offending use.
 
 The NumPy reference that tests compare against is :mod:`.chains_reference`.
@@ -152,12 +151,16 @@ def targets_pass(chain_off, step_off, fact_ids, validity, gamma, upper_off, todo
 @nb.njit(nogil=True, cache=True)
 def fused_range(chain_off, step_off, fact_ids, validity, gamma,
                 robustness, bound, weakest_step, weakest_fact, step_validity, status, status_at,
-                scratch, counts, c0, c1):  # pragma: no cover - compiled
+                scratch, tstart, counts, c0, c1):  # pragma: no cover - compiled
     """Both passes for chains c0 .. c1 - 1, validity known to be finite everywhere.
 
-    Targets of chain c go to ``scratch[step_off[chain_off[c]]:]`` and ``counts[c]`` says how
-    many (-1: more than SMALL fact uses below γ, left to the vectorised path)."""
+    Fact uses below γ are appended to ``scratch`` as they are read (from position
+    ``step_off[chain_off[c0]]``, so parallel ranges never overlap), then sorted and
+    de-duplicated in place once the chain is done: chain c's targets are
+    ``scratch[tstart[c]:tstart[c] + counts[c]]`` (counts -1: more than SMALL uses below γ,
+    left to the vectorised path)."""
     n_valid = validity.shape[0]
+    cur = step_off[chain_off[c0]] if c1 > c0 else 0
     for c in range(c0, c1):
         s0 = chain_off[c]
         s1 = chain_off[c + 1]
@@ -184,6 +187,7 @@ def fused_range(chain_off, step_off, fact_ids, validity, gamma,
                     if x < fmin:
                         fmin = x
                         wf = fid
+                    scratch[cur + below] = fid  # kept only if below γ (branch-free)
                     below += x < gamma
                 if bad != OK:
                     break
@@ -197,60 +201,60 @@ def fused_range(chain_off, step_off, fact_ids, validity, gamma,
         weakest_step[c] = ws
         weakest_fact[c] = wf
         bound[c] = fmin if wf >= 0 else 1.0
-        if bad != OK or below == 0:
+        tstart[c] = cur
+        if bad != OK:
             counts[c] = 0
             continue
         if below > SMALL:
             counts[c] = -1
             continue
-        o = step_off[s0]
-        n = 0
-        for k in range(step_off[s0], step_off[s1]):
-            fid = fact_ids[k]
-            x = np.float64(validity[fid])
-            if not x < gamma:
-                continue
+        # stable insertion sort of the uses below γ, first use of each fact only
+        m = 0
+        for j in range(below):
+            fid = scratch[cur + j]
             dup = False
-            for j in range(n):
-                if scratch[o + j] == fid:
+            for i in range(m):
+                if scratch[cur + i] == fid:
                     dup = True
                     break
             if dup:
                 continue
-            j = n
-            while j > 0 and np.float64(validity[scratch[o + j - 1]]) > x:
-                scratch[o + j] = scratch[o + j - 1]
-                j -= 1
-            scratch[o + j] = fid
-            n += 1
-        counts[c] = n
+            x = np.float64(validity[fid])
+            i = m
+            while i > 0 and np.float64(validity[scratch[cur + i - 1]]) > x:
+                scratch[cur + i] = scratch[cur + i - 1]
+                i -= 1
+            scratch[cur + i] = fid
+            m += 1
+        counts[c] = m
+        cur += m
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
 def fused_pass(chain_off, step_off, fact_ids, validity, gamma,
                robustness, bound, weakest_step, weakest_fact, step_validity, status, status_at,
-               scratch, counts, chunks):  # pragma: no cover - compiled
+               scratch, tstart, counts, chunks):  # pragma: no cover - compiled
     """:func:`fused_range` over every chain, split into ``chunks`` parallel tasks."""
     n = chain_off.shape[0] - 1
     for ch in nb.prange(chunks):
         fused_range(chain_off, step_off, fact_ids, validity, gamma, robustness, bound,
                     weakest_step, weakest_fact, step_validity, status, status_at, scratch,
-                    counts, ch * n // chunks, (ch + 1) * n // chunks)
+                    tstart, counts, ch * n // chunks, (ch + 1) * n // chunks)
 
 
 @nb.njit(nogil=True, cache=True)
-def gather_range(chain_off, step_off, scratch, counts, offsets, targets, c0, c1):  # pragma: no cover
+def gather_range(tstart, scratch, counts, offsets, targets, c0, c1):  # pragma: no cover
     """Compact the chains' scratch slices into ``targets`` at ``offsets``."""
     for c in range(c0, c1):
-        o = step_off[chain_off[c]]
+        o = tstart[c]
         t = offsets[c]
         for j in range(counts[c]):
             targets[t + j] = scratch[o + j]
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def gather_pass(chain_off, step_off, scratch, counts, offsets, targets, chunks):  # pragma: no cover
-    n = chain_off.shape[0] - 1
+def gather_pass(tstart, scratch, counts, offsets, targets, chunks):  # pragma: no cover
+    n = tstart.shape[0]
     for ch in nb.prange(chunks):
-        gather_range(chain_off, step_off, scratch, counts, offsets, targets,
-                     ch * n // chunks, (ch + 1) * n // chunks)
+        gather_range(tstart, scratch, counts, offsets, targets, ch * n // chunks,
+                     (ch + 1) * n // chunks)
