@@ -726,6 +726,32 @@ class Engine:
         m["freshness_index_per_item"] = m["freshness_index"] / n
         return m
 
+    def validity(self, at: Any, ids: Any = None) -> np.ndarray:
+        """V(e, T) = q_e · D_j(T − t_e) (paper eqs. 2-3) for the items ``ids`` (default:
+        every item, in ingest order): reliability times the decay of the item's fact type
+        at its age at ``at``, with the engine's decay kernels (the values search uses).
+
+        Raises NotFoundError naming the first unknown id.
+        """
+        t = to_us(at, "at")
+        if ids is None:
+            rows = np.arange(len(self), dtype=np.int64)
+        else:
+            rows = self.rows_of(ids)
+        out = np.empty(rows.shape[0], dtype=np.float64)
+        if rows.shape[0] == 0:
+            return out
+        cols = self._core.columns_at(rows.astype(np.uint32))
+        # the core's age: difference taken in double, in days
+        age = (float(t) - cols["observed_at"].astype(np.float64)) / 86_400_000_000.0
+        table = self._policy.kernel_table(self._fact_types)
+        codes = cols["fact_type"]
+        for code in np.unique(codes):
+            sel = codes == code
+            out[sel] = _core.decay_eval(age[sel], table[int(code)])
+        out *= cols["reliability"].astype(np.float64)
+        return out
+
     def count_valid_at(self, t: Any) -> int:
         """How many items are valid at T (interval index; microseconds)."""
         return int(self._core.count_valid_at(to_us(t, "t")))

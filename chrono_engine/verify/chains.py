@@ -276,6 +276,42 @@ def report_table(arrays: dict[str, np.ndarray], chain_offsets: np.ndarray,
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata={"gamma": repr(gamma)}))
 
 
+def _engine_and_time(validity: Any) -> tuple[Any, Any] | None:
+    """``(engine, T)`` when ``validity`` names a store and a time instead of an array."""
+    if isinstance(validity, tuple) and len(validity) == 2 and \
+            hasattr(validity[0], "validity") and hasattr(validity[0], "rows_of"):
+        return validity
+    return None
+
+
+def _verify_against_engine(batch: ChainBatch, engine: Any, t: Any, gamma: float) -> pa.Table:
+    """Fact ids are the engine's ids; V is computed from the store at T for the facts used."""
+    ids = batch.fact_ids
+    if ids.shape[0] and int(ids.min()) < 0:
+        k = int(np.flatnonzero(ids < 0)[0])
+        raise QueryError(f"{_location(batch, k)}: fact id {int(ids[k])} is not an engine id")
+    uniq, inv = np.unique(ids, return_inverse=True)
+    rows = engine._core.rows_of(uniq.astype(np.uint64))
+    if (rows < 0).any():
+        missing = uniq[np.flatnonzero(rows < 0)[0]]
+        k = int(np.flatnonzero(ids == missing)[0])
+        raise QueryError(f"{_location(batch, k)}: fact id {int(missing)} is not in the engine")
+    v = engine.validity(t, uniq)
+    local = ChainBatch(batch.chain_offsets, batch.step_offsets, inv.astype(np.int64).reshape(-1))
+    arrays = verify_arrays(local, v, gamma)
+    wf = arrays["weakest_fact"]
+    arrays["weakest_fact"] = np.where(wf >= 0, uniq[np.maximum(wf, 0)], -1).astype(np.int64)
+    arrays["targets"] = uniq[arrays["targets"]].astype(np.int64)
+    return report_table(arrays, batch.chain_offsets, gamma)
+
+
+def _location(batch: ChainBatch, k: int) -> str:
+    """'chain c, step s' of the fact use at position k of the CSR fact ids."""
+    step = int(np.searchsorted(batch.step_offsets, k, side="right")) - 1
+    chain = int(np.searchsorted(batch.chain_offsets, step, side="right")) - 1
+    return f"chain {chain}, step {step - int(batch.chain_offsets[chain])}"
+
+
 def verify_chains(chains: Any, validity: Any, gamma: float) -> pa.Table:
     """Verify many reasoning chains at once against φ_valid = G(v(s_i) ≥ γ).
 
@@ -284,7 +320,10 @@ def verify_chains(chains: Any, validity: Any, gamma: float) -> pa.Table:
             integer arrays (CSR, used without copying when int32/int64), an Arrow
             ``list<list<integer>>`` array, or ragged lists ``[[[fact_id, ...], ...], ...]``.
         validity: V(e, T) = q_e · D_j(age) per fact (1-D, float32 or float64), indexed by
-            the fact ids. Every fact a chain uses must have a finite validity.
+            the fact ids. Every fact a chain uses must have a finite validity. Or a tuple
+            ``(engine, T)``: the fact ids are then the engine's item ids and V is computed
+            from the store at T (:meth:`Engine.validity`); ``weakest_fact`` and ``targets``
+            name engine ids.
         gamma: γ, the minimum acceptable validity, in [0, 1].
 
     Returns:
@@ -316,6 +355,9 @@ def verify_chains(chains: Any, validity: Any, gamma: float) -> pa.Table:
     """
     g = check_gamma(gamma)
     batch = as_chain_batch(chains)
+    store = _engine_and_time(validity)
+    if store is not None:
+        return _verify_against_engine(batch, store[0], store[1], g)
     v = as_validity(validity)
     return report_table(verify_arrays(batch, v, g), batch.chain_offsets, g)
 
