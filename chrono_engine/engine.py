@@ -171,7 +171,7 @@ class Engine:
     def __init__(self, dim: int, metric: str = "cosine", decay: Any = None, *, M: int = 16,
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
                  ef_max: int = 4096, scan_limit: int = 50_000, seed_ef: int = 32,
-                 seed_min: int = 4096, group: int = 32, seed: int = 100) -> None:
+                 seed_min: int = 50_000, group: int = 32, seed: int = 100) -> None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim <= 0:
             raise QueryError(f"dim must be a positive integer, got {dim!r}")
         if metric not in ("cosine", "ip", "l2"):
@@ -718,7 +718,10 @@ class Engine:
 
     # ------------------------------------------------------------------ introspection
     def memory(self) -> dict:
-        """Bytes used by the parts of the store, and metadata bytes per item."""
+        """Bytes used by the parts of the store, and metadata bytes per item.
+
+        ``compact_vectors`` is the int8 copy of the vectors (plus a scale and an error
+        bound per item) that certified scans read before the full vectors."""
         m = dict(self._core.memory())
         n = max(len(self), 1)
         m["metadata_per_item"] = m["metadata"] / n

@@ -278,6 +278,7 @@ void bind_store(py::module_& m) {
         d["freshness_index"] = p.s->freshness_index_bytes();
         d["graph"] = p.s->ann().graph_bytes();
         d["vectors"] = p.s->ann().vector_bytes();
+        d["compact_vectors"] = p.s->ann().compact_bytes();
         return d;
       })
       .def_property_readonly("size", [](PyStore& p) { return p.s->size(); })

@@ -153,6 +153,25 @@ static void dot_many(const float* x, const float* Q, std::size_t G, std::size_t 
   for (; g < G; ++g) out[g] = dot_one(Q + g * d, x, d);
 }
 
+static float dot_i8(const float* q, const std::int8_t* x, std::size_t d) {
+  float acc[16] = {0};
+  std::size_t i = 0;
+  for (; i + 16 <= d; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] += q[i + j] * static_cast<float>(x[i + j]);
+  float s = 0;
+  for (; i < d; ++i) s += q[i] * static_cast<float>(x[i]);
+  for (int j = 0; j < 16; ++j) s += acc[j];
+  return s;
+}
+
+static void dot_many_i8(const std::int8_t* x, const float* Q, std::size_t G, std::size_t d, float* out) {
+  constexpr std::size_t kMax = 4096;
+  if (d > kMax) { for (std::size_t g = 0; g < G; ++g) out[g] = dot_i8(Q + g * d, x, d); return; }
+  alignas(64) float xf[kMax];
+  for (std::size_t i = 0; i < d; ++i) xf[i] = static_cast<float>(x[i]);
+  dot_many(xf, Q, G, d, out);
+}
+
 static float l2sq(const float* a, const float* b, std::size_t d) {
   float acc[16] = {0};
   std::size_t i = 0;

@@ -84,6 +84,7 @@ class AnnIndex {
       std::size_t j = start + i;
       hnsw_->addPoint(data + j * dim_, first_row + j);
     });
+    compact_rows(data, n, first_row);
     row_to_iid_.resize(need);
     for (std::size_t r = first_row; r < need; ++r) {
       auto it = hnsw_->label_lookup_.find(r);
@@ -141,7 +142,23 @@ class AnnIndex {
       if (it == hnsw_->label_lookup_.end()) throw std::runtime_error("graph lacks row " + std::to_string(r));
       row_to_iid_[r] = static_cast<std::uint32_t>(it->second);
     }
+    c8_.clear(); c8_scale_.clear(); c8_err_.clear();
+    for (std::size_t r = 0; r < n_rows; ++r) compact_rows(vector(r), 1, r);
   }
+
+  // The compact copy: per row int8 codes c, a scale and an error term such that for any
+  // query q the similarity the engine computes (float dot with the full vector) is at most
+  //   scale * <q, c> (computed in float by dot_i8 / dot_many_i8) + |q| * err.
+  // It is 4x smaller than the vectors, so a certified scan reads it first and loads full
+  // vectors only for rows that this upper bound cannot rule out.
+  const std::int8_t* compact(std::size_t row) const { return c8_.data() + row * dim_; }
+  float compact_scale(std::size_t row) const { return c8_scale_[row]; }
+  float compact_err(std::size_t row) const { return c8_err_[row]; }
+  void prefetch_compact(std::size_t row) const {
+    const char* p = reinterpret_cast<const char*>(compact(row));
+    for (std::size_t off = 0; off < dim_; off += 64) __builtin_prefetch(p + off);
+  }
+  std::size_t compact_bytes() const { return c8_.size() + (c8_scale_.size() + c8_err_.size()) * sizeof(float); }
 
   std::size_t graph_bytes() const {
     return hnsw_->max_elements_ * hnsw_->size_data_per_element_ +
@@ -150,6 +167,40 @@ class AnnIndex {
   std::size_t vector_bytes() const { return size() * dim_ * sizeof(float); }
 
  private:
+  // Rows [first, first + n) of `data` (n x dim) into the compact copy: codes = round(x / s),
+  // s = max|x_i| / 127; err = |x - s c| plus a margin for float rounding in both the exact
+  // and the compact dot (4 d 2^-24 (|x| + |s c|), above the worst-case accumulation error).
+  void compact_rows(const float* data, std::size_t n, std::size_t first) {
+    const std::size_t d = dim_;
+    if (c8_.size() < (first + n) * d) {
+      c8_.resize((first + n) * d);
+      c8_scale_.resize(first + n);
+      c8_err_.resize(first + n);
+    }
+    const double rel = 4.0 * static_cast<double>(d) * std::ldexp(1.0, -24);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* x = data + i * d;
+      std::int8_t* c = c8_.data() + (first + i) * d;
+      double m = 0.0;
+      for (std::size_t j = 0; j < d; ++j) m = std::max(m, std::fabs(static_cast<double>(x[j])));
+      const float s = static_cast<float>(m / 127.0);
+      double e2 = 0.0, x2 = 0.0, c2 = 0.0;
+      for (std::size_t j = 0; j < d; ++j) {
+        double code = s > 0.0f ? std::nearbyint(static_cast<double>(x[j]) / s) : 0.0;
+        code = std::min(127.0, std::max(-127.0, code));
+        c[j] = static_cast<std::int8_t>(code);
+        const double deq = static_cast<double>(s) * code;
+        const double r = static_cast<double>(x[j]) - deq;
+        e2 += r * r; x2 += static_cast<double>(x[j]) * x[j]; c2 += deq * deq;
+      }
+      const double err = std::sqrt(e2) + rel * (std::sqrt(x2) + std::sqrt(c2)) + 1e-30;
+      float ef = static_cast<float>(err);
+      if (static_cast<double>(ef) < err) ef = std::nextafter(ef, INFINITY);
+      c8_scale_[first + i] = s;
+      c8_err_[first + i] = ef;
+    }
+  }
+
   // Move hnswlib's level-0 block (links + vectors, the memory every search and scan reads
   // at random) to 2 MiB-aligned memory marked MADV_HUGEPAGE: with 4 KiB pages nearly every
   // random row costs a TLB miss (a 200k x 384 store spans 340 MB). Done after every
@@ -174,6 +225,8 @@ class AnnIndex {
   }
 
   char* huge_block_ = nullptr;
+  std::vector<std::int8_t> c8_;
+  std::vector<float> c8_scale_, c8_err_;
   std::size_t dim_;
   Metric metric_;
   std::size_t M_, efc_, seed_;

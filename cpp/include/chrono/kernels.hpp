@@ -15,6 +15,10 @@ struct Kernels {
   float (*dot)(const float* a, const float* b, std::size_t d);
   // out[g] = <Q[g], x> for G row-major queries Q (G x d): one load of x serves all G
   void (*dot_many)(const float* x, const float* Q, std::size_t G, std::size_t d, float* out);
+  // <q, x> for an int8 vector x (the compact copy; scaling is the caller's)
+  float (*dot_i8)(const float* q, const std::int8_t* x, std::size_t d);
+  // out[g] = <Q[g], x> for an int8 vector x: one conversion serves all G queries
+  void (*dot_many_i8)(const std::int8_t* x, const float* Q, std::size_t G, std::size_t d, float* out);
   // squared Euclidean distance
   float (*l2sq)(const float* a, const float* b, std::size_t d);
   // out[i] = D(age[i]) for one decay family

@@ -58,7 +58,7 @@ struct SearchParams {
   std::size_t ef_max = 4096;       // widest graph-plan walk
   std::size_t scan_limit = 50000;  // graph plan when more candidates survive (exact=False)
   std::size_t seed_ef = 32;        // seed walk width (0: never seed)
-  std::size_t seed_min = 4096;     // seed only when more items than this are in force
+  std::size_t seed_min = 50000;    // seed only when more items than this are in force
 };
 
 struct Hit {
@@ -355,6 +355,30 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
   return false;
 }
 
+// n floats, n a multiple of 8 (fixed-size blocks: no library call per row)
+inline void copy_padded(const float* src, float* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) dst[i + j] = src[i + j];
+}
+
+// Indices of `best`, highest first, by a counting sort into 1024 buckets (linear in the
+// range; equal-bucket rows stay in their original, memory-friendly order). Only the
+// visiting order depends on it: every row is still tested against its exact bound.
+inline void bucket_order(const std::vector<double>& best, std::vector<std::uint32_t>& order) {
+  const std::size_t n = best.size();
+  order.resize(n);
+  if (n == 0) return;
+  double lo = best[0], hi = best[0];
+  for (double b : best) { lo = std::min(lo, b); hi = std::max(hi, b); }
+  constexpr std::size_t kB = 1024;
+  std::size_t count[kB + 1] = {0};
+  const double scale = hi > lo ? (kB - 1) / (hi - lo) : 0.0;
+  auto bucket = [&](double b) { return kB - 1 - static_cast<std::size_t>((b - lo) * scale); };
+  for (double b : best) ++count[bucket(b) + 1];
+  for (std::size_t i = 1; i <= kB; ++i) count[i] += count[i - 1];
+  for (std::uint32_t i = 0; i < n; ++i) order[count[bucket(best[i])]++] = i;
+}
+
 // A float no smaller than x >= 0 (or NaN), branch-free: the next float up is one ulp
 // (bits + 1) for finite non-negative values.
 inline float round_up_nonneg(double x) {
@@ -394,12 +418,19 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   // per-group constants of the scoring pass: the queries side by side (for dot_many) and,
   // per query, bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen
   const std::size_t d = st.dim();
+  const std::size_t Gp = (G + 7) / 8 * 8;  // per-row stride of the validity / penalty rows
   std::vector<float> Q(G * d);
   for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
   const AnnIndex& ann = st.ann();
   const bool dense = qs[0].uses_dot();
   const bool product = qs[0].product();
   alignas(64) float A[64], B[64], E[64], B2[64];
+  double NQ[64];  // |q| rounded up (the compact copy's error term scales with it)
+  for (std::size_t g = 0; g < G; ++g) {
+    double n2 = 0.0;
+    for (std::size_t i = 0; i < d; ++i) n2 += static_cast<double>(Q[g * d + i]) * Q[g * d + i];
+    NQ[g] = std::sqrt(n2) * (1.0 + 1e-12);
+  }
   for (std::size_t g = 0; g < G; ++g) {
     double a, b, c, e, b2;
     qs[g].linear_form(a, b, c, e, b2);
@@ -410,12 +441,14 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
     // recomputed in double when offered). The per-query loops below are branch-free so
     // that they vectorise across the group's queries.
-    // val/pen: per kept row; best: its largest bound over the queries
-    val.clear(); pen.clear(); kept.clear(); best.clear();
+    // val/pen: per kept row (stride Gp); best: its largest bound over the queries
+    // (the buffers only grow: shrinking and regrowing would zero-fill them every group)
+    kept.clear(); best.clear();
+    if (val.size() < rows.size() * Gp) { val.resize(rows.size() * Gp); pen.resize(rows.size() * Gp); }
     std::vector<std::size_t> counts(G, 0);
     {
       alignas(64) double ages[64], dec[64], th[64], Td[64], Ad[64], Bd[64], bb[64];
-      alignas(64) float Vt[64], Pt[64];
+      alignas(64) float Vt[64] = {}, Pt[64] = {};
       alignas(64) micros Ki[64], X1[64], X2[64];
       alignas(64) std::uint32_t cnt[64];
       const SearchParams& p0 = qs[0].params();
@@ -469,10 +502,11 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         double top = ninf;
         for (std::size_t g = 0; g < G; ++g) top = bb[g] > top ? bb[g] : top;
         if (top == ninf) continue;
+        const std::size_t at = kept.size() * Gp;
         kept.push_back(rows[i]);
         best.push_back(top);
-        val.insert(val.end(), Vt, Vt + G);
-        pen.insert(pen.end(), Pt, Pt + G);
+        copy_padded(Vt, val.data() + at, Gp);
+        copy_padded(Pt, pen.data() + at, Gp);
       }
       for (std::size_t g = 0; g < G; ++g) counts[g] = cnt[g];
     }
@@ -481,9 +515,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     std::vector<std::size_t> act;
     for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
     // --- scoring pass, best bound first
-    order.resize(kept.size());
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return best[a] > best[b]; });
+    bucket_order(best, order);
     float TH[64], ON[64], sims[64];
     alignas(64) std::uint32_t nd[64];
     for (std::size_t g = 0; g < G; ++g) ON[g] = 0.0f;
@@ -500,21 +532,25 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g = 0; g < G; ++g) refresh(g);
     // validities and penalties laid out in visiting order (sequential reads below)
     {
-      val2.resize(val.size());
-      pen2.resize(pen.size());
+      if (val2.size() < kept.size() * Gp) { val2.resize(kept.size() * Gp); pen2.resize(kept.size() * Gp); }
       for (std::size_t j = 0; j < order.size(); ++j) {
-        std::copy_n(&val[order[j] * G], G, &val2[j * G]);
-        std::copy_n(&pen[order[j] * G], G, &pen2[j * G]);
+        copy_padded(&val[order[j] * Gp], &val2[j * Gp], Gp);
+        copy_padded(&pen[order[j] * Gp], &pen2[j * Gp], Gp);
       }
       val.swap(val2);
       pen.swap(pen2);
     }
+    // Dense metrics read the compact (int8) copy first: its similarity cap decides, per
+    // query, whether the full vector is needed at all (see AnnIndex::compact).
     constexpr std::size_t AHEAD = 4;
-    for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) ann.prefetch(kept[order[j]]);
+    auto prefetch = [&](std::size_t jj) {
+      if (dense) ann.prefetch_compact(kept[order[jj]]); else ann.prefetch(kept[order[jj]]);
+    };
+    for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) prefetch(j);
     for (std::size_t j = 0; j < order.size(); ++j) {
-      if (j + AHEAD < order.size()) ann.prefetch(kept[order[j + AHEAD]]);
-      const float* V = &val[j * G];
-      const float* P = &pen[j * G];
+      if (j + AHEAD < order.size()) prefetch(j + AHEAD);
+      const float* V = &val[j * Gp];
+      const float* P = &pen[j * Gp];
       std::uint32_t n_needed = 0;
       for (std::size_t g = 0; g < G; ++g) {
         nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
@@ -522,20 +558,34 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       }
       if (n_needed == 0) continue;
       const std::uint32_t row = kept[order[j]];
-      const float* x = ann.vector(row);
-      // one vector load serves every query of the group that needs the row; when only a
-      // few do, their similarities alone (dot and dot_many agree bit for bit)
-      const bool all = dense && 4 * n_needed > G;
-      if (all) k.dot_many(x, Q.data(), G, d, sims);
+      const float* x = nullptr;
+      if (dense) {
+        // caps from the compact copy; when many queries need the row, one conversion
+        // serves them all
+        const std::int8_t* c = ann.compact(row);
+        const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
+        const bool all = 4 * n_needed > G;
+        if (all) k.dot_many_i8(c, Q.data(), G, d, sims);
+        for (std::size_t g = 0; g < G; ++g) {
+          if (!nd[g]) continue;
+          const float raw = all ? sims[g] : k.dot_i8(Q.data() + g * d, c, d);
+          const double cap = cs * raw + NQ[g] * ce;
+          double ub;
+          if (product) ub = (cap < 0.0 ? 0.0 : (cap > 1.0 ? 1.0 : cap)) * V[g] * P[g];
+          else ub = (E[g] * cap + B2[g] * V[g]) * P[g];
+          nd[g] = ub >= TH[g];
+        }
+      }
       for (std::size_t g = 0; g < G; ++g) {
         if (!nd[g]) continue;
         qs[g].count_scored();
-        if (!all) sims[g] = dense ? k.dot(Q.data() + g * d, x, d) : qs[g].similarity(row);
+        if (x == nullptr) x = ann.vector(row);
+        const float sim = dense ? k.dot(Q.data() + g * d, x, d) : qs[g].similarity(row);
         float sc;
-        if (product) { float s = sims[g] < 0.f ? 0.f : (sims[g] > 1.f ? 1.f : sims[g]); sc = s * V[g] * P[g]; }
-        else sc = (E[g] * sims[g] + B2[g] * V[g]) * P[g];
+        if (product) { float sp = sim < 0.f ? 0.f : (sim > 1.f ? 1.f : sim); sc = sp * V[g] * P[g]; }
+        else sc = (E[g] * sim + B2[g] * V[g]) * P[g];
         if (!(sc >= TH[g])) continue;
-        qs[g].score(row, sims[g]);
+        qs[g].score(row, sim);
         refresh(g);
       }
     }
