@@ -1,45 +1,493 @@
-"""The ``chrono`` command: ``chrono demo``, ``chrono bench``, ``chrono info``.
+"""The ``chrono`` command.
 
-``chrono demo`` walks through the built-in bilingual corpus (:mod:`chrono_engine.demo`).
+::
 
-``chrono bench`` runs the benchmark harness (:mod:`chrono_engine.bench`) on a built-in
-synthetic corpus: the engine against NumPy exact, a fused Numba scan and hnswlib filtered
-search + rerank, in one run, with recall and QPS ratios.
+    chrono demo                         the built-in bilingual walk-through (chrono_engine.demo)
+    chrono bench ...                    engine vs peers on a synthetic corpus (chrono_engine.bench)
+    chrono info [STORE]                 build information; with a store, its statistics
+    chrono ingest STORE FILE            Parquet / Arrow IPC / CSV / JSON Lines into a store
+    chrono search STORE --vector ...    fused temporal top-k for one or more vectors
+    chrono query STORE TEXT             a question in English or Chinese (time words parsed)
+    chrono supersede STORE STEM FILE    a new version of a document lineage
+    chrono retract STORE ID...          withdraw items (they stay in history)
+    chrono history STORE STEM           every version of a lineage
+    chrono verify CHAINS --validity ... STL robustness of reasoning chains
+
+Libraries: argparse (standard library: sub-commands, generated help, no dependency) and
+tqdm for progress bars (small, maintained, no dependencies; it draws on stderr only when
+that is a terminal, so ``--json`` output and pipes stay clean).
+
+Exit codes: 0 success; 1 the engine refused the input or the request (bad column, unknown
+id, lifecycle rule...); 2 usage error (unknown flag, missing argument); 3 a file is missing
+or unreadable. Errors are one line on stderr saying what to do; ``--debug`` shows the
+traceback instead.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_FILE = 0, 1, 2, 3
+
+
+class CliError(Exception):
+    """A one-line error with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_REFUSED):
+        super().__init__(message)
+        self.code = code
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _read_table(path: str, fmt: str = "auto"):
+    """A pyarrow Table from Parquet, Arrow IPC (file or stream), CSV or JSON Lines."""
+    import pyarrow as pa
+
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"{path}: no such file", EXIT_FILE)
+    if not p.is_file():
+        raise CliError(f"{path}: not a file", EXIT_FILE)
+    if fmt == "auto":
+        suffix = p.suffix.lower()
+        fmt = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow",
+               ".ipc": "arrow", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+               ".json": "jsonl"}.get(suffix)
+        if fmt is None:
+            raise CliError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
+                           f"pass --format parquet|arrow|csv|jsonl", EXIT_USAGE)
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+            return pq.read_table(p)
+        if fmt == "arrow":
+            import pyarrow.ipc as ipc
+            try:
+                return ipc.open_file(p).read_all()
+            except pa.ArrowInvalid:
+                return ipc.open_stream(p).read_all()
+        if fmt == "csv":
+            import pyarrow.csv as pcsv
+            return pcsv.read_csv(p)
+        if fmt == "jsonl":
+            import pyarrow.json as pjson
+            return pjson.read_json(p)
+    except (pa.ArrowException, OSError) as e:
+        raise CliError(f"{path}: cannot read as {fmt} ({str(e).splitlines()[0]})", EXIT_FILE) from None
+    raise CliError(f"unknown format {fmt!r}", EXIT_USAGE)
+
+
+def _apply_map(table, mappings: list[str]):
+    """Rename columns SRC=DST (so a file's names can meet the engine's schema)."""
+    names = list(table.column_names)
+    for m in mappings or []:
+        if "=" not in m:
+            raise CliError(f"--map expects SRC=DST, got {m!r}", EXIT_USAGE)
+        src, dst = m.split("=", 1)
+        if src not in names:
+            raise CliError(f"--map {m}: the file has no column {src!r} (columns: {', '.join(names)})")
+        names[names.index(src)] = dst
+    return table.rename_columns(names)
+
+
+def _rows_from_table(table) -> dict:
+    """Columns for Engine.ingest; a text vector column ("[0.1, 0.2]" or "0.1 0.2") is parsed."""
+    import numpy as np
+    import pyarrow as pa
+
+    cols = {name: table.column(name) for name in table.column_names}
+    vec = cols.get("vector")
+    if vec is not None and (pa.types.is_string(vec.type) or pa.types.is_large_string(vec.type)):
+        parsed = []
+        for i, s in enumerate(vec.to_pylist()):
+            try:
+                parsed.append(json.loads(s) if s.strip().startswith("[") else [float(x) for x in s.split()])
+            except (ValueError, AttributeError):
+                raise CliError(f"column 'vector', row {i}: cannot read {s!r} as numbers") from None
+        cols["vector"] = np.asarray(parsed, dtype=np.float32) if parsed else np.zeros((0, 0), np.float32)
+    return cols
+
+
+def _open(store: str):
+    import chrono_engine as ce
+    if not Path(store).exists():
+        raise CliError(f"{store}: no such store (create one with: chrono ingest {store} FILE --dim N)",
+                       EXIT_FILE)
+    return ce.Engine.open(store)
+
+
+def _policy(args) -> Any:
+    import chrono_engine as ce
+    profiles = {}
+    for spec in args.decay or []:
+        if "=" not in spec:
+            raise CliError(f"--decay expects TYPE=HALF_LIFE_DAYS, got {spec!r}", EXIT_USAGE)
+        name, hl = spec.split("=", 1)
+        try:
+            profiles[name] = ce.NoDecay() if hl in ("none", "inf") else ce.Exponential(half_life=float(hl))
+        except ValueError:
+            raise CliError(f"--decay {spec}: {hl!r} is not a number of days (or 'none')", EXIT_USAGE) from None
+    default = ce.NoDecay() if args.half_life is None else ce.Exponential(half_life=args.half_life)
+    return ce.DecayPolicy(profiles, default=default)
+
+
+def _print_table(table, as_json: bool, columns: list[str] | None = None) -> None:
+    rows = table.to_pylist()
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, default=str, indent=1))
+        return
+    cols = [c for c in (columns or table.column_names) if c in table.column_names]
+    if not rows:
+        print("(no rows)")
+        return
+    text = [[_cell(r[c]) for c in cols] for r in rows]
+    width = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, width)))
+    for t in text:
+        print("  ".join(x.ljust(w) for x, w in zip(t, width)))
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.4f}"
+    s = "" if x is None else str(x)
+    return s if len(s) <= 60 else s[:59] + "…"
+
+
+def _vectors(args):
+    import numpy as np
+    if args.vector is not None:
+        try:
+            v = np.asarray(json.loads(args.vector), dtype=np.float32)
+        except (ValueError, TypeError):
+            raise CliError(f"--vector must be a JSON list of numbers, got {args.vector!r}", EXIT_USAGE) from None
+        return v.reshape(1, -1) if v.ndim == 1 else v
+    if args.vectors is not None:
+        p = Path(args.vectors)
+        if not p.exists():
+            raise CliError(f"{args.vectors}: no such file", EXIT_FILE)
+        try:
+            v = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, dtype=np.float32, ndmin=2)
+        except (ValueError, OSError) as e:
+            raise CliError(f"{args.vectors}: cannot read vectors ({e})", EXIT_FILE) from None
+        return np.asarray(v, dtype=np.float32).reshape(-1, v.shape[-1])
+    raise CliError("give the query vector with --vector '[...]' or --vectors FILE (.npy or text)",
+                   EXIT_USAGE)
+
+
+# ----------------------------------------------------------------------------- commands
+
+def cmd_info(args) -> int:
+    from . import build_info
+    info: dict = {"build": build_info()}
+    if args.store:
+        eng = _open(args.store)
+        info["store"] = {"path": args.store, "items": len(eng), "dim": eng.dim, "metric": eng.metric,
+                         "fact_types": list(eng._fact_types), "stems": len(eng._stems),
+                         "memory": eng.memory()}
+    if args.json or not args.store:
+        print(json.dumps(info if args.store else info["build"], indent=2, default=str))
+    else:
+        s = info["store"]
+        print(f"{s['path']}: {s['items']} items, dim {s['dim']}, metric {s['metric']}, "
+              f"{s['stems']} lineages, fact types: {', '.join(s['fact_types']) or '-'}")
+        for k, v in s["memory"].items():
+            print(f"  {k:<26} {v:,.1f}" if isinstance(v, float) else f"  {k:<26} {v:,}")
+        print(json.dumps(info["build"]))
+    return EXIT_OK
+
+
+def cmd_demo(args) -> int:
+    from . import demo as _demo
+    report = _demo.run(lang=args.lang)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, ensure_ascii=False, indent=2, default=str)
+    return EXIT_OK
+
+
+def cmd_ingest(args) -> int:
+    from tqdm import tqdm
+
+    import chrono_engine as ce
+    from .errors import SchemaError
+
+    table = _apply_map(_read_table(args.file, args.format), args.map)
+    if Path(args.store).exists():
+        eng = ce.Engine.open(args.store, threads=args.threads)
+        if args.dim is not None and args.dim != eng.dim:
+            raise CliError(f"{args.store} holds {eng.dim}-dimensional vectors, not {args.dim}")
+    else:
+        dim = args.dim
+        if dim is None:
+            first = _rows_from_table(table.slice(0, 1)).get("vector")
+            if first is None or len(first) == 0:
+                raise CliError("a new store needs --dim N (or a 'vector' column to infer it from; "
+                               "rename yours with --map SRC=vector)", EXIT_USAGE)
+            dim = len(first[0]) if not hasattr(first, "shape") else int(first.shape[-1])
+        eng = ce.Engine(int(dim), metric=args.metric, decay=_policy(args), threads=args.threads)
+    n = table.num_rows
+    ids = []
+    with tqdm(total=n, unit="rows", desc="ingest", disable=None, file=sys.stderr) as bar:
+        for lo in range(0, n, args.batch):
+            part = table.slice(lo, args.batch)
+            try:
+                ids.extend(int(i) for i in eng.ingest(_rows_from_table(part)))
+            except SchemaError as e:
+                # rows are numbered within the batch; report them within the file
+                msg = str(e)
+                if getattr(e, "row", None) is not None:
+                    msg += f" (file row {lo + int(e.row)})"
+                hint = " — rename the file's columns with --map SRC=DST" \
+                    if getattr(e, "column", None) and ("unknown column" in msg or "missing" in msg) else ""
+                raise CliError(msg + hint) from None
+            bar.update(part.num_rows)
+    eng.save(args.store)
+    out = {"store": args.store, "ingested": len(ids), "items": len(eng),
+           "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
+    print(json.dumps(out) if args.json else
+          f"{args.store}: ingested {len(ids)} rows ({len(eng)} items in the store)")
+    return EXIT_OK
+
+
+def _time_opts(args) -> dict:
+    kw: dict = {"mode": args.mode}
+    if args.as_of is not None:
+        kw["as_of"] = args.as_of
+    if args.known_at is not None:
+        kw["known_at"] = args.known_at
+    if args.window is not None:
+        kw["window"] = tuple(args.window)
+    return kw
+
+
+SHOW = ["id", "score", "stem_id", "version", "title", "valid_from", "valid_to", "validity", "certified"]
+
+
+def cmd_search(args) -> int:
+    eng = _open(args.store)
+    q = _vectors(args)
+    if q.shape[-1] != eng.dim:
+        raise CliError(f"the query vector has {q.shape[-1]} dimensions, the store {eng.dim}")
+    kw = _time_opts(args)
+    res = eng.search_batch(q, args.k, exact=args.exact, **kw) if q.shape[0] > 1 else \
+        eng.search(q[0], args.k, exact=args.exact, **kw)
+    _print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW)
+    return EXIT_OK
+
+
+def cmd_query(args) -> int:
+    from . import demo as _demo
+    eng = _open(args.store)
+    if eng.dim != _demo.DIM:
+        raise CliError(f"chrono query embeds text with the built-in hashed bag of words "
+                       f"({_demo.DIM} dims); this store holds {eng.dim}-dimensional vectors. "
+                       f"Use the Python API (engine.query(text, embed=...)) with your encoder")
+    res = eng.query(args.text, k=args.k, now=args.now, tz=args.tz, lang=args.lang, embed=_demo.embed)
+    if args.json:
+        print(json.dumps({"mode": res.intent.mode, "hits": res.hits.to_pylist()},
+                         ensure_ascii=False, default=str, indent=1))
+    else:
+        print(f"mode: {res.intent.mode}")
+        _print_table(res.hits, False, ["id", "score", "stem_id", "version", "content", "citation"])
+    return EXIT_OK
+
+
+def cmd_supersede(args) -> int:
+    eng = _open(args.store)
+    table = _apply_map(_read_table(args.file, args.format), args.map)
+    ids = eng.supersede(args.stem, _rows_from_table(table), args.effective_at, version=args.version)
+    eng.save(args.store)
+    ids = [int(i) for i in ids]
+    print(json.dumps({"stem_id": args.stem, "ids": ids}) if args.json else
+          f"{args.stem}: new version with ids {ids}")
+    return EXIT_OK
+
+
+def cmd_retract(args) -> int:
+    eng = _open(args.store)
+    kw = {} if args.at is None else {"at": args.at}
+    done = [int(i) for i in eng.retract(args.ids, **kw)]
+    eng.save(args.store)
+    print(json.dumps({"retracted": done}) if args.json else f"retracted {done}")
+    return EXIT_OK
+
+
+def cmd_history(args) -> int:
+    eng = _open(args.store)
+    _print_table(eng.history(args.stem), args.json,
+                 ["id", "version", "valid_from", "valid_to", "ingested_at", "retracted_at", "deprecated", "title"])
+    return EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    import numpy as np
+    import chrono_engine as ce
+
+    p = Path(args.chains)
+    if not p.exists():
+        raise CliError(f"{args.chains}: no such file", EXIT_FILE)
+    try:
+        chains = json.loads(p.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise CliError(f"{args.chains}: not JSON ({e}); expected [[[fact_id, ...], ...], ...]", EXIT_FILE) from None
+    if args.store is not None:
+        if args.at is None:
+            raise CliError("--store needs --at T (the time to judge validity at)", EXIT_USAGE)
+        validity = (_open(args.store), args.at)
+    elif args.validity is not None:
+        vp = Path(args.validity)
+        if not vp.exists():
+            raise CliError(f"{args.validity}: no such file", EXIT_FILE)
+        validity = np.load(vp) if vp.suffix == ".npy" else np.loadtxt(vp, ndmin=1)
+    else:
+        raise CliError("give --validity FILE (.npy or text, one V per fact id) or --store STORE --at T",
+                       EXIT_USAGE)
+    _print_table(ce.verify_chains(chains, validity, args.gamma), args.json,
+                 ["robustness", "satisfied", "bound", "weakest_step", "weakest_fact", "targets"])
+    return EXIT_OK
+
+
+def cmd_bench(argv: list[str]) -> int:
+    from . import bench
+    bench.main(argv)
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="chrono", description="chrono_engine: temporal-validity retrieval for RAG. "
+                                  "Exit codes: 0 ok, 1 refused input, 2 usage, 3 missing or unreadable file.")
+    top.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="walk through the built-in bilingual versioned-knowledge demo")
+    p.add_argument("--lang", choices=["both", "en", "zh"], default="both",
+                   help="language of the questions and labels (default: both)")
+    p.add_argument("--json", metavar="PATH", help="also write what was shown as JSON")
+    p.set_defaults(run=cmd_demo)
+
+    sub.add_parser("bench", add_help=False,
+                   help="engine vs NumPy / Numba / hnswlib on a synthetic corpus (chrono bench --help)")
+
+    p = sub.add_parser("info", help="build information; with STORE, its size, schema and memory")
+    p.add_argument("store", nargs="?", help="a saved store directory")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    p.set_defaults(run=cmd_info)
+
+    def file_opts(p):
+        p.add_argument("--format", choices=["auto", "parquet", "arrow", "csv", "jsonl"], default="auto",
+                       help="input format (default: from the suffix)")
+        p.add_argument("--map", action="append", metavar="SRC=DST",
+                       help="rename a column of the file to an engine column (repeatable)")
+        p.add_argument("--json", action="store_true", help="JSON output")
+
+    p = sub.add_parser("ingest", help="add rows from Parquet / Arrow IPC / CSV / JSON Lines to a store "
+                                      "(created when absent)")
+    p.add_argument("store", help="store directory (saved atomically after the ingest)")
+    p.add_argument("file", help="input file; columns as in DESIGN.md (vector, valid_from, ...)")
+    file_opts(p)
+    p.add_argument("--dim", type=int, help="vector dimension of a new store (default: from the data)")
+    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine", help="new store's metric")
+    p.add_argument("--half-life", type=float, metavar="DAYS",
+                   help="new store's default decay: exponential with this half-life (default: none)")
+    p.add_argument("--decay", action="append", metavar="TYPE=DAYS",
+                   help="new store's decay for one fact type ('none' for no decay; repeatable)")
+    p.add_argument("--batch", type=int, default=100_000, help="rows per ingest call (default 100000)")
+    p.add_argument("--threads", type=int, default=0, help="index build threads (0: all cores)")
+    p.set_defaults(run=cmd_ingest)
+
+    def time_opts(p):
+        p.add_argument("--mode", choices=["latest", "as_of", "window", "all"], default="latest")
+        p.add_argument("--as-of", metavar="T", help="valid time T (ISO-8601; naive = UTC)")
+        p.add_argument("--known-at", metavar="T", help="transaction time: what the store knew then")
+        p.add_argument("--window", nargs=2, metavar=("START", "END"), help="window mode's interval")
+        p.add_argument("-k", type=int, default=10, help="results per query (default 10)")
+        p.add_argument("--json", action="store_true", help="JSON output")
+
+    p = sub.add_parser("search", help="fused temporal top-k for query vectors")
+    p.add_argument("store")
+    p.add_argument("--vector", help="one query vector as a JSON list")
+    p.add_argument("--vectors", metavar="FILE", help="query vectors (.npy, or text: one per line)")
+    p.add_argument("--exact", action="store_true", help="force a certified exact answer")
+    time_opts(p)
+    p.set_defaults(run=cmd_search)
+
+    p = sub.add_parser("query", help="ask in English or Chinese (time words such as '上个月', 'as of' "
+                                     "are parsed; stores of the demo's 256-dim hashed embedding)")
+    p.add_argument("store")
+    p.add_argument("text")
+    p.add_argument("-k", type=int, default=5)
+    p.add_argument("--now", help="the present for relative times (default: the clock)")
+    p.add_argument("--tz", help="time zone of the question (default UTC)")
+    p.add_argument("--lang", choices=["en", "zh"], help="citation language (default: from the text)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_query)
+
+    p = sub.add_parser("supersede", help="add a new version of lineage STEM from FILE, effective at T")
+    p.add_argument("store")
+    p.add_argument("stem", help="stem_id of the lineage")
+    p.add_argument("file", help="the new version's rows")
+    p.add_argument("--effective-at", required=True, metavar="T", help="when the new version takes effect")
+    p.add_argument("--version", help="version string (default: the next major)")
+    file_opts(p)
+    p.set_defaults(run=cmd_supersede)
+
+    p = sub.add_parser("retract", help="retract items by id (kept in history, invisible after --at)")
+    p.add_argument("store")
+    p.add_argument("ids", nargs="+", type=int)
+    p.add_argument("--at", metavar="T", help="transaction time of the retraction (default: now)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_retract)
+
+    p = sub.add_parser("history", help="every version of lineage STEM, oldest first")
+    p.add_argument("store")
+    p.add_argument("stem")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_history)
+
+    p = sub.add_parser("verify", help="STL robustness of reasoning chains: rho, bound, re-acquisition targets")
+    p.add_argument("chains", help="JSON file: [[[fact_id, ...] per step] per chain]")
+    p.add_argument("--validity", metavar="FILE", help="V per fact id (.npy or text)")
+    p.add_argument("--store", help="compute V from this store (fact ids are its item ids) ...")
+    p.add_argument("--at", metavar="T", help="... at time T")
+    p.add_argument("--gamma", type=float, required=True, help="minimum acceptable validity, in [0, 1]")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_verify)
+    return top
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="chrono", description="chrono_engine: temporal-validity retrieval for RAG")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="build information (compiler, flags, SIMD level, hnswlib version)")
-    demo = sub.add_parser("demo", help="walk through the built-in bilingual versioned-knowledge demo")
-    demo.add_argument("--lang", choices=["both", "en", "zh"], default="both",
-                      help="language of the questions and labels (default: both)")
-    demo.add_argument("--json", metavar="PATH", help="also write what was shown as JSON")
-    sub.add_parser("bench", help="engine vs peers on a synthetic corpus (python -m chrono_engine.bench --help)",
-                   add_help=False)
-    if argv[:1] == ["bench"]:
-        from . import bench
-        bench.main(argv[1:])
-        return 0
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        from . import demo as _demo
-        report = _demo.run(lang=args.lang)
-        if args.json:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(report, f, ensure_ascii=False, indent=2, default=str)
-        return 0
-    if args.command == "info":
-        from . import build_info
-        print(json.dumps(build_info(), indent=2))
-    return 0
+    debug = "--debug" in argv
+    rest = [a for a in argv if a != "--debug"]
+    if rest[:1] == ["bench"]:
+        return cmd_bench(rest[1:])
+    parser = build_parser()
+    args = parser.parse_args(rest)  # usage errors: argparse prints usage + message, exit 2
+    from .errors import ChronoError
+    try:
+        return args.run(args)
+    except CliError as e:
+        if debug:
+            raise
+        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return e.code
+    except ChronoError as e:
+        if debug:
+            raise
+        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    except OSError as e:
+        if debug:
+            raise
+        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_FILE
 
 
 if __name__ == "__main__":

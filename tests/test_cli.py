@@ -1,12 +1,148 @@
-"""The `chrono` command: info, and bench on a tiny corpus (exit code 0, JSON written)."""
+"""The `chrono` command: every sub-command end to end on a small store, exit codes, errors."""
 import json
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+import chrono_engine as ce
 from chrono_engine import cli
+
+SUBCOMMANDS = ["demo", "info", "ingest", "search", "query", "supersede", "retract", "history", "verify"]
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 60
+    vec = rng.standard_normal((n, 8)).astype(np.float32)
+    t = pa.table({"vec": [list(map(float, v)) for v in vec],
+                  "valid_from": [f"2024-01-{i % 28 + 1:02d}T00:00:00" for i in range(n)],
+                  "fact_type": ["news" if i % 2 else "policy" for i in range(n)],
+                  "stem_id": [f"s{i}" for i in range(n)], "version": ["v1.0.0"] * n,
+                  "title": [f"doc {i}" for i in range(n)]})
+    pq.write_table(t, tmp_path / "in.parquet")
+    csv = t.set_column(0, "vec", pa.array([json.dumps(v) for v in t.column("vec").to_pylist()]))
+    pcsv.write_csv(csv, tmp_path / "in.csv")
+    new = pa.table({"vector": [list(map(float, vec[0]))], "title": ["doc 0, revised"]})
+    pq.write_table(new, tmp_path / "v2.parquet")
+    return tmp_path, vec
 
 
 def test_info(capsys):
-    assert cli.main(["info"]) == 0
-    assert json.loads(capsys.readouterr().out)["hnswlib_version"] == "0.8.0"
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and json.loads(out)["hnswlib_version"] == "0.8.0"
+
+
+def test_every_subcommand_has_help(capsys):
+    for name in SUBCOMMANDS:
+        with pytest.raises(SystemExit) as e:
+            cli.main([name, "--help"])
+        assert e.value.code == 0
+        assert "usage: chrono " + name in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and all(name in out for name in SUBCOMMANDS + ["bench"])
+
+
+def test_ingest_search_history_lifecycle(files, capsys):
+    d, vec = files
+    st = d / "store"
+    code, out, _ = run(capsys, "ingest", st, d / "in.parquet", "--map", "vec=vector", "--half-life", "30",
+                       "--decay", "policy=none", "--json")
+    assert code == 0 and json.loads(out)["items"] == 60
+    code, out, _ = run(capsys, "ingest", st, d / "in.csv", "--map", "vec=vector", "--batch", "25", "--json")
+    assert code == 0 and json.loads(out) == {"store": str(st), "ingested": 60, "items": 120,
+                                             "first_id": 60, "last_id": 119}
+    code, out, _ = run(capsys, "info", st, "--json")
+    assert json.loads(out)["store"]["items"] == 120
+    # search agrees with the Python API on the same store
+    q = vec[3]
+    code, out, _ = run(capsys, "search", st, "--vector", json.dumps(q.tolist()), "--mode", "as_of",
+                       "--as-of", "2024-02-01", "-k", "5", "--json")
+    got = [r["id"] for r in json.loads(out)]
+    want = ce.Engine.open(st).search(q, 5, mode="as_of", as_of="2024-02-01").column("id").to_pylist()
+    assert code == 0 and got == want
+    np.save(d / "q.npy", vec[:3])
+    code, out, _ = run(capsys, "search", st, "--vectors", d / "q.npy", "--mode", "latest", "-k", "2", "--json")
+    assert sorted({r["query"] for r in json.loads(out)}) == [0, 1, 2]
+    # lifecycle
+    code, out, _ = run(capsys, "supersede", st, "s0", d / "v2.parquet", "--effective-at", "2024-06-01",
+                       "--version", "v2.0.0", "--json")
+    new_id = json.loads(out)["ids"][0]
+    code, out, _ = run(capsys, "history", st, "s0", "--json")
+    hist = json.loads(out)
+    assert [h["version"] for h in hist] == ["v1.0.0", "v1.0.0", "v2.0.0"] and hist[-1]["id"] == new_id
+    code, out, _ = run(capsys, "retract", st, new_id, "--json")
+    assert code == 0 and json.loads(out) == {"retracted": [new_id]}
+    code, out, _ = run(capsys, "history", st, "s0", "--json")
+    assert json.loads(out)[-1]["retracted_at"] is not None
+
+
+def test_verify_from_arrays_and_from_store(files, capsys):
+    d, _ = files
+    chains = [[[0], [1, 2]], [[3]], []]
+    (d / "chains.json").write_text(json.dumps(chains))
+    v = np.array([0.9, 0.2, 0.7, 0.4])
+    np.save(d / "v.npy", v)
+    code, out, _ = run(capsys, "verify", d / "chains.json", "--validity", d / "v.npy", "--gamma", "0.5", "--json")
+    want = ce.verify_chains(chains, v, 0.5).to_pylist()
+    got = json.loads(out)
+    assert code == 0 and [r["robustness"] for r in got] == [r["robustness"] for r in want]
+    assert [r["targets"] for r in got] == [r["targets"] for r in want]
+    st = d / "store"
+    run(capsys, "ingest", st, d / "in.parquet", "--map", "vec=vector", "--half-life", "30")
+    code, out, _ = run(capsys, "verify", d / "chains.json", "--store", st, "--at", "2024-03-01",
+                       "--gamma", "0.5", "--json")
+    eng = ce.Engine.open(st)
+    want = ce.verify_chains(chains, (eng, "2024-03-01"), 0.5).to_pylist()
+    assert code == 0 and [r["robustness"] for r in json.loads(out)] == [r["robustness"] for r in want]
+
+
+def test_errors_are_one_line_with_meaningful_exit_codes(files, capsys):
+    d, _ = files
+    st = d / "store"
+    code, out, err = run(capsys, "ingest", st, d / "missing.parquet")
+    assert code == 3 and "missing.parquet: no such file" in err and "Traceback" not in err
+    code, _, err = run(capsys, "ingest", st, d / "in.parquet", "--map", "vec=vectr", "--dim", "8")
+    assert code == 1 and "'vectr'" in err and "--map" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "ingest", st, d / "in.parquet")
+    assert code == 2 and "--dim" in err
+    assert not st.exists()  # nothing was created by the refused calls
+    run(capsys, "ingest", st, d / "in.parquet", "--map", "vec=vector")
+    code, _, err = run(capsys, "search", st, "--vector", "[1, 2, 3]")
+    assert code == 1 and "3 dimensions" in err and "8" in err
+    code, _, err = run(capsys, "ingest", st, d / "in.parquet", "--map", "vec=vector", "--dim", "4")
+    assert code == 1 and "8-dimensional" in err
+    code, _, err = run(capsys, "retract", st, 99999)
+    assert code == 1 and "unknown id 99999" in err
+    code, _, err = run(capsys, "search", d / "nostore", "--vector", "[1]")
+    assert code == 3 and "chrono ingest" in err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["search", str(st), "--bogus"])
+    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+    with pytest.raises(cli.CliError):
+        cli.main(["--debug", "search", str(st), "--vector", "[1, 2, 3]"])
+
+
+def test_query_on_a_demo_dimension_store(files, capsys):
+    from chrono_engine import demo
+    d, _ = files
+    eng, _ = demo.build_engine()
+    eng.save(d / "demo")
+    code, out, _ = run(capsys, "query", d / "demo", "What is the director's hotel cap now?",
+                       "--now", demo.NOW, "--tz", demo.TZ, "--json")
+    top = json.loads(out)["hits"][0]
+    assert code == 0 and top["version"] == "v2.0.0" and "800" in top["content"]
 
 
 def test_bench_tiny(tmp_path, capsys):
