@@ -10,7 +10,8 @@ import pytest
 import chrono_engine as ce
 from chrono_engine import cli
 
-SUBCOMMANDS = ["demo", "info", "ingest", "search", "query", "supersede", "retract", "history", "verify"]
+SUBCOMMANDS = ["demo", "info", "ingest", "search", "query", "supersede", "retract", "history", "verify",
+               "plot-decay"]
 
 
 def run(capsys, *argv):
@@ -152,3 +153,12 @@ def test_bench_tiny(tmp_path, capsys):
                      "--json", str(out)])
     assert code == 0
     assert json.loads(out.read_text())
+
+
+def test_plot_decay_renders(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "d.png"
+    code, text, _ = run(capsys, "plot-decay", "--decay", "news=14", "--decay", "policy=365", "--out", out, "--json")
+    assert code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    at = json.loads(text)["at_days"]
+    assert at["365"]["policy"] == pytest.approx(0.5) and at["30"]["news"] == pytest.approx(2 ** (-30 / 14))
