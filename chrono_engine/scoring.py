@@ -10,6 +10,8 @@ similarities with validity, vectorised in C++ (Arrow in, Arrow out).
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,14 +92,23 @@ class ScoringPolicy:
         object.__setattr__(self, "policy", parse_decay(self.decay))
 
 
+def _one_array(col: Any) -> pa.Array:
+    """A column as one Array (zero-copy when it has a single chunk)."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
 def _times(col: Any, name: str) -> np.ndarray:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = _one_array(col)
     if pa.types.is_timestamp(arr.type):
         if arr.null_count:
             raise QueryError(f"column {name!r}: null at row {int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])}")
         # to µs, rounding sub-µs parts down as ingest does
-        raw = arr.cast(pa.int64()).to_numpy()
+        raw = arr.view(pa.int64()).to_numpy()  # zero-copy
         per_us = {"s": None, "ms": None, "us": 1, "ns": 1000}[arr.type.unit]
+        if per_us == 1:
+            return raw
         if per_us is None:
             return raw * (1_000_000 if arr.type.unit == "s" else 1000)
         return raw // per_us
@@ -146,11 +157,14 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     observed = _times(t.column(obs_name), obs_name)
     rel = None
     if "reliability" in names:  # null = 1.0, as at ingest
-        rel = np.ascontiguousarray(pc.fill_null(t.column("reliability"), 1.0).to_numpy(), dtype=np.float32)
-    if rel is not None and not ((rel > 0) & (rel <= 1)).all():
-        raise QueryError(f"column 'reliability', row {int(np.flatnonzero(~((rel > 0) & (rel <= 1)))[0])}: must be in (0, 1]")
+        rc = _one_array(t.column("reliability"))
+        rel = np.ascontiguousarray((pc.fill_null(rc, 1.0) if rc.null_count else rc).to_numpy(zero_copy_only=False),
+                                   dtype=np.float32)
+    # (reliability outside (0, 1] is caught by the kernel, in its one pass: see below)
     if "fact_type" in names:
-        ft_arr = pc.dictionary_encode(pc.fill_null(t.column("fact_type").combine_chunks(), "general"))
+        fc = _one_array(t.column("fact_type"))
+        ft_arr = fc if pa.types.is_dictionary(fc.type) and not fc.null_count \
+            else pc.dictionary_encode(pc.fill_null(fc, "general"))
         types = ft_arr.dictionary.to_pylist()
         codes = np.ascontiguousarray(ft_arr.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
         specs = policy.policy.kernel_table(types)
@@ -165,7 +179,13 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     dep = None
     if "deprecated" in names:  # null = False, as at ingest
         dep = np.ascontiguousarray(pc.fill_null(t.column("deprecated"), False).to_numpy(zero_copy_only=False), dtype=np.uint8)
-    s, v = _core.score(sim, observed, rel, codes, vf, vt, dep, specs, to_us(as_of, "as_of"),
-                       _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
-                       _INVALID[policy.deprecated], float(policy.tau), int(threads))
+    try:
+        s, v = _core.score(sim, observed, rel, codes, vf, vt, dep, specs, to_us(as_of, "as_of"),
+                           _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
+                           _INVALID[policy.deprecated], float(policy.tau), int(threads))
+    except ValueError as e:
+        m = re.match(r"reliability must be in \(0, 1\] at row (\d+)", str(e))
+        if m:
+            raise QueryError(f"column 'reliability', row {m.group(1)}: must be in (0, 1]") from None
+        raise
     return t.append_column("validity", pa.array(v)).append_column("score", pa.array(s))

@@ -231,6 +231,31 @@ def test_score_single_family_each():
 
 
 @needs_kernel
+@pytest.mark.parametrize("decay", [ce.Exponential(half_life=30), ce.Gaussian(sigma=30)])
+@pytest.mark.parametrize("bad", [0.0, 1.5, float("nan"), -0.2])
+def test_bad_reliability_named_on_both_kernel_paths(decay, bad):
+    """Reliability is checked inside the kernel's pass (exponential fast path and the
+    general path alike): the error names the first offending row."""
+    n = 70_000  # more than one kernel chunk
+    rel = np.full(n, 0.9, np.float32)
+    rel[[66_000, 69_000]] = bad
+    cands = {"similarity": np.full(n, 0.5, np.float32), "observed_at": np.zeros(n, np.int64),
+             "reliability": rel}
+    with pytest.raises(QueryError, match=r"column 'reliability', row 66000: must be in \(0, 1\]"):
+        ce.score(cands, as_of=10**12, policy=ce.ScoringPolicy(decay=decay))
+
+
+def test_core_score_names_type_codes_out_of_range():
+    from chrono_engine import _core
+    n = 70_000
+    codes = np.zeros(n, np.int32)
+    codes[65_537] = 3
+    specs = np.array([[1.0, 0.1, 0.0, 1.0, 0.0], [1.0, 0.2, 0.0, 1.0, 0.0]])  # two exponential types
+    with pytest.raises(ValueError, match="row 65537"):
+        _core.score(np.zeros(n, np.float32), np.zeros(n, np.int64), None, codes, None, None, None, specs,
+                    0, 0, 0.75, 0.1, 0, 0.0, 1)
+
+
 def test_score_reliability_scales_validity():
     n = 100
     rel = np.linspace(0.01, 1.0, n).astype(np.float32)

@@ -26,8 +26,6 @@ void bind_score(py::module_& m) {
         a.valid_to = checked(valid_to, n, "valid_to");
         a.deprecated = checked(deprecated, n, "deprecated");
         if ((a.valid_from == nullptr) != (a.valid_to == nullptr)) throw std::invalid_argument("valid_from and valid_to go together");
-        if (a.type) for (std::size_t i = 0; i < n; ++i)
-          if (a.type[i] < 0 || static_cast<std::size_t>(a.type[i]) >= sp.size()) throw std::invalid_argument("fact type code out of range at row " + std::to_string(i));
         a.specs = sp.data();
         a.n_types = sp.size();
         a.t_query = t;
@@ -44,10 +42,22 @@ void bind_score(py::module_& m) {
           const Kernels& k = kernels();
           constexpr std::size_t chunk = 1 << 16;
           std::size_t nchunks = (n + chunk - 1) / chunk;
+          std::vector<unsigned char> bad(nchunks, 0);
           parallel_for(nchunks, threads, [&](std::size_t c) {
             std::size_t b = c * chunk, e = std::min(n, b + chunk);
-            k.score(a, b, e);
+            ScoreArgs ac = a;
+            ac.bad_type = &bad[c];
+            k.score(ac, b, e);
           });
+          for (std::size_t c = 0; c < nchunks; ++c) {
+            if (!bad[c]) continue;
+            for (std::size_t i = c * chunk; i < n; ++i) {
+              if ((bad[c] & 1) && (a.type[i] < 0 || static_cast<std::size_t>(a.type[i]) >= sp.size()))
+                throw std::invalid_argument("fact type code out of range at row " + std::to_string(i));
+              if ((bad[c] & 2) && !(a.reliability[i] > 0.0f && a.reliability[i] <= 1.0f))
+                throw std::invalid_argument("reliability must be in (0, 1] at row " + std::to_string(i));
+            }
+          }
         }
         return py::make_tuple(out, val);
       },

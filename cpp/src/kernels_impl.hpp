@@ -14,10 +14,20 @@ namespace CHRONO_KNS {
 static inline std::int64_t bits_of(double x) { return __builtin_bit_cast(std::int64_t, x); }
 static inline double from_bits(std::int64_t i) { return __builtin_bit_cast(double, i); }
 
+// static_cast<double>(x) for any int64, in operations AVX2 has (it lacks vcvtqq2pd): the
+// high half converts as int32, the low half through the mantissa; one rounding in the sum,
+// so the result is the correctly rounded value, as the cast gives.
+__attribute__((always_inline)) static inline double i64_to_f64(std::int64_t x) {
+  const double hi = static_cast<double>(static_cast<std::int32_t>(x >> 32));
+  const std::int64_t lo = x & 0xffffffffLL;
+  const double dl = from_bits(0x4330000000000000LL | lo) - 4503599627370496.0;  // exact
+  return hi * 4294967296.0 + dl;
+}
+
 // exp(x) for double, branch-free: k = round(x/ln2) via the 1.5*2^52 trick, r = x - k ln2,
 // a degree-12 Taylor polynomial on |r| <= ln2/2 (relative error < 2e-16), scaled by 2^k.
 // x < -708 flushes towards 0 (subnormals are not needed for decay values), NaN stays NaN.
-static inline double vexp(double x) {
+__attribute__((always_inline)) static inline double vexp(double x) {
   const double lo = -708.0, hi = 709.0;
   double xc = x < lo ? lo : (x > hi ? hi : x);
   const double magic = 6755399441055744.0;  // 1.5 * 2^52
@@ -46,7 +56,7 @@ static inline double vexp(double x) {
 
 // log(x) for x > 0 (finite); x == 0 -> -inf, x < 0 or NaN -> NaN. m in [sqrt(.5), sqrt(2)),
 // log(m) = 2 atanh(s), s = (m-1)/(m+1), odd series to s^23.
-static inline double vlog(double x) {
+__attribute__((always_inline)) static inline double vlog(double x) {
   // subnormals: scale into the normal range first (2^54), correct the exponent after
   bool sub = x > 0.0 && x < 2.2250738585072014e-308;
   double xs = sub ? x * 18014398509481984.0 : x;
@@ -185,9 +195,116 @@ static float l2sq(const float* a, const float* b, std::size_t d) {
 
 static float dot(const float* a, const float* b, std::size_t d) { return dot_one(a, b, d); }
 
+// ce.score when every fact type decays exponentially (or not at all) and asymmetrically:
+// one branch-free pass, the type's parameters gathered per row. The arithmetic is that of
+// decay_one / clamp_age and of the general loop below, so both paths agree bit for bit.
+template <bool Rel, bool Typ, bool Val, bool Dep, bool Lin, bool Uni>
+static void score_exp(const ScoreArgs& A, std::size_t begin, std::size_t end, const double* __restrict P0,
+                      const double* __restrict P1, const double* __restrict SC, double pen_bad) {
+  // Uni: every type has the same scale and offset (only the rate differs): one gather
+  const double sc0 = SC[0], p10 = P1[0];
+  const double t = static_cast<double>(A.t_query);
+  const std::int64_t tq = A.t_query;
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const double alpha = A.alpha, tau = A.tau;
+  const float* __restrict sim = A.similarity;
+  const std::int64_t* __restrict obs = A.observed;
+  const float* __restrict rel = A.reliability;
+  const std::int32_t* __restrict typ = A.type;
+  const std::int64_t* __restrict vf = A.valid_from;
+  const std::int64_t* __restrict vt = A.valid_to;
+  const std::uint8_t* __restrict dep = A.deprecated;
+  float* __restrict os = A.out_score;
+  float* __restrict ov = A.out_validity;
+  const std::uint32_t nt = static_cast<std::uint32_t>(A.n_types);
+  std::uint32_t bad = 0, badr = 0;
+  for (std::size_t i = begin; i < end; ++i) {
+    const std::uint32_t u = Typ ? static_cast<std::uint32_t>(typ[i]) : 0u;
+    bad |= Typ ? static_cast<std::uint32_t>(u >= nt) : 0u;
+    const std::uint32_t j = u < nt ? u : 0u;  // clamped: never reads outside the tables
+    const double age = (t - i64_to_f64(obs[i])) / kMicrosPerDay;
+    double a = age > 0.0 ? age : 0.0;
+    a = age != age ? age : a;
+    a = a * (Uni ? sc0 : SC[j]);
+    double x = a - (Uni ? p10 : P1[j]);
+    x = x > 0.0 ? x : 0.0;
+    x = a != a ? a : x;
+    const double dec = vexp(-P0[j] * x);
+    const double q = Rel ? static_cast<double>(rel[i]) : 1.0;
+    badr |= Rel ? static_cast<std::uint32_t>(!((q > 0.0) & (q <= 1.0))) : 0u;
+    const double v = q * dec;
+    const double s = sim[i];
+    double f;
+    if (Lin) f = alpha * s + (1.0 - alpha) * v;
+    else { const double sp = s < 0.0 ? 0.0 : (s > 1.0 ? 1.0 : s); f = sp * v; }
+    bool ok = true;
+    if (Val) ok = (vf[i] <= tq) & (tq < vt[i]);
+    if (Dep) ok = ok & (dep[i] == 0);
+    const double pen = ok ? 1.0 : pen_bad;
+    f = pen == 0.0 ? ninf : f * pen;
+    f = v < tau ? ninf : f;
+    os[i] = static_cast<float>(f);
+    ov[i] = static_cast<float>(v);
+  }
+  if ((bad || badr) && A.bad_type) *A.bad_type |= static_cast<unsigned char>((bad ? 1 : 0) | (badr ? 2 : 0));
+}
+
+template <bool Rel, bool Typ, bool Val, bool Dep>
+static void score_exp_fusion(const ScoreArgs& A, std::size_t b, std::size_t e, const double* P0,
+                             const double* P1, const double* SC, double pen_bad) {
+  bool uni = true;
+  for (std::size_t j = 1; j < A.n_types; ++j) uni = uni && SC[j] == SC[0] && P1[j] == P1[0];
+  if (A.fusion == 0) {
+    if (uni) score_exp<Rel, Typ, Val, Dep, false, true>(A, b, e, P0, P1, SC, pen_bad);
+    else score_exp<Rel, Typ, Val, Dep, false, false>(A, b, e, P0, P1, SC, pen_bad);
+  } else {
+    if (uni) score_exp<Rel, Typ, Val, Dep, true, true>(A, b, e, P0, P1, SC, pen_bad);
+    else score_exp<Rel, Typ, Val, Dep, true, false>(A, b, e, P0, P1, SC, pen_bad);
+  }
+}
+
+// true if the fast path ran
+static bool score_fast(const ScoreArgs& A, std::size_t b, std::size_t e) {
+  constexpr std::size_t kMaxTypes = 1024;
+  if (A.n_types == 0 || A.n_types > kMaxTypes || A.out_validity == nullptr) return false;
+  double P0[kMaxTypes], P1[kMaxTypes], SC[kMaxTypes];
+  for (std::size_t j = 0; j < A.n_types; ++j) {
+    const DecaySpec& s = A.specs[j];
+    if (s.symmetric) return false;
+    if (s.code == DecayCode::Exponential) { P0[j] = s.p0; P1[j] = s.p1; SC[j] = s.scale; }
+    else if (s.code == DecayCode::None) { P0[j] = 0.0; P1[j] = 0.0; SC[j] = s.scale; }
+    else return false;
+  }
+  const double pen_bad = A.invalid_policy == 0 ? A.penalty : (A.invalid_policy == 1 ? 0.0 : 1.0);
+  const bool rel = A.reliability != nullptr, typ = A.type != nullptr && A.n_types > 1;
+  const bool val = A.valid_from != nullptr, dep = A.deprecated != nullptr;
+  const int key = (rel ? 8 : 0) | (typ ? 4 : 0) | (val ? 2 : 0) | (dep ? 1 : 0);
+  switch (key) {
+#define CHRONO_SCORE_CASE(K) \
+    case K: score_exp_fusion<(K & 8) != 0, (K & 4) != 0, (K & 2) != 0, (K & 1) != 0>(A, b, e, P0, P1, SC, pen_bad); break;
+    CHRONO_SCORE_CASE(0) CHRONO_SCORE_CASE(1) CHRONO_SCORE_CASE(2) CHRONO_SCORE_CASE(3)
+    CHRONO_SCORE_CASE(4) CHRONO_SCORE_CASE(5) CHRONO_SCORE_CASE(6) CHRONO_SCORE_CASE(7)
+    CHRONO_SCORE_CASE(8) CHRONO_SCORE_CASE(9) CHRONO_SCORE_CASE(10) CHRONO_SCORE_CASE(11)
+    CHRONO_SCORE_CASE(12) CHRONO_SCORE_CASE(13) CHRONO_SCORE_CASE(14) CHRONO_SCORE_CASE(15)
+#undef CHRONO_SCORE_CASE
+  }
+  return true;
+}
+
 // Rescoring kernel (ce.score): rows are processed in blocks; within a block each fact type's
 // decay is evaluated by the vectorised family loop, then fused.
 static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
+  if (score_fast(A, begin, end)) return;
+  {  // the general path indexes tables by type: check codes (and reliabilities) first
+    std::uint32_t bad = 0, badr = 0;
+    if (A.type) for (std::size_t i = begin; i < end; ++i) bad |= static_cast<std::uint32_t>(A.type[i]) >= A.n_types;
+    if (A.reliability)
+      for (std::size_t i = begin; i < end; ++i) badr |= !((A.reliability[i] > 0.0f) & (A.reliability[i] <= 1.0f));
+    if (bad || badr) {
+      if (A.bad_type) *A.bad_type |= static_cast<unsigned char>((bad ? 1 : 0) | (badr ? 2 : 0));
+      return;
+    }
+  }
   constexpr std::size_t B = 512;
   double age[B], dec[B];
   const double ninf = -std::numeric_limits<double>::infinity();

@@ -46,6 +46,10 @@ struct ScoreArgs {
   double tau;          // validity below tau: score = -inf
   float* out_score;    // n
   float* out_validity; // n or null
+  // bit 1: a row's type code is outside [0, n_types); bit 2: a reliability outside (0, 1]
+  // (or NaN). The outputs are then meaningless and the caller reports the row: checked
+  // inside the pass rather than in extra passes over the columns.
+  unsigned char* bad_type = nullptr;
 };
 
 // Chosen once, at first use.
