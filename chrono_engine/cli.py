@@ -21,7 +21,8 @@ that is a terminal, so ``--json`` output and pipes stay clean).
 Exit codes: 0 success; 1 the engine refused the input or the request (bad column, unknown
 id, lifecycle rule...); 2 usage error (unknown flag, missing argument); 3 a file is missing
 or unreadable. Errors are one line on stderr saying what to do; ``--debug`` shows the
-traceback instead.
+traceback instead. A reader that closes the pipe early (``chrono demo | head``) ends the
+command quietly with 1, as Python's documentation recommends.
 """
 from __future__ import annotations
 
@@ -533,6 +534,10 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    except BrokenPipeError:  # `chrono demo | head`: the reader left; no message
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_REFUSED
     except OSError as e:
         if debug:
