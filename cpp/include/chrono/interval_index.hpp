@@ -31,7 +31,7 @@ class IntervalIndex {
   std::size_t size() const { return n_static_ + delta_.size(); }
 
   std::size_t count_valid_at(micros t) const {
-    std::size_t c = static_cast<std::size_t>(std::upper_bound(froms_.begin(), froms_.end(), t) - froms_.begin()) -
+    std::size_t c = starts_through(t) -
                     static_cast<std::size_t>(std::upper_bound(tos_.begin(), tos_.end(), t) - tos_.begin());
     for (const auto& e : delta_) c += (e.from <= t && t < e.to);
     return c;
@@ -40,7 +40,7 @@ class IntervalIndex {
   std::size_t count_overlapping(micros a, micros b) const {
     if (a >= b) return 0;
     // overlap [from, to) with [a, b): from < b and to > a
-    std::size_t started = static_cast<std::size_t>(std::lower_bound(froms_.begin(), froms_.end(), b) - froms_.begin());
+    std::size_t started = starts_before(b);
     std::size_t ended = static_cast<std::size_t>(std::upper_bound(tos_.begin(), tos_.end(), a) - tos_.begin());
     std::size_t c = started - std::min(started, ended);
     for (const auto& e : delta_) c += (e.from < b && e.to > a);
@@ -59,8 +59,8 @@ class IntervalIndex {
     stab(root_, a, emit);
     // intervals starting inside (a, b) overlap and were not stabbed at a
     auto it = std::upper_bound(by_from_.begin(), by_from_.end(), a,
-                               [](micros v, const Entry& e) { return v < e.from; });
-    for (; it != by_from_.end() && it->from < b; ++it) emit(it->row);
+                               [](micros v, const Key& e) { return v < e.t; });
+    for (; it != by_from_.end() && it->t < b; ++it) emit(it->row);
     for (const auto& e : delta_) if (e.from < b && e.to > a) emit(e.row);
   }
 
@@ -75,12 +75,13 @@ class IntervalIndex {
       items[i] = {iv.first, iv.second, static_cast<row_t>(i)};
     }
     n_static_ = items.size();
-    froms_.resize(n_static_); tos_.resize(n_static_);
-    for (std::size_t i = 0; i < n_static_; ++i) { froms_[i] = items[i].from; tos_[i] = items[i].to; }
-    std::sort(froms_.begin(), froms_.end());
+    tos_.resize(n_static_);
+    by_from_.resize(n_static_);
+    for (std::size_t i = 0; i < n_static_; ++i) { tos_[i] = items[i].to; by_from_[i] = {items[i].from, items[i].row}; }
     std::sort(tos_.begin(), tos_.end());
-    by_from_ = items;
-    std::sort(by_from_.begin(), by_from_.end(), [](const Entry& x, const Entry& y) { return x.from < y.from; });
+    std::sort(by_from_.begin(), by_from_.end(), [](const Key& x, const Key& y) { return x.t < y.t; });
+    by_from_.shrink_to_fit();
+    tos_.shrink_to_fit();
     nodes_.clear(); by_start_.clear(); by_end_.clear();
     by_start_.reserve(n); by_end_.reserve(n);
     root_ = build(items);
@@ -89,12 +90,26 @@ class IntervalIndex {
   }
 
   std::size_t memory_bytes() const {
-    return (by_from_.capacity() + by_start_.capacity() + by_end_.capacity() + delta_.capacity()) * sizeof(Entry) +
-           (froms_.capacity() + tos_.capacity()) * sizeof(micros) + nodes_.capacity() * sizeof(Node);
+    return (by_from_.capacity() + by_start_.capacity() + by_end_.capacity()) * sizeof(Key) +
+           delta_.capacity() * sizeof(Entry) + tos_.capacity() * sizeof(micros) + nodes_.capacity() * sizeof(Node);
   }
 
  private:
   struct Entry { micros from, to; row_t row; };
+  // An endpoint and its row, packed to 12 bytes (three of these arrays are the index).
+#pragma pack(push, 4)
+  struct Key { micros t; row_t row; };
+#pragma pack(pop)
+  static_assert(sizeof(Key) == 12, "Key must pack to 12 bytes");
+  // how many static intervals start at or before t / before t
+  std::size_t starts_through(micros t) const {
+    return static_cast<std::size_t>(std::upper_bound(by_from_.begin(), by_from_.end(), t,
+                                                     [](micros v, const Key& e) { return v < e.t; }) - by_from_.begin());
+  }
+  std::size_t starts_before(micros t) const {
+    return static_cast<std::size_t>(std::lower_bound(by_from_.begin(), by_from_.end(), t,
+                                                     [](const Key& e, micros v) { return e.t < v; }) - by_from_.begin());
+  }
   struct Node {
     micros center;
     std::uint32_t begin, end;  // slice of by_start_ / by_end_
@@ -117,9 +132,9 @@ class IntervalIndex {
     items.clear(); items.shrink_to_fit();
     Node node{c, static_cast<std::uint32_t>(by_start_.size()), 0, -1, -1};
     std::sort(here.begin(), here.end(), [](const Entry& x, const Entry& y) { return x.from < y.from; });
-    by_start_.insert(by_start_.end(), here.begin(), here.end());
+    for (const Entry& e : here) by_start_.push_back({e.from, e.row});
     std::sort(here.begin(), here.end(), [](const Entry& x, const Entry& y) { return x.to > y.to; });
-    by_end_.insert(by_end_.end(), here.begin(), here.end());
+    for (const Entry& e : here) by_end_.push_back({e.to, e.row});
     node.end = static_cast<std::uint32_t>(by_start_.size());
     std::int32_t id = static_cast<std::int32_t>(nodes_.size());
     nodes_.push_back(node);
@@ -135,19 +150,19 @@ class IntervalIndex {
     while (id >= 0) {
       const Node& nd = nodes_[static_cast<std::size_t>(id)];
       if (t < nd.center) {
-        for (std::uint32_t i = nd.begin; i < nd.end && by_start_[i].from <= t; ++i) emit(by_start_[i].row);
+        for (std::uint32_t i = nd.begin; i < nd.end && by_start_[i].t <= t; ++i) emit(by_start_[i].row);
         id = nd.left;
       } else {
-        for (std::uint32_t i = nd.begin; i < nd.end && by_end_[i].to > t; ++i) emit(by_end_[i].row);
+        for (std::uint32_t i = nd.begin; i < nd.end && by_end_[i].t > t; ++i) emit(by_end_[i].row);
         id = nd.right;
       }
     }
   }
 
-  std::vector<Entry> by_from_;   // static part sorted by from (overlap queries)
-  std::vector<micros> froms_, tos_;  // sorted endpoints (counting)
+  std::vector<Key> by_from_;     // static part sorted by from (counting and overlap queries)
+  std::vector<micros> tos_;      // sorted ends (counting)
   std::vector<Node> nodes_;
-  std::vector<Entry> by_start_, by_end_;
+  std::vector<Key> by_start_, by_end_;  // per tree node: (from, row) by from, (to, row) by to desc
   std::vector<Entry> delta_;
   std::size_t n_static_ = 0;
   std::int32_t root_ = -1;
