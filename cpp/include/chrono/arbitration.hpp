@@ -31,26 +31,49 @@ inline bool in_force(const Meta& m, const TimeContext& c) {
   return true;
 }
 
+// Rows of each stem (document lineage) as singly linked lists: 4 bytes per stem and per
+// row (a vector per stem cost ~24 bytes of header each). Appends are O(1); a stem's rows
+// come newest first, which no reader depends on.
+class StemRows {
+ public:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  void add(std::uint32_t stem, std::uint32_t row) {
+    if (stem >= head_.size()) head_.resize(static_cast<std::size_t>(stem) + 1, kNone);
+    if (row >= next_.size()) next_.resize(static_cast<std::size_t>(row) + 1, kNone);
+    next_[row] = head_[stem];
+    head_[stem] = row;
+  }
+  template <class F>
+  void for_each(std::uint32_t stem, F&& f) const {
+    if (stem >= head_.size()) return;
+    for (std::uint32_t r = head_[stem]; r != kNone; r = next_[r]) f(r);
+  }
+  std::size_t memory_bytes() const { return (head_.capacity() + next_.capacity()) * sizeof(std::uint32_t); }
+
+ private:
+  std::vector<std::uint32_t> head_, next_;
+};
+
 // The winning version of a stem: among rows known at known_at, the maximum of
 // (in force for the mode, version). Every row (chunk) of that version wins; rows of a stem
 // are few (1-5 versions, a few chunks each). Returns false if no row of the stem is known.
-inline bool stem_winner_key(const std::vector<std::uint32_t>& rows, const std::vector<Meta>& meta,
+inline bool stem_winner_key(const StemRows& stems, std::uint32_t stem, const std::vector<Meta>& meta,
                             const TimeContext& c, std::pair<int, std::uint64_t>& best) {
   bool found = false;
-  for (std::uint32_t r : rows) {
+  stems.for_each(stem, [&](std::uint32_t r) {
     const Meta& m = meta[r];
-    if (!m.known_at(c.known_at)) continue;
+    if (!m.known_at(c.known_at)) return;
     std::pair<int, std::uint64_t> key{in_force(m, c) ? 1 : 0, m.version};
     if (!found || key > best) { best = key; found = true; }
-  }
+  });
   return found;
 }
 
 // Is `row` part of its stem's winning version?
-inline bool is_stem_winner(std::uint32_t row, const std::vector<std::uint32_t>& rows, const std::vector<Meta>& meta,
-                           const TimeContext& c) {
+inline bool is_stem_winner(std::uint32_t row, const StemRows& stems, std::uint32_t stem,
+                           const std::vector<Meta>& meta, const TimeContext& c) {
   std::pair<int, std::uint64_t> best;
-  if (!stem_winner_key(rows, meta, c, best)) return false;
+  if (!stem_winner_key(stems, stem, meta, c, best)) return false;
   const Meta& m = meta[row];
   return m.known_at(c.known_at) && best == std::make_pair(in_force(m, c) ? 1 : 0, m.version);
 }

@@ -194,7 +194,7 @@ class Searcher {
     if (!p_.arbitrate) return true;
     std::int32_t stem = meta_[row].stem;
     if (stem < 0) return true;
-    return is_stem_winner(row, st_.stems()[static_cast<std::size_t>(stem)], meta_, p_.time);
+    return is_stem_winner(row, st_.stems(), static_cast<std::uint32_t>(stem), meta_, p_.time);
   }
 
   // ----- top-k heap: worst on top; ties broken by ascending id

@@ -87,8 +87,7 @@ class Store {
       m.fact_type = c.fact_type[i];
       m.deprecated = c.deprecated[i];
       if (m.stem >= 0) {
-        if (static_cast<std::size_t>(m.stem) >= stems_.size()) stems_.resize(static_cast<std::size_t>(m.stem) + 1);
-        stems_[static_cast<std::size_t>(m.stem)].push_back(static_cast<std::uint32_t>(first + i));
+        stems_.add(static_cast<std::uint32_t>(m.stem), static_cast<std::uint32_t>(first + i));
       }
     }
     append_ids(new_ids, first);
@@ -136,7 +135,7 @@ class Store {
   // Unlocked accessors for code that already holds the lock (the planner, exports).
   const std::vector<Meta>& meta() const { return meta_; }
   const std::vector<std::uint64_t>& ids() const { return ids_; }
-  const std::vector<std::vector<std::uint32_t>>& stems() const { return stems_; }
+  const StemRows& stems() const { return stems_; }
   const IntervalIndex& intervals() const { return intervals_; }
   const FreshnessIndex& freshness() const { return fresh_; }
   std::shared_mutex& mutex() const { return mu_; }
@@ -155,8 +154,7 @@ class Store {
       m.ingested_at = c.ingested_at[i]; m.retracted_at = c.retracted_at[i]; m.version = c.version[i];
       m.reliability = c.reliability[i]; m.stem = c.stem[i]; m.fact_type = c.fact_type[i]; m.deprecated = c.deprecated[i];
       if (m.stem >= 0) {
-        if (static_cast<std::size_t>(m.stem) >= stems_.size()) stems_.resize(static_cast<std::size_t>(m.stem) + 1);
-        stems_[static_cast<std::size_t>(m.stem)].push_back(static_cast<std::uint32_t>(i));
+        stems_.add(static_cast<std::uint32_t>(m.stem), static_cast<std::uint32_t>(i));
       }
     }
     append_ids(ids, 0);
@@ -171,8 +169,7 @@ class Store {
 
   std::size_t metadata_bytes() const {
     std::shared_lock<std::shared_mutex> g(mu_);
-    std::size_t stem_bytes = stems_.capacity() * sizeof(stems_[0]);
-    for (const auto& s : stems_) stem_bytes += s.capacity() * sizeof(std::uint32_t);
+    const std::size_t stem_bytes = stems_.memory_bytes();
     return meta_.capacity() * sizeof(Meta) + ids_.capacity() * sizeof(std::uint64_t) +
            id_to_row_.size() * (sizeof(std::uint64_t) + sizeof(std::uint32_t) + 2 * sizeof(void*)) +
            stem_bytes;
@@ -215,7 +212,7 @@ class Store {
   std::unordered_map<std::uint64_t, std::uint32_t> id_to_row_;
   bool identity_ids_ = true;
   std::uint64_t next_id_ = 0;
-  std::vector<std::vector<std::uint32_t>> stems_;
+  StemRows stems_;
   IntervalIndex intervals_;
   FreshnessIndex fresh_;
   std::vector<DecaySpec> specs_{DecaySpec{}};
