@@ -95,7 +95,10 @@ class FreshnessIndex {
   }
 
  private:
-  struct Item { micros t; row_t row; };
+#pragma pack(push, 4)
+  struct Item { micros t; row_t row; };  // packed: 12 bytes per item
+#pragma pack(pop)
+  static_assert(sizeof(Item) == 12, "Item must pack to 12 bytes");
   struct Delta { micros t; row_t row; std::uint16_t type; };
   std::vector<std::vector<Item>> lists_;
   std::vector<Delta> delta_;
