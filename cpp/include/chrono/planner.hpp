@@ -10,9 +10,9 @@
 // caps the score of an item whose similarity is still unknown (threshold algorithm).
 //
 // The certified plan, per query (run for a group of queries at once, see run_group):
-//  1. Seed. When many items are in force, a short filtered HNSW walk (seed_ef) scores a
-//     few similar, eligible items; the k-th of their scores is a valid lower bound theta
-//     on the final k-th score.
+//  1. Seed. When more than seed_min items are in force, a short filtered HNSW walk
+//     (seed_ef) scores a few similar, eligible items; the k-th of their scores is a valid
+//     lower bound theta on the final k-th score.
 //  2. Enumerate candidates from metadata alone, whichever list is shorter:
 //     - the interval index: the items in force at T (or overlapping the window);
 //     - the freshness lists: per fact type, items whose decay can still reach the level
@@ -20,8 +20,9 @@
 //     Items whose bound is below theta are dropped. In latest mode, items out of force
 //     everywhere in the group come in a second stage, at the level theta / penalty.
 //  3. Score: rows in order of their best bound (theta rises); a row is skipped once no
-//     query's bound reaches its k-th score. The group's queries share each vector load:
-//     a row needed by several queries is fetched once.
+//     query's bound reaches its k-th score. Dense metrics read the row's compact int8 copy
+//     first (AnnIndex::compact): its similarity cap decides per query whether the full
+//     vector must be dotted at all. A row needed by several queries is fetched once.
 //  Every item that could still tie or beat the final k-th score has been scored, so the
 //  answer is exact ("certified"), whatever HNSW's recall.
 //
