@@ -10,7 +10,7 @@ True
 from __future__ import annotations
 
 __all__ = ["ChronoError", "SchemaError", "QueryError", "LifecycleError", "NotFoundError",
-           "StorageError", "CorruptStoreError", "TimeParseError"]
+           "StorageError", "CorruptStoreError", "TimeParseError", "DataFileError"]
 
 
 class ChronoError(Exception):
@@ -58,3 +58,13 @@ class CorruptStoreError(StorageError):
 
 class TimeParseError(ChronoError, ValueError):
     """A time expression or time argument could not be understood."""
+
+
+class DataFileError(ChronoError, ValueError):
+    """A dataset file is missing, empty or has a bad line; ``path`` and ``line`` (1-based,
+    None for whole-file problems) say where."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
