@@ -13,6 +13,7 @@
     chrono history STORE STEM           every version of a lineage
     chrono verify CHAINS --validity ... STL robustness of reasoning chains
     chrono plot-decay [STORE]           decay curves as a PNG (matplotlib, extra [plot])
+    chrono tkg eval --data DIR          TKG forecasting metrics (MRR, Hits@k) of a dataset
 
 Libraries: argparse (standard library: sub-commands, generated help, no dependency) and
 tqdm for progress bars (small, maintained, no dependencies; it draws on stderr only when
@@ -394,6 +395,20 @@ def cmd_plot_decay(args) -> int:
     return EXIT_OK
 
 
+def cmd_tkg_eval(args) -> int:
+    from . import tkg
+    d = tkg.load(args.data)
+    res = tkg.evaluate(d, args.split, half_life=args.half_life)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=2)
+    print(f"{args.data} [{args.split}, {res['setting']}, ties: {res['ties']}, {res['model']}]: "
+          f"MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  Hits@3 {res['hits@3']:.4f}  "
+          f"Hits@10 {res['hits@10']:.4f}  ({res['queries']} queries, {res['seconds']:.1f} s, "
+          f"peak {res['peak_mb']:.0f} MB)")
+    return EXIT_OK
+
+
 def cmd_bench(argv: list[str]) -> int:
     from . import bench
     bench.main(argv)
@@ -502,6 +517,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="decay.png", help="PNG path (default decay.png)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_plot_decay)
+
+    p = sub.add_parser("tkg", help="temporal knowledge graph forecasting (tkg eval --data DIR)")
+    tsub = p.add_subparsers(dest="tkg_command", required=True, metavar="TKG_COMMAND")
+    p = tsub.add_parser("eval", help="single-step, time-aware filtered MRR / Hits@k of a dataset "
+                                     "(names or ids format; today's model: a decayed recurrency baseline)")
+    p.add_argument("--data", required=True, help="directory with train.txt, valid.txt, test.txt")
+    p.add_argument("--split", choices=["test", "valid"], default="test")
+    p.add_argument("--half-life", type=float, default=30.0, help="decay half-life in time units (days)")
+    p.add_argument("--json", metavar="PATH", help="also write mrr, hits@1/3/10, queries, seconds, peak_mb")
+    p.set_defaults(run=cmd_tkg_eval)
 
     p = sub.add_parser("verify", help="STL robustness of reasoning chains: rho, bound, re-acquisition targets")
     p.add_argument("chains", help="JSON file: [[[fact_id, ...] per step] per chain]")
