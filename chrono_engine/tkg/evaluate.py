@@ -12,6 +12,8 @@ The scorer is a decayed recurrency baseline (not the rule learner of issue 6): t
 for (s, r, ?, t) is ``Σ exp(-β (t - t'))`` over earlier facts (s, r, o, t'), plus
 ``w_s · Σ exp(-β (t - t'))`` over earlier facts (s, r', o, t') with any relation, plus
 ``w_r · (share of earlier (·, r, o) facts)`` as a fallback for pairs never seen together.
+The defaults (half-life 30 days, w_s = 0.1) were chosen on ICEWS14's valid split (grid:
+half-life 7 / 15 / 30 / 60 × w_s 0 / 0.1 / 0.3; valid MRR 0.356-0.412).
 """
 from __future__ import annotations
 
