@@ -137,7 +137,7 @@ def build_engine():
     return eng, facts
 
 
-def _status(eng, row: dict, now: datetime) -> tuple[str, str]:
+def _status(row: dict, now: datetime) -> tuple[str, str]:
     """(en, zh) status of a stored item at ``now``."""
     if row.get("retracted_at") is not None:
         return "retracted", "已撤回"
@@ -201,7 +201,7 @@ def run(lang: str = "both", out: Callable[[str], Any] = print) -> dict:
         for rank, r in enumerate(top, 1):
             item = eng.history(eng._stems[int(rows["stem"][r])]).to_pylist()
             item = next(x for x in item if x["id"] == int(rows["id"][r]))
-            st_en, st_zh = _status(eng, item, now)
+            st_en, st_zh = _status(item, now)
             status = " / ".join(s for s, on in ((st_en, en), (st_zh, zh)) if on)
             out(f"  {rank}. cos={sims[r]:.3f}  {item['stem_id']} {item['version']} [{status}]  "
                 f"{_short(item['content'])}")

@@ -736,11 +736,12 @@ class Engine:
 
         Raises NotFoundError naming the first unknown id.
         """
+        rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
+        return self._validity_of_rows(at, rows)
+
+    def _validity_of_rows(self, at: Any, rows: np.ndarray) -> np.ndarray:
+        """:meth:`validity` for row numbers already looked up."""
         t = to_us(at, "at")
-        if ids is None:
-            rows = np.arange(len(self), dtype=np.int64)
-        else:
-            rows = self.rows_of(ids)
         out = np.empty(rows.shape[0], dtype=np.float64)
         if rows.shape[0] == 0:
             return out

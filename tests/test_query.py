@@ -1,32 +1,18 @@
 """engine.query end to end on a bilingual, versioned enterprise corpus (the article's story):
 travel policy 2023 -> 2026 (director hotel cap 600 -> 800), an approval-authority table
 revised twice, an SOP retracted; a deterministic hashed bag-of-words embedder."""
-import re
-import zlib
 from datetime import datetime, timezone
 
 import numpy as np
 import pytest
 
 import chrono_engine as ce
+from chrono_engine.demo import DIM, embed  # the demo's hashed bag of words (256 dims)
 from chrono_engine.errors import QueryError
 
-DIM = 256
 NOW = "2026-05-01T10:00:00"
 TZ = "Asia/Shanghai"
 UTC = timezone.utc
-
-
-def embed(text: str) -> np.ndarray:
-    """Hashed bag of words: lower-cased latin words and CJK character uni- and bigrams."""
-    v = np.zeros(DIM, np.float32)
-    toks = re.findall(r"[a-z0-9]+", text.lower())
-    for run in re.findall(r"[\u4e00-\u9fff]+", text):
-        toks += list(run) + [run[i:i + 2] for i in range(len(run) - 1)]
-    for t in toks:
-        v[zlib.crc32(t.encode()) % DIM] += 1.0
-    n = np.linalg.norm(v)
-    return v / n if n else v + 1.0 / np.sqrt(DIM)
 
 
 def row(stem, version, title, content, valid_from):

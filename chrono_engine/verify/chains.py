@@ -123,10 +123,10 @@ def _long_targets(chains: np.ndarray, step_offsets: np.ndarray, chain_offsets: n
     targets[dest] = fid[kept]
 
 
-def _verify_fused(batch: ChainBatch, validity: np.ndarray, gamma: float, args: tuple,
-                  work: int) -> dict[str, np.ndarray]:
-    """One sweep (every validity finite): see :func:`chains_kernel.fused_range`."""
+def verify_arrays(batch: ChainBatch, validity: np.ndarray, gamma: float) -> dict[str, np.ndarray]:
+    """The kernel path on validated inputs: the same dictionary as the NumPy reference."""
     n = batch.n_chains
+    args = (*_kernel_inputs(batch, validity), gamma)
     chain_off, step_off, fact_ids = args[0], args[1], args[2]
     robustness = np.empty(n)
     bound = np.empty(n)
@@ -140,20 +140,15 @@ def _verify_fused(batch: ChainBatch, validity: np.ndarray, gamma: float, args: t
     scratch = np.empty(fact_ids.shape[0] + 1, fact_ids.dtype)
     tstart = np.empty(n, np.int64)
     counts = np.empty(n, np.int64)
-    run(_k.fused_range, _k.fused_pass, n, work, *args, robustness, bound, weakest_step,
-        weakest_fact, step_validity, status, status_at, scratch, tstart, counts)
+    run(_k.chain_range, _k.chain_pass, n, fact_ids.shape[0] + batch.n_steps, *args, robustness,
+        bound, weakest_step, weakest_fact, step_validity, status, status_at, scratch, tstart,
+        counts)
     if status.any():
         _raise_bad_fact(batch, validity, status, status_at)
-    long = np.flatnonzero(counts < 0)
-    room = np.zeros(n, np.int64)  # space for the long chains' targets (before dedup)
-    if long.size:
-        starts = step_off[chain_off[long]].astype(np.int64)
-        lens = step_off[chain_off[long + 1]].astype(np.int64) - starts
-        pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens) + \
-            np.repeat(starts, lens)
-        below = (validity[fact_ids[pos]] < gamma).astype(np.int64)
-        room[long] = np.add.reduceat(below, np.cumsum(lens) - lens)
-        counts[long] = 0
+    long = np.flatnonzero(counts < 0)  # many uses below γ: minus their number
+    room = np.zeros(n, np.int64)       # space for the long chains' targets (before dedup)
+    room[long] = -counts[long]
+    counts[long] = 0
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts + room, out=offsets[1:])
     targets = np.empty(int(offsets[-1]), np.int64)
@@ -170,65 +165,6 @@ def _verify_fused(batch: ChainBatch, validity: np.ndarray, gamma: float, args: t
             src = np.arange(int(new[-1])) + np.repeat(offsets[:-1] - new[:-1], counts)
             targets = targets[src]
             offsets = new
-    trigger = robustness < 0.0
-    return {
-        "robustness": robustness,
-        "satisfied": ~trigger,
-        "bound": bound,
-        "weakest_step": weakest_step,
-        "weakest_fact": weakest_fact,
-        "trigger": trigger,
-        "target_offsets": offsets,
-        "targets": targets,
-        "step_validity": step_validity,
-    }
-
-
-def verify_arrays(batch: ChainBatch, validity: np.ndarray, gamma: float) -> dict[str, np.ndarray]:
-    """The kernel path on validated inputs: the same dictionary as the NumPy reference."""
-    args = (*_kernel_inputs(batch, validity), gamma)
-    work = batch.fact_ids.shape[0] + batch.n_steps
-    if bool(np.isfinite(validity).all()):
-        return _verify_fused(batch, validity, gamma, args, work)
-    return _verify_two_pass(batch, validity, gamma, args, work)
-
-
-def _verify_two_pass(batch: ChainBatch, validity: np.ndarray, gamma: float, args: tuple,
-                     work: int) -> dict[str, np.ndarray]:
-    """Two sweeps, checking every validity a chain uses (the error names the first
-    non-finite one): statistics first, then targets for the chains that need them."""
-    n = batch.n_chains
-    robustness = np.empty(n)
-    bound = np.empty(n)
-    weakest_step = np.empty(n, np.int64)
-    weakest_fact = np.empty(n, np.int64)
-    n_below = np.empty(n, np.int64)
-    step_validity = np.empty(batch.n_steps)
-    status = np.zeros(n, np.int8)
-    status_at = np.zeros(n, np.int64)
-    run(_k.chain_range, _k.chain_pass, n, work, *args, robustness, bound, weakest_step,
-        weakest_fact, n_below, step_validity, status, status_at)
-    if status.any():
-        _raise_bad_fact(batch, validity, status, status_at)
-
-    upper = np.zeros(n + 1, np.int64)
-    np.cumsum(n_below, out=upper[1:])
-    targets = np.empty(int(upper[-1]), np.int64)
-    counts = np.zeros(n, np.int64)
-    todo = np.flatnonzero(n_below)  # only chains with a fact below γ have targets
-    run(_k.targets_range, _k.targets_pass, todo.shape[0], int(upper[-1]), *args, upper, todo,
-        targets, counts)
-    long = np.flatnonzero(counts < 0)
-    if long.size:
-        _long_targets(long, args[1], args[0], args[2], args[3], gamma, upper, targets, counts)
-    if int(counts.sum()) == targets.shape[0]:  # no fact used twice below γ in one chain
-        offsets = upper
-    else:  # close the gaps left by duplicates
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        total = int(offsets[-1])
-        src = np.arange(total) + np.repeat(upper[:-1] - offsets[:-1], counts)
-        targets = targets[src]
     trigger = robustness < 0.0
     return {
         "robustness": robustness,
@@ -296,7 +232,7 @@ def _verify_against_engine(batch: ChainBatch, engine: Any, t: Any, gamma: float)
         missing = uniq[np.flatnonzero(rows < 0)[0]]
         k = int(np.flatnonzero(ids == missing)[0])
         raise QueryError(f"{_location(batch, k)}: fact id {int(missing)} is not in the engine")
-    v = engine.validity(t, uniq)
+    v = engine._validity_of_rows(t, rows)
     local = ChainBatch(batch.chain_offsets, batch.step_offsets, inv.astype(np.int64).reshape(-1))
     arrays = verify_arrays(local, v, gamma)
     wf = arrays["weakest_fact"]

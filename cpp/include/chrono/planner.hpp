@@ -426,6 +426,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const bool dense = qs[0].uses_dot();
   const bool product = qs[0].product();
   alignas(64) float A[64], B[64], E[64], B2[64];
+  alignas(64) double Ad[64], Bd[64];  // the bound's coefficients unrounded (metadata pass)
   double NQ[64];  // |q| rounded up (the compact copy's error term scales with it)
   for (std::size_t g = 0; g < G; ++g) {
     double n2 = 0.0;
@@ -435,6 +436,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   for (std::size_t g = 0; g < G; ++g) {
     double a, b, c, e, b2;
     qs[g].linear_form(a, b, c, e, b2);
+    Ad[g] = a; Bd[g] = b;
     A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
   }
   auto process = [&](int stage) {
@@ -448,7 +450,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     if (val.size() < rows.size() * Gp) { val.resize(rows.size() * Gp); pen.resize(rows.size() * Gp); }
     std::vector<std::size_t> counts(G, 0);
     {
-      alignas(64) double ages[64], dec[64], th[64], Td[64], Ad[64], Bd[64], bb[64];
+      alignas(64) double ages[64], dec[64], th[64], Td[64], bb[64];
       alignas(64) float Vt[64] = {}, Pt[64] = {};
       alignas(64) micros Ki[64], X1[64], X2[64];
       alignas(64) std::uint32_t cnt[64];
@@ -461,9 +463,6 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         th[g] = qs[g].current_theta();
         Td[g] = static_cast<double>(tc.t);
         Ki[g] = tc.known_at;
-        double a, b, c, e, b2;
-        qs[g].linear_form(a, b, c, e, b2);
-        Ad[g] = a; Bd[g] = b;
         cnt[g] = 0;
         // in force <=> valid_from <= X1 && valid_to > X2 (and not deprecated in latest mode)
         switch (mode) {
