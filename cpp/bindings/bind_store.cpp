@@ -257,6 +257,22 @@ void bind_store(py::module_& m) {
       .def("columns", &PyStore::columns_out)
       .def("columns_at", &PyStore::columns_at)
       .def("vectors", &PyStore::vectors)
+      .def("compact", [](PyStore& p, carray<std::uint32_t> rows) {
+        // (codes, scale, err) of the compact copy for `rows` (tests check its bound)
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        const auto& ann = p.s->ann();
+        const std::size_t d = p.s->dim(), n = static_cast<std::size_t>(rows.size());
+        py::array_t<std::int8_t> codes({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(d)});
+        py::array_t<float> scale(static_cast<py::ssize_t>(n)), err(static_cast<py::ssize_t>(n));
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::uint32_t r = rows.data()[i];
+          if (r >= p.s->size()) throw std::out_of_range("row out of range");
+          std::copy_n(ann.compact(r), d, codes.mutable_data() + i * d);
+          scale.mutable_data()[i] = ann.compact_scale(r);
+          err.mutable_data()[i] = ann.compact_err(r);
+        }
+        return py::make_tuple(codes, scale, err);
+      })
       .def("rows_valid_at", &PyStore::rows_valid_at)
       .def("rows_overlapping", &PyStore::rows_overlapping)
       .def("count_valid_at", [](PyStore& p, std::int64_t t) {
