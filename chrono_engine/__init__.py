@@ -26,16 +26,20 @@ __all__ = ["Engine", "QueryResult", "article_reference_pipeline", "Decay", "Deca
            "NoDecay", "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
            "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
+           "TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate",
            "build_info", "errors", "__version__"]
 
 # Layer 3 (verify) compiles Numba kernels: imported on first use, not with the package.
+# Layer 1 (embed) loads onnxruntime: also imported on first use.
 _LAZY = {"verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl"}
+_LAZY_EMBED = {"TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        from . import verify
-        value = getattr(verify, name)
+    if name in _LAZY or name in _LAZY_EMBED:
+        import importlib
+        module = importlib.import_module(".verify" if name in _LAZY else ".embed", __name__)
+        value = getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'chrono_engine' has no attribute {name!r}")

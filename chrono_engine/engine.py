@@ -168,10 +168,18 @@ class Engine:
     Times are UTC: naive datetimes and strings without an offset are read as UTC.
     """
 
-    def __init__(self, dim: int, metric: str = "cosine", decay: Any = None, *, M: int = 16,
+    def __init__(self, dim: int | None = None, metric: str = "cosine", decay: Any = None, *, M: int = 16,
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
                  ef_max: int = 4096, scan_limit: int = 50_000, seed_ef: int = 32,
-                 seed_min: int = 50_000, group: int = 32, seed: int = 100) -> None:
+                 seed_min: int = 50_000, group: int = 32, seed: int = 100,
+                 embedder: Any = None) -> None:
+        if embedder is not None and hasattr(embedder, "embed"):
+            if dim is None:
+                dim = embedder.dim
+            elif dim != embedder.dim:
+                raise QueryError(f"dim={dim} but the embedder produces {embedder.dim}-dimensional vectors")
+        elif dim is None:
+            raise QueryError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim <= 0:
             raise QueryError(f"dim must be a positive integer, got {dim!r}")
         if metric not in ("cosine", "ip", "l2"):
@@ -196,8 +204,11 @@ class Engine:
         self._table: pa.Table | None = None
         self._write = threading.Lock()  # one writer at a time; readers never block on it
         #: Text embedder :meth:`query` uses when no ``embed=`` is given: a callable
-        #: ``str -> vector`` of length ``dim`` (None: query needs ``embed=``).
-        self.embedder: Callable[[str], Any] | None = None
+        #: ``str -> vector`` of length ``dim``, or a time-aware
+        #: :class:`~chrono_engine.TemporalEmbedder` (then :meth:`ingest` also embeds rows
+        #: that have ``content`` and no ``vector``, at their ``observed_at`` / ``valid_from``,
+        #: and :meth:`query` embeds the question at its query time). None: query needs ``embed=``.
+        self.embedder: Any = embedder
 
     # ------------------------------------------------------------------ properties
     @property
@@ -230,10 +241,50 @@ class Engine:
         required). A rejected batch raises :class:`~chrono_engine.errors.SchemaError`
         naming the column, row and rule, and changes nothing.
         """
+        rows = self._with_vectors(rows)  # embedding runs before the write lock
         with self._write:
             batch = normalize_rows(rows, dim=self._dim, metric=self._metric,
                                    known_fact_type=self._policy.knows, now_us=_now_us())
             return self._append(batch)
+
+    def _with_vectors(self, rows: Any) -> Any:
+        """Rows with ``content`` and no ``vector`` embedded by a time-aware embedder."""
+        emb = self.embedder
+        if emb is None or not hasattr(emb, "embed"):
+            return rows
+        from .schema import _canon, _raw_columns, _times
+        raw = _raw_columns(rows)
+        if "vector" in raw or "content" not in raw:
+            return rows  # normal validation names what is missing
+        n = len(raw["content"])
+        if n == 0 or "valid_from" not in raw:
+            return rows
+        content = _canon("content", raw["content"])
+        texts = content.to_pylist() if isinstance(content, pa.Array) else list(content)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise SchemaError(f"column 'content', row {i}: no text to embed and no 'vector' (embedding)",
+                                  column="content", row=i, rule="embedding")
+        t_us, _ = _times("valid_from", _canon("valid_from", raw["valid_from"]), nullable=False)
+        if "observed_at" in raw:
+            obs, nulls = _times("observed_at", _canon("observed_at", raw["observed_at"]), nullable=True)
+            t_us = obs if nulls is None else np.where(nulls, t_us, obs)
+        modality = None
+        if emb.temporal.modalities:
+            if "modality" not in raw:
+                raise SchemaError(f"column 'modality' is required: the embedder encodes modalities "
+                                  f"{emb.temporal.modalities} (embedding)", column="modality", rule="embedding")
+            mc = _canon("modality", raw["modality"])
+            modality = mc.to_pylist() if isinstance(mc, pa.Array) else list(mc)
+        from .errors import EmbeddingError
+        try:
+            vectors = emb.embed(texts, t_us, modality)
+        except EmbeddingError as e:
+            raise SchemaError(f"embedding the 'content' column failed: {e} (embedding)",
+                              column="content", rule="embedding") from None
+        out = dict(raw)
+        out["vector"] = vectors
+        return out
 
     def _append(self, batch) -> np.ndarray:
         n = batch.n
@@ -532,16 +583,10 @@ class Engine:
         if fn is None:
             raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
                              "or set engine.embedder")
-        if not callable(fn):
+        if not callable(fn) and not hasattr(fn, "embed_query"):
             raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
         ctx = context(now, tz)
         intent = parse_temporal_intent(text, now=ctx.now, tz=ctx.tz)
-        try:
-            vec = np.asarray(fn(intent.cleaned_query or text), dtype=np.float32)
-        except (TypeError, ValueError) as e:
-            raise QueryError(f"embed returned something that is not a vector: {e}") from None
-        if vec.shape != (self._dim,):
-            raise QueryError(f"embed returned shape {vec.shape}, expected ({self._dim},)")
         now_us = to_us(ctx.now, "now")
         window = None
         if intent.mode == "as_of":
@@ -557,6 +602,16 @@ class Engine:
         else:
             t = now_us
             kw = {"mode": "latest", "as_of": t}
+        question = intent.cleaned_query or text
+        try:
+            if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
+                vec = np.asarray(fn.embed_query(question, at=np.array([t], np.int64)), dtype=np.float32)
+            else:
+                vec = np.asarray(fn(question), dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise QueryError(f"embed returned something that is not a vector: {e}") from None
+        if vec.shape != (self._dim,):
+            raise QueryError(f"embed returned shape {vec.shape}, expected ({self._dim},)")
         hits = self.search(vec, k, lang=lang, **kw, **options)
         if ctx.tz is not _dt.timezone.utc and hits.num_rows:
             vf = hits.column("valid_from").cast(pa.int64()).to_numpy()

@@ -10,7 +10,8 @@ True
 from __future__ import annotations
 
 __all__ = ["ChronoError", "SchemaError", "QueryError", "LifecycleError", "NotFoundError",
-           "StorageError", "CorruptStoreError", "TimeParseError", "DataFileError"]
+           "StorageError", "CorruptStoreError", "TimeParseError", "DataFileError",
+           "EmbeddingError", "ModelFileError"]
 
 
 class ChronoError(Exception):
@@ -68,3 +69,17 @@ class DataFileError(ChronoError, ValueError):
         super().__init__(message)
         self.path = path
         self.line = line
+
+
+class EmbeddingError(ChronoError, ValueError):
+    """An embedder got input it cannot encode (naive or missing times, wrong dtype, empty
+    batch, mismatched lengths); the message names the argument and row."""
+
+
+class ModelFileError(ChronoError, OSError):
+    """An ONNX model or tokenizer file is missing, unreadable, corrupted or not the graph
+    expected; ``path`` says which."""
+
+    def __init__(self, message: str, *, path: str | None = None):
+        super().__init__(message)
+        self.path = path

@@ -426,7 +426,12 @@ def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
                 raise LifecycleError(f"row {i} has no 'vector' and there is no embedder (pass embed=)")
             if not isinstance(r.get("content"), str):
                 raise LifecycleError(f"row {i} has neither a 'vector' nor 'content' text to embed")
-            r["vector"] = np.asarray(fn(r["content"]), dtype=np.float32).tolist()
+            if hasattr(fn, "embed_query"):  # time-aware: embedded at the row's own time
+                at = r.get("observed_at") or r.get("valid_from") or eff
+                r["vector"] = np.asarray(fn.embed_query(r["content"], at=np.array([_time(at, "observed_at")])),
+                                         dtype=np.float32).tolist()
+            else:
+                r["vector"] = np.asarray(fn(r["content"]), dtype=np.float32).tolist()
         if title is not None:
             r.setdefault("title", title)
         fixed.append(r)
