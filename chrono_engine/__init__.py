@@ -17,6 +17,7 @@ from .decay import (Decay, DecayPolicy, Exponential, Gaussian, HalfLife, Linear,
                     PowerLaw, Weibull, parse_decay)
 from .article import article_reference_pipeline
 from .engine import Engine, QueryResult
+from .fit import OUFit, fit_beta_bernoulli, fit_ou
 from .scoring import ScoringPolicy, score
 from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
 
@@ -26,6 +27,7 @@ __all__ = ["Engine", "QueryResult", "article_reference_pipeline", "Decay", "Deca
            "NoDecay", "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
            "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
+           "fit_ou", "fit_beta_bernoulli", "OUFit",
            "TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate",
            "build_info", "errors", "__version__"]
 
