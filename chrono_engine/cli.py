@@ -398,7 +398,10 @@ def cmd_plot_decay(args) -> int:
 def cmd_tkg_eval(args) -> int:
     from . import tkg
     d = tkg.load(args.data)
-    res = tkg.evaluate(d, args.split, half_life=args.half_life)
+    if args.model == "rules":
+        res = tkg.evaluate_rules(d, args.split, decay=args.decay, seed=args.seed)
+    else:
+        res = tkg.evaluate(d, args.split, half_life=args.half_life)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(res, f, indent=2)
@@ -521,10 +524,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tkg", help="temporal knowledge graph forecasting (tkg eval --data DIR)")
     tsub = p.add_subparsers(dest="tkg_command", required=True, metavar="TKG_COMMAND")
     p = tsub.add_parser("eval", help="single-step, time-aware filtered MRR / Hits@k of a dataset "
-                                     "(names or ids format; today's model: a decayed recurrency baseline)")
+                                     "(names or ids format): temporal rules mined, learned and applied")
     p.add_argument("--data", required=True, help="directory with train.txt, valid.txt, test.txt")
     p.add_argument("--split", choices=["test", "valid"], default="test")
-    p.add_argument("--half-life", type=float, default=30.0, help="decay half-life in time units (days)")
+    p.add_argument("--model", choices=["rules", "recurrency"], default="rules",
+                   help="rules: temporal rules with learned decay (default); recurrency: the decayed baseline")
+    p.add_argument("--decay", choices=["per_rule", "global", "none"], default="per_rule",
+                   help="rules: β per rule, one global β, or no decay (ablation)")
+    p.add_argument("--seed", type=int, default=0, help="rules: random-walk and sampling seed")
+    p.add_argument("--half-life", type=float, default=30.0, help="recurrency: decay half-life in days")
     p.add_argument("--json", metavar="PATH", help="also write mrr, hits@1/3/10, queries, seconds, peak_mb")
     p.set_defaults(run=cmd_tkg_eval)
 

@@ -1,5 +1,6 @@
-"""Single-step, time-aware filtered evaluation of TKG forecasting (``../shared/data/README.md``)
-and the baseline scorer it runs today.
+"""Single-step, time-aware filtered evaluation of TKG forecasting (``../shared/data/README.md``):
+the temporal-rule model (:func:`evaluate_rules`, the default of ``chrono tkg eval``) and a
+decayed recurrency baseline (:func:`evaluate`).
 
 Protocol: each fact (s, r, o, t) of the evaluated split asks (s, r, ?, t) and (o, r⁻¹, ?, t);
 the history for a query at t is every fact of train + valid + test (inverses included) with
@@ -88,3 +89,88 @@ def evaluate(d: TKG, split: str = "test", *, half_life: float = 30.0, w_subject:
             "hits@10": float((ranks <= 10).mean()), "queries": int(len(ranks)), "seconds": seconds,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             "ties": "average", "setting": "single-step, time-aware filtered", "model": "recurrency baseline"}
+
+
+def _steps(d: TKG) -> tuple[np.ndarray, ...]:
+    """The three splits with inverses, times re-based to 0 and divided by the dataset's time
+    step (the gcd of the gaps between distinct times: 1 day for names files, 24 for ICEWS
+    id files in hours), so decay rates are per step."""
+    parts = [_facts(d, s) for s in ("train", "valid", "test")]
+    times = np.unique(np.concatenate([p[:, 3] for p in parts]))
+    t0 = int(times[0])
+    step = int(np.gcd.reduce(np.diff(times))) if len(times) > 1 else 1
+    for p in parts:
+        p[:, 3] = (p[:, 3] - t0) // max(step, 1)
+    return tuple(parts)
+
+
+def _filters(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the other correct objects of (s, r, ?, t) per query (time-aware filter)."""
+    answers: dict = defaultdict(list)
+    for s, r, o, t in queries.tolist():
+        answers[(s, r, t)].append(o)
+    ptr = [0]
+    ent: list = []
+    for s, r, o, t in queries.tolist():
+        ent.extend(x for x in answers[(s, r, t)] if x != o)
+        ptr.append(len(ent))
+    return np.array(ptr, np.int64), np.array(ent, np.int64)
+
+
+def _metrics(ranks: np.ndarray) -> dict:
+    return {"mrr": float((1.0 / ranks).mean()), "hits@1": float((ranks <= 1).mean()),
+            "hits@3": float((ranks <= 3).mean()), "hits@10": float((ranks <= 10).mean()),
+            "queries": int(len(ranks))}
+
+
+def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_000, 200_000),
+                   min_support: int = 2, learn_queries: int = 40_000, decay: str = "per_rule",
+                   length_weights: tuple = (1.0, 0.5, 0.25), max_hop: int = 50, w_rec: float = 0.3,
+                   rec_half_life: float = 60.0, w_other: float = 0.03, w_pop: float = 0.01,
+                   w_count: float = 0.01, seed: int = 0, return_rules: bool = False) -> dict:
+    """MRR and Hits@1/3/10 of the temporal-rule model (:mod:`chrono_engine.tkg.rules`).
+
+    Rules of length 1..3 are mined from train by temporal random walks (``walks`` per
+    length), their (c_j, β_j) fitted on ``learn_queries`` training queries (``decay``:
+    "per_rule", "global" or "none"), then applied to every query of ``split`` with the
+    history strictly before its time. Scores: noisy-OR of w_L c_j e^{-β_j Δ} over rules
+    (length weights ``length_weights``), plus ``w_count`` n/(1+n) for the number n of
+    groundings reaching a candidate, plus ``w_rec`` x the decayed frequency of earlier
+    (s, r, y) facts (other relations count ``w_other``; half-life ``rec_half_life`` steps;
+    normalised by the query's maximum) and, as the fallback for candidates (and queries)
+    no rule reaches, ``w_pop`` x the candidate's decayed popularity as the relation's
+    object (half-life 30 steps). The defaults were chosen on ICEWS14's valid split (valid
+    MRR 0.442; rules alone 0.421).
+    """
+    from . import rules as R
+
+    t0 = time.perf_counter()
+    train, valid, test = _steps(d)
+    hist_facts = np.concatenate([train, valid, test])
+    n_r = 2 * d.n_relations
+    hist = R.build_history(hist_facts, d.n_entities, n_r)
+    rel = R.build_relation_index(hist_facts, n_r)
+    t_load = time.perf_counter()
+    rules = R.mine_rules(train, hist, walks=walks, min_support=min_support, seed=seed)
+    t_mine = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    warm = train[train[:, 3] >= np.quantile(train[:, 3], 0.1)]  # queries with some history
+    lq = warm if learn_queries >= len(warm) else warm[rng.choice(len(warm), learn_queries, replace=False)]
+    hits, tot = R.rule_histograms(rules, lq, hist, max_hop=max_hop)
+    rules = R.learn_rules(rules, hits, tot, decay=decay)
+    t_learn = time.perf_counter()
+    queries = {"train": train, "valid": valid, "test": test}[split]
+    ranks = R.forecast_ranks(rules, queries, hist, rel, _filters(queries), length_weights=length_weights,
+                             max_hop=max_hop, w_rec=w_rec, rec_half_life=rec_half_life, w_other=w_other,
+                             w_pop=w_pop, w_count=w_count)
+    t_apply = time.perf_counter()
+    out = _metrics(ranks)
+    out.update({"seconds": t_apply - t0, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+                "ties": "average", "setting": "single-step, time-aware filtered",
+                "model": f"temporal rules (lengths 1-3, noisy-OR, decay {decay})",
+                "rules": len(rules), "rules_by_length": np.bincount(rules.length, minlength=4)[1:].tolist(),
+                "timings": {"load": t_load - t0, "mine": t_mine - t_load, "learn": t_learn - t_mine,
+                            "apply": t_apply - t_learn}})
+    if return_rules:
+        out["rule_set"] = rules
+    return out

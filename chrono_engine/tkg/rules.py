@@ -1,0 +1,561 @@
+"""Temporal rules over a TKG: mining by temporal random walks, per-rule confidence and decay
+learned from the training split, and rule application for forecasting (Numba kernels).
+
+A cyclic rule of length L (1..3) with head relation h and body relations r_1..r_L reads
+
+    h(X, Y, T) <- r_1(X, Z_1, t_1) ∧ r_2(Z_1, Z_2, t_2) ∧ ... ∧ r_L(Z_{L-1}, Y, t_L),
+    t_1 <= t_2 <= ... <= t_L < T.
+
+**Mining** (TLogic-style): a walk starts from a training fact h(X, Y, T), steps backwards in
+time from Y along L edges (uniform among the admissible edges; the first step strictly
+before T, each later one not after the previous) and must close at X; the relations along
+the way, inverted, are the body. Walks run in parallel with a per-walk splitmix64 stream,
+so mining is deterministic for a seed. A rule is kept when ``min_support`` walks found it.
+
+**Learning**: every rule is applied to a sample of training queries (s, h, ?, T) with the
+history strictly before T. For each (query, rule, candidate y) the most recent grounding
+gives the gap Δ = T − t_L (days); the candidate is a hit when (s, h, y, T) is a fact. Per
+rule, P(hit | Δ) = c · e^{−βΔ} is fitted by maximum likelihood (β on a log grid, c by
+Newton for each β) from per-day histograms, so the ablation's variants (no decay, one
+global β, per-rule β) reuse the same counts.
+
+**Application**: the score of y for (s, h, ?, T) is the noisy-OR over rules
+1 − Π_j (1 − c_j e^{−β_j Δ_j(y)}), Δ_j(y) from rule j's most recent grounding reaching y.
+Noisy-OR (TLogic's choice) rewards independent rules agreeing; with max only the single best
+rule counts and the many weak length-2/3 rules cannot add evidence. Grounding is capped per
+hop (the most recent ``max_hop`` edges) so hub entities stay bounded.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+__all__ = ["History", "RuleSet", "build_history", "mine_rules", "learn_rules", "apply_rules"]
+
+
+@dataclass
+class History:
+    """All facts (with inverses) as a time-sorted adjacency (CSR by subject)."""
+
+    ptr: np.ndarray    # int64 (n_entities + 1)
+    rel: np.ndarray    # int32
+    obj: np.ndarray    # int32
+    t: np.ndarray      # int64
+    n_entities: int
+    n_relations: int   # with inverses (2R)
+    fact_keys: np.ndarray  # sorted int64 keys of (s, r, o, t), for labels
+    t_span: int        # times are in [0, t_span)
+
+
+def fact_key(s, r, o, t, n_e, n_r, t_span):
+    return ((np.asarray(s, np.int64) * n_r + r) * n_e + o) * t_span + t
+
+
+def build_history(facts: np.ndarray, n_entities: int, n_relations: int) -> History:
+    """``facts``: int64 (n, 4) rows (s, r, o, t) including inverses, t >= 0 in time steps;
+    ``n_relations`` = 2R."""
+    order = np.lexsort((facts[:, 3], facts[:, 0]))
+    f = facts[order]
+    ptr = np.zeros(n_entities + 1, np.int64)
+    np.add.at(ptr, f[:, 0] + 1, 1)
+    ptr = np.cumsum(ptr)
+    span = int(f[:, 3].max()) + 1 if len(f) else 1
+    keys = np.unique(fact_key(f[:, 0], f[:, 1], f[:, 2], f[:, 3], n_entities, n_relations, span))
+    return History(ptr, f[:, 1].astype(np.int32), f[:, 2].astype(np.int32), f[:, 3].astype(np.int64),
+                   n_entities, n_relations, keys, span)
+
+
+@dataclass
+class RuleSet:
+    """Rules as rows (head, r_1, r_2, r_3) with -1 padding, their length and parameters."""
+
+    body: np.ndarray     # int32 (n, 4)
+    length: np.ndarray   # int8
+    support: np.ndarray  # walks that found the rule
+    conf: np.ndarray     # c_j (float64)
+    beta: np.ndarray     # β_j per day (float64)
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+
+# ------------------------------------------------------------------ random walks
+@nb.njit(cache=True, inline="always")
+def _mix(x):
+    x = (x + np.uint64(0x9E3779B97F4A7C15))
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x, z ^ (z >> np.uint64(31))
+
+
+@nb.njit(cache=True, inline="always")
+def _end_before(ptr, t, node, T, strict):
+    """End of node's edges with time < T (strict) or <= T."""
+    lo, hi = ptr[node], ptr[node + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if t[mid] < T or (not strict and t[mid] == T):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@nb.njit(cache=True, parallel=True)
+def _walks(hs, hr, ho, ht, ptr, rel, obj, t, n_rel_half, L, n_walks, seed):
+    out = np.full((n_walks, 4), -1, np.int32)
+    inv_shift = n_rel_half
+    for w in nb.prange(n_walks):
+        state = np.uint64(seed) * np.uint64(0x100000001B3) + np.uint64(w) * np.uint64(0x9E3779B97F4A7C15)
+        state, z = _mix(state)
+        f = np.int64(z % np.uint64(len(hs)))
+        X, Y, T = hs[f], ho[f], ht[f]
+        cur = Y
+        tprev = T
+        ok = True
+        body = np.full(3, -1, np.int32)
+        for k in range(L - 1, -1, -1):
+            lo = ptr[cur]
+            hi = _end_before(ptr, t, cur, tprev, k == L - 1)
+            if hi <= lo:
+                ok = False
+                break
+            if k > 0:
+                state, z = _mix(state)
+                e = lo + np.int64(z % np.uint64(hi - lo))
+            else:  # the last step must close the cycle at X
+                cnt = 0
+                for e2 in range(lo, hi):
+                    if obj[e2] == X:
+                        cnt += 1
+                if cnt == 0:
+                    ok = False
+                    break
+                state, z = _mix(state)
+                pick = np.int64(z % np.uint64(cnt))
+                e = lo
+                for e2 in range(lo, hi):
+                    if obj[e2] == X:
+                        if pick == 0:
+                            e = e2
+                            break
+                        pick -= 1
+            r = rel[e]
+            body[k] = r + inv_shift if r < inv_shift else r - inv_shift  # the atom points the other way
+            tprev = t[e]
+            cur = obj[e]
+        if ok:
+            out[w, 0] = hr[f]
+            for k in range(L):
+                out[w, 1 + k] = body[k]
+    return out
+
+
+def mine_rules(train: np.ndarray, hist: History, *, walks: tuple = (200_000, 200_000, 200_000),
+               min_support: int = 2, seed: int = 0) -> RuleSet:
+    """Cyclic rules of length 1..len(walks) from ``walks[L-1]`` temporal random walks each."""
+    rows, lens, sup = [], [], []
+    half = hist.n_relations // 2
+    for L, n in enumerate(walks, start=1):
+        if n <= 0:
+            continue
+        out = _walks(train[:, 0], train[:, 1], train[:, 2], train[:, 3], hist.ptr, hist.rel, hist.obj,
+                     hist.t, half, L, int(n), seed + L)
+        out = out[out[:, 0] >= 0]
+        if not len(out):
+            continue
+        uniq, counts = np.unique(out, axis=0, return_counts=True)
+        keep = counts >= min_support
+        rows.append(uniq[keep])
+        lens.append(np.full(int(keep.sum()), L, np.int8))
+        sup.append(counts[keep])
+    body = np.concatenate(rows) if rows else np.zeros((0, 4), np.int32)
+    n = len(body)
+    return RuleSet(body.astype(np.int32), np.concatenate(lens) if lens else np.zeros(0, np.int8),
+                   np.concatenate(sup) if sup else np.zeros(0, np.int64), np.zeros(n), np.zeros(n))
+
+
+# ------------------------------------------------------------------ grounding
+def _index(rules: RuleSet, n_rel: int):
+    """Lookup tables: length-1 dense (h, r1) -> rule; longer rules as sorted int64 keys,
+    plus sorted prefix keys so a walk can stop early."""
+    r1 = np.full((n_rel, n_rel), -1, np.int32)
+    keys, ids, pre = [], [], []
+    for j, (row, L) in enumerate(zip(rules.body, rules.length)):
+        h, a, b, c = (int(x) for x in row)
+        if L == 1:
+            r1[h, a] = j
+        else:
+            k2 = (h * n_rel + a) * n_rel + b
+            pre.append(h * n_rel + a)
+            if L == 2:
+                keys.append(k2)
+            else:
+                pre.append(k2 + 1_000_000_000_000_000)  # the (h, a, b) prefix of a length-3 rule
+                keys.append(k2 * n_rel + c + 2_000_000_000_000_000)
+            ids.append(j)
+    keys = np.array(keys, np.int64)
+    ids = np.array(ids, np.int32)
+    order = np.argsort(keys, kind="stable")
+    return r1, keys[order], ids[order], np.unique(np.array(pre, np.int64))
+
+
+@nb.njit(cache=True, inline="always")
+def _find(sorted_keys, key):
+    i = np.searchsorted(sorted_keys, key)
+    return i if i < len(sorted_keys) and sorted_keys[i] == key else -1
+
+
+@nb.njit(cache=True, parallel=True)
+def _ground(qs, qr, qt, ptr, rel, obj, t, r1tab, keys, kid, prefix, n_rel, max_hop, cap, anchor_first,
+            out_rule, out_y, out_dt, out_n):
+    """Per query q: (rule, y, Δ) for each rule's most recent grounding reaching y, written to
+    out_*[q, :out_n[q]] (at most ``cap``; extra groundings are dropped)."""
+    P3 = np.int64(1_000_000_000_000_000)
+    for q in nb.prange(len(qs)):
+        s, h, T = qs[q], qr[q], qt[q]
+        n = 0
+        lo0 = ptr[s]
+        hi0 = _end_before(ptr, t, s, T, True)
+        start0 = max(lo0, hi0 - max_hop)
+        for e1 in range(hi0 - 1, start0 - 1, -1):  # most recent first
+            a = rel[e1]
+            z1 = obj[e1]
+            t1 = t[e1]
+            j = r1tab[h, a]
+            if j >= 0 and n < cap:
+                out_rule[q, n] = j
+                out_y[q, n] = z1
+                out_dt[q, n] = T - t1
+                n += 1
+            if _find(prefix, np.int64(h) * n_rel + a) < 0:
+                continue
+            # z1's edges are time-sorted: [first with t >= t1, last with t < T]
+            lo1 = _end_before(ptr, t, z1, t1, True)
+            hi1 = _end_before(ptr, t, z1, T, True)
+            start1 = max(lo1, hi1 - max_hop)
+            for e2 in range(hi1 - 1, start1 - 1, -1):
+                b = rel[e2]
+                z2 = obj[e2]
+                t2 = t[e2]
+                k2 = (np.int64(h) * n_rel + a) * n_rel + b
+                i = _find(keys, k2)
+                if i >= 0 and n < cap:
+                    out_rule[q, n] = kid[i]
+                    out_y[q, n] = z2
+                    out_dt[q, n] = T - (t1 if anchor_first else t2)
+                    n += 1
+                if _find(prefix, k2 + P3) < 0:
+                    continue
+                lo2 = _end_before(ptr, t, z2, t2, True)
+                hi2 = _end_before(ptr, t, z2, T, True)
+                start2 = max(lo2, hi2 - max_hop)
+                for e3 in range(hi2 - 1, start2 - 1, -1):
+                    i3 = _find(keys, k2 * n_rel + rel[e3] + 2 * P3)
+                    if i3 >= 0 and n < cap:
+                        out_rule[q, n] = kid[i3]
+                        out_y[q, n] = obj[e3]
+                        out_dt[q, n] = T - (t1 if anchor_first else t[e3])
+                        n += 1
+        out_n[q] = n
+
+
+def _ground_chunk(q: np.ndarray, hist: History, idx, max_hop: int, cap: int, anchor_first: bool = False):
+    r1, keys, kid, prefix = idx
+    n = len(q)
+    out_rule = np.empty((n, cap), np.int32)
+    out_y = np.empty((n, cap), np.int32)
+    out_dt = np.empty((n, cap), np.int32)
+    out_n = np.zeros(n, np.int64)
+    _ground(q[:, 0], q[:, 1], q[:, 3], hist.ptr, hist.rel, hist.obj, hist.t, r1, keys, kid, prefix,
+            np.int64(hist.n_relations), max_hop, cap, anchor_first, out_rule, out_y, out_dt, out_n)
+    return out_rule, out_y, out_dt, out_n
+
+
+# ------------------------------------------------------------------ learning
+@nb.njit(cache=True)
+def _histogram(qs, qr, qt, out_rule, out_y, out_dt, out_n, keys, n_e, n_r, t_span, n_days, hits, tot):
+    """Most recent grounding per (query, rule, y) -> per-rule day histograms of hits/total."""
+    for q in range(len(out_n)):
+        n = out_n[q]
+        if n == 0:
+            continue
+        k = out_rule[q, :n].astype(np.int64) * n_e + out_y[q, :n]
+        order = np.argsort(k)
+        prev = np.int64(-1)
+        for ii in range(n):
+            i = order[ii]
+            if k[i] == prev:
+                continue  # groundings are emitted most recent first per hop, but take the min Δ
+            prev = k[i]
+            best = out_dt[q, i]
+            for jj in range(ii + 1, n):
+                i2 = order[jj]
+                if k[i2] != prev:
+                    break
+                if out_dt[q, i2] < best:
+                    best = out_dt[q, i2]
+            d = min(best, n_days - 1)
+            j = out_rule[q, i]
+            y = out_y[q, i]
+            key = ((np.int64(qs[q]) * n_r + qr[q]) * n_e + y) * t_span + qt[q]
+            p = np.searchsorted(keys, key)
+            hit = p < len(keys) and keys[p] == key
+            tot[j, d] += 1
+            if hit:
+                hits[j, d] += 1
+
+
+@nb.njit(cache=True, parallel=True)
+def _fit(hits, tot, betas, fixed_beta, out_c, out_b, prior_n, prior_p):
+    """Per rule: (c, β) maximising Σ_d h_d log(c e^{-βd}) + (n_d − h_d) log(1 − c e^{-βd}),
+    β from ``betas`` (or ``fixed_beta`` >= 0), c by Newton; a weak Beta-style prior
+    (prior_n pseudo-observations at rate prior_p, age 0) keeps rare rules sane."""
+    R, D = tot.shape
+    for j in nb.prange(R):
+        best_ll = -np.inf
+        best_c = 0.0
+        best_b = 0.0
+        nb_ = len(betas) if fixed_beta < 0 else 1
+        for bi in range(nb_):
+            beta = betas[bi] if fixed_beta < 0 else fixed_beta
+            c = 0.5
+            for _ in range(30):
+                g = prior_n * prior_p / c - prior_n * (1 - prior_p) / (1 - c)
+                hss = -prior_n * prior_p / (c * c) - prior_n * (1 - prior_p) / ((1 - c) ** 2)
+                for d in range(D):
+                    n = tot[j, d]
+                    if n == 0:
+                        continue
+                    h = hits[j, d]
+                    e = math.exp(-beta * d)
+                    g += h / c - (n - h) * e / (1 - c * e)
+                    hss += -h / (c * c) - (n - h) * e * e / ((1 - c * e) ** 2)
+                step = g / hss
+                c2 = c - step
+                c = min(max(c2, 1e-9), 1 - 1e-9)
+                if abs(step) < 1e-12:
+                    break
+            ll = prior_n * prior_p * math.log(c) + prior_n * (1 - prior_p) * math.log(1 - c)
+            for d in range(D):
+                n = tot[j, d]
+                if n == 0:
+                    continue
+                h = hits[j, d]
+                e = math.exp(-beta * d)
+                ll += h * math.log(c * e) + (n - h) * math.log(1 - c * e)
+            if ll > best_ll:
+                best_ll, best_c, best_b = ll, c, beta
+        out_c[j] = best_c
+        out_b[j] = best_b
+
+
+def rule_histograms(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: int = 100,
+                    cap: int = 8192, chunk: int = 1024, n_days: int = 400,
+                    anchor_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    idx = _index(rules, hist.n_relations)
+    hits = np.zeros((len(rules), n_days), np.int64)
+    tot = np.zeros((len(rules), n_days), np.int64)
+    for a in range(0, len(queries), chunk):
+        q = queries[a:a + chunk]
+        out = _ground_chunk(q, hist, idx, max_hop, cap, anchor_first)
+        _histogram(q[:, 0], q[:, 1], q[:, 3], *out, hist.fact_keys, np.int64(hist.n_entities),
+                   np.int64(hist.n_relations), np.int64(hist.t_span), n_days, hits, tot)
+    return hits, tot
+
+
+def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str = "per_rule",
+                prior_n: float = 2.0, prior_p: float = 0.01) -> RuleSet:
+    """Fit (c_j, β_j): ``decay`` "per_rule", "global" (one β for all, chosen by total
+    likelihood), or "none" (β = 0)."""
+    betas = np.r_[0.0, np.geomspace(1e-4, 1.0, 33)]
+    c = np.zeros(len(rules))
+    b = np.zeros(len(rules))
+    if decay == "per_rule":
+        _fit(hits, tot, betas, -1.0, c, b, prior_n, prior_p)
+    elif decay == "none":
+        _fit(hits, tot, betas, 0.0, c, b, prior_n, prior_p)
+    elif decay == "global":
+        best = None
+        d = np.arange(hits.shape[1])
+        for beta in betas:
+            _fit(hits, tot, betas, float(beta), c, b, prior_n, prior_p)
+            e = np.exp(-beta * d)[None, :]
+            p = np.clip(c[:, None] * e, 1e-12, 1 - 1e-12)
+            ll = float((hits * np.log(p) + (tot - hits) * np.log1p(-p)).sum())
+            if best is None or ll > best[0]:
+                best = (ll, c.copy(), b.copy())
+        c, b = best[1], best[2]
+    else:
+        raise ValueError(f"decay must be 'per_rule', 'global' or 'none', got {decay!r}")
+    return RuleSet(rules.body, rules.length, rules.support, c, b)
+
+
+# ------------------------------------------------------------------ application
+@nb.njit(cache=True)
+def _noisy_or(out_rule, out_y, out_dt, out_n, conf, beta, n_e, scores, touched, n_touched):
+    """scores[q, y] = 1 − Π_rules (1 − c e^{-βΔ_min}) for the candidates of each query."""
+    for q in range(len(out_n)):
+        n = out_n[q]
+        m = 0
+        if n > 0:
+            k = out_rule[q, :n].astype(np.int64) * n_e + out_y[q, :n]
+            order = np.argsort(k)
+            prev = np.int64(-1)
+            best = 0.0
+            for ii in range(n + 1):
+                if ii < n:
+                    i = order[ii]
+                    if k[i] == prev:
+                        j = out_rule[q, i]
+                        p = conf[j] * math.exp(-beta[j] * out_dt[q, i])
+                        if p > best:
+                            best = p
+                        continue
+                if prev >= 0:
+                    y = np.int64(prev % n_e)
+                    if scores[q, y] == 0.0:
+                        touched[q, m] = y
+                        m += 1
+                        scores[q, y] = 1.0  # holds Π (1 − p) until the end
+                    scores[q, y] *= (1.0 - best)
+                if ii < n:
+                    i = order[ii]
+                    prev = k[i]
+                    j = out_rule[q, i]
+                    best = conf[j] * math.exp(-beta[j] * out_dt[q, i])
+        for u in range(m):
+            y = touched[q, u]
+            scores[q, y] = 1.0 - scores[q, y]
+        n_touched[q] = m
+
+
+def apply_rules(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: int = 100,
+                cap: int = 8192, chunk: int = 512):
+    """Yield (row offset, dense scores (chunk, n_entities)) for the queries in order."""
+    idx = _index(rules, hist.n_relations)
+    n_e = hist.n_entities
+    for a in range(0, len(queries), chunk):
+        q = queries[a:a + chunk]
+        out = _ground_chunk(q, hist, idx, max_hop, cap)
+        scores = np.zeros((len(q), n_e))
+        touched = np.empty((len(q), cap), np.int64)
+        n_touched = np.zeros(len(q), np.int64)
+        _noisy_or(*out, rules.conf, rules.beta, np.int64(n_e), scores, touched, n_touched)
+        yield a, scores
+
+
+# ------------------------------------------------------------------ forecasting ranks
+@dataclass
+class RelationIndex:
+    """Facts sorted by (relation, time): the fallback's decayed object popularity."""
+
+    ptr: np.ndarray
+    obj: np.ndarray
+    t: np.ndarray
+
+
+def build_relation_index(facts: np.ndarray, n_relations: int) -> RelationIndex:
+    order = np.lexsort((facts[:, 3], facts[:, 1]))
+    f = facts[order]
+    ptr = np.searchsorted(f[:, 1], np.arange(n_relations + 1)).astype(np.int64)
+    return RelationIndex(ptr, f[:, 2].astype(np.int32), f[:, 3].astype(np.int64))
+
+
+@nb.njit(cache=True, parallel=True)
+def _rank(qs, qr, qo, qt, out_rule, out_y, out_dt, out_n, conf, beta, length, wlen, n_e,
+          rptr, robj, rt, w_pop, beta_pop, w_count, hptr, hrel, hobj, ht, w_rec, beta_rec, w_other,
+          use_max, fptr, fent, ranks):
+    """Filtered rank (average rule for ties) of each query's true object under
+    score(y) = noisy-OR_rules(w_L c e^{-βΔ}) + w_count n/(1+n) + w_pop popularity(y)."""
+    for q in nb.prange(len(qs)):
+        sc = np.zeros(n_e)
+        n = out_n[q]
+        if n > 0:
+            k = out_y[q, :n].astype(np.int64) * len(conf) + out_rule[q, :n]
+            order = np.argsort(k)
+            ii = 0
+            while ii < n:
+                y = out_y[q, order[ii]]
+                logq = 0.0
+                cnt = 0
+                while ii < n and out_y[q, order[ii]] == y:
+                    j = out_rule[q, order[ii]]
+                    best = 0.0
+                    while ii < n and out_y[q, order[ii]] == y and out_rule[q, order[ii]] == j:
+                        p = conf[j] * math.exp(-beta[j] * out_dt[q, order[ii]])
+                        if p > best:
+                            best = p
+                        cnt += 1
+                        ii += 1
+                    pj = min(best * wlen[length[j]], 0.999999999)
+                    if use_max:
+                        logq = min(logq, math.log1p(-pj))
+                    else:
+                        logq += math.log1p(-pj)
+                sc[y] = -math.expm1(logq) + w_count * cnt / (1.0 + cnt)
+        if w_rec > 0:  # decayed frequency: Σ over earlier (s, r', y) edges, r' = h weighted 1
+            rec = np.zeros(n_e)
+            mx = 0.0
+            s_, h, T = qs[q], qr[q], qt[q]
+            for e in range(hptr[s_], hptr[s_ + 1]):
+                if ht[e] >= T:
+                    break
+                rec[hobj[e]] += (1.0 if hrel[e] == h else w_other) * math.exp(-beta_rec * (T - ht[e]))
+            for y in range(n_e):
+                mx = max(mx, rec[y])
+            if mx > 0:
+                for y in range(n_e):
+                    sc[y] += w_rec * rec[y] / mx
+        if w_pop > 0:
+            h = qr[q]
+            T = qt[q]
+            pop = np.zeros(n_e)
+            mx = 0.0
+            for e in range(rptr[h], rptr[h + 1]):
+                if rt[e] >= T:
+                    break
+                pop[robj[e]] += math.exp(-beta_pop * (T - rt[e]))
+            for y in range(n_e):
+                mx = max(mx, pop[y])
+            if mx > 0:
+                for y in range(n_e):
+                    sc[y] += w_pop * pop[y] / mx
+        tv = sc[qo[q]]
+        for e in range(fptr[q], fptr[q + 1]):
+            sc[fent[e]] = -1.0
+        better = 0
+        tied = 0
+        for y in range(n_e):
+            if sc[y] > tv:
+                better += 1
+            elif sc[y] == tv:
+                tied += 1
+        ranks[q] = 1.0 + better + (tied - 1) / 2.0
+
+
+def forecast_ranks(rules: RuleSet, queries: np.ndarray, hist: History, rel: RelationIndex,
+                   filters: tuple, *, length_weights=(1.0, 0.5, 0.25), max_hop: int = 100,
+                   cap: int = 8192, chunk: int = 2048, w_pop: float = 0.01, pop_half_life: float = 30.0,
+                   w_count: float = 0.01, w_rec: float = 0.0, rec_half_life: float = 30.0,
+                   w_other: float = 0.1, aggregate: str = "noisy-or", anchor_first: bool = False) -> np.ndarray:
+    """Filtered ranks of ``queries`` (s, r, o, t): ``filters`` = (ptr, entities) CSR of the
+    other correct objects per query (removed before ranking)."""
+    idx = _index(rules, hist.n_relations)
+    wlen = np.r_[0.0, np.asarray(length_weights, np.float64)]
+    fptr, fent = filters
+    ranks = np.empty(len(queries))
+    for a in range(0, len(queries), chunk):
+        q = queries[a:a + chunk]
+        out = _ground_chunk(q, hist, idx, max_hop, cap, anchor_first)
+        _rank(q[:, 0], q[:, 1], q[:, 2], q[:, 3], *out, rules.conf, rules.beta, rules.length.astype(np.int64),
+              wlen, np.int64(hist.n_entities), rel.ptr, rel.obj, rel.t, float(w_pop),
+              math.log(2.0) / pop_half_life, float(w_count), hist.ptr, hist.rel, hist.obj, hist.t,
+              float(w_rec), math.log(2.0) / rec_half_life, float(w_other), aggregate == "max",
+              fptr[a:a + len(q) + 1] - fptr[a], fent[fptr[a]:],
+              ranks[a:a + len(q)])
+    return ranks
