@@ -529,8 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=["test", "valid"], default="test")
     p.add_argument("--model", choices=["rules", "recurrency"], default="rules",
                    help="rules: temporal rules with learned decay (default); recurrency: the decayed baseline")
-    p.add_argument("--decay", choices=["per_rule", "global", "none"], default="per_rule",
-                   help="rules: β per rule, one global β, or no decay (ablation)")
+    p.add_argument("--decay", choices=["per_rule", "global", "ou", "none"], default="per_rule",
+                   help="rules: β per rule, one global β, β = 2κ from an OU fit per rule, or no decay (ablation)")
     p.add_argument("--seed", type=int, default=0, help="rules: random-walk and sampling seed")
     p.add_argument("--half-life", type=float, default=30.0, help="recurrency: decay half-life in days")
     p.add_argument("--json", metavar="PATH", help="also write mrr, hits@1/3/10, queries, seconds, peak_mb")

@@ -68,6 +68,8 @@ def _profile(kappa: float, dt: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tu
     r = x1 - a * x0 - mu * b
     n = len(dt)
     s2 = float(np.sum(r * r * w) / n)
+    if not s2 > 1e-300:  # an exact fit: the likelihood is unbounded there (degenerate)
+        return -math.inf, mu, s2
     ll = -0.5 * n * (math.log(2 * math.pi * s2) + 1.0) - 0.5 * float(np.sum(np.log(v)))
     return ll, mu, s2
 
@@ -107,6 +109,8 @@ def fit_ou(times: Any, values: Any) -> OUFit:
     lo, hi = math.log(1e-4 / dt.max()), math.log(1e3 / dt.min())
     grid = np.linspace(lo, hi, 241)
     lls = np.array([_profile(math.exp(g), dt, x0, x1)[0] for g in grid])
+    if not np.isfinite(lls).any():
+        raise ValueError("degenerate path: every κ fits it exactly (too few distinct transitions)")
     i = int(np.nanargmax(lls))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     phi = (math.sqrt(5) - 1) / 2

@@ -107,7 +107,7 @@ def test_fit_is_the_likelihood_maximum():
     betas = np.r_[0.0, np.geomspace(1e-4, 1.0, 33)]
     c = np.zeros(5)
     b = np.zeros(5)
-    R._fit(hits, tot, betas, -1.0, c, b, 0.0, 0.5)
+    R._fit(hits, tot, betas, np.full(5, -1.0), c, b, 0.0, 0.5)
 
     def ll(j, cc, bb):
         p = np.clip(cc * np.exp(-bb * np.arange(D)), 1e-300, 1 - 1e-16)
@@ -214,3 +214,54 @@ def test_evaluate_rules_small_dataset(tmp_path):
     assert j and rules.conf[j[0]] > 0.5
     assert res["queries"] == 2 * len(lines["test.txt"]) and res["hits@1"] >= 0.5
     assert res["rules_by_length"][0] >= 1 and set(res["timings"]) == {"load", "mine", "learn", "apply"}
+
+
+def test_learn_rules_variants_and_ou():
+    """none: β = 0; global: one β; per_rule: each its own; ou: β_j = 2κ_j from fit_ou on the
+    rule's hit rate over query time (rules without enough days keep the global β)."""
+    import chrono_engine as ce
+    rng = np.random.default_rng(1)
+    D = 80
+    body = np.array([[0, 0, -1, -1], [0, 1, -1, -1], [1, 0, -1, -1]], np.int32)
+    rules = R.RuleSet(body, np.ones(3, np.int8), np.ones(3, np.int64), np.zeros(3), np.zeros(3))
+    tot = rng.integers(5, 50, (3, D))
+    hits = np.stack([rng.binomial(tot[j], c * np.exp(-b * np.arange(D)))
+                     for j, (c, b) in enumerate([(0.8, 0.1), (0.3, 0.0), (0.5, 0.02)])])
+    none = R.learn_rules(rules, hits, tot, decay="none")
+    glob = R.learn_rules(rules, hits, tot, decay="global")
+    per = R.learn_rules(rules, hits, tot, decay="per_rule")
+    assert (none.beta == 0).all() and len(set(glob.beta.tolist())) == 1
+    assert per.beta[0] > per.beta[2] > per.beta[1] - 1e-12
+    # OU: rule 0 gets a daily rate following an OU path, rule 1 too few days, rule 2 constant
+    t_tot = np.zeros((3, 400), np.int64)
+    t_hits = np.zeros((3, 400), np.int64)
+    days = np.arange(0, 400)
+    x = np.empty(400)
+    x[0] = 0.5
+    for i in range(1, 400):
+        a = math.exp(-0.2)
+        x[i] = 0.5 + (x[i - 1] - 0.5) * a + 0.1 * math.sqrt((1 - a * a) / 0.4) * rng.standard_normal()
+    t_tot[0] = 1000
+    t_hits[0] = np.clip(np.round(x * 1000), 0, 1000).astype(np.int64)
+    t_tot[1, :5] = 10
+    t_hits[1, :5] = 3
+    t_tot[2] = 10
+    t_hits[2] = 4
+    ou = R.learn_rules(rules, hits, tot, decay="ou", by_time=(t_hits, t_tot))
+    kappa = ce.fit_ou(days.astype(float), t_hits[0] / t_tot[0]).kappa
+    assert ou.beta[0] == pytest.approx(2 * kappa) and abs(kappa / 0.2 - 1) < 0.3
+    assert ou.beta[1] == glob.beta[1] and ou.beta[2] == glob.beta[2]
+    with pytest.raises(ValueError, match="by_time"):
+        R.learn_rules(rules, hits, tot, decay="ou")
+    with pytest.raises(ValueError, match="decay must be"):
+        R.learn_rules(rules, hits, tot, decay="linear")
+
+
+def test_cli_tkg_eval_models(tmp_path, capsys):
+    from chrono_engine import cli
+    from test_tkg_data import NAMES, write
+    d = write(tmp_path / "d", NAMES)
+    assert cli.main(["tkg", "eval", "--data", str(d), "--model", "recurrency"]) == 0
+    assert "recurrency baseline" in capsys.readouterr().out
+    assert cli.main(["tkg", "eval", "--data", str(d), "--decay", "global", "--split", "valid"]) == 0
+    assert "decay global" in capsys.readouterr().out

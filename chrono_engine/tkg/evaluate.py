@@ -132,7 +132,7 @@ def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_
 
     Rules of length 1..3 are mined from train by temporal random walks (``walks`` per
     length), their (c_j, β_j) fitted on ``learn_queries`` training queries (``decay``:
-    "per_rule", "global" or "none"), then applied to every query of ``split`` with the
+    "per_rule", "global", "ou" (β_j = 2κ_j from an OU fit) or "none"), then applied to every query of ``split`` with the
     history strictly before its time. Scores: noisy-OR of w_L c_j e^{-β_j Δ} over rules
     (length weights ``length_weights``), plus ``w_count`` n/(1+n) for the number n of
     groundings reaching a candidate, plus ``w_rec`` x the decayed frequency of earlier
@@ -156,8 +156,8 @@ def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_
     rng = np.random.default_rng(seed)
     warm = train[train[:, 3] >= np.quantile(train[:, 3], 0.1)]  # queries with some history
     lq = warm if learn_queries >= len(warm) else warm[rng.choice(len(warm), learn_queries, replace=False)]
-    hits, tot = R.rule_histograms(rules, lq, hist, max_hop=max_hop)
-    rules = R.learn_rules(rules, hits, tot, decay=decay)
+    hits, tot, hits_t, tot_t = R.rule_histograms(rules, lq, hist, max_hop=max_hop, by_time=True)
+    rules = R.learn_rules(rules, hits, tot, decay=decay, by_time=(hits_t, tot_t))
     t_learn = time.perf_counter()
     queries = {"train": train, "valid": valid, "test": test}[split]
     ranks = R.forecast_ranks(rules, queries, hist, rel, _filters(queries), length_weights=length_weights,

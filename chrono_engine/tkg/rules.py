@@ -278,7 +278,8 @@ def _ground_chunk(q: np.ndarray, hist: History, idx, max_hop: int, cap: int, anc
 
 # ------------------------------------------------------------------ learning
 @nb.njit(cache=True)
-def _histogram(qs, qr, qt, out_rule, out_y, out_dt, out_n, keys, n_e, n_r, t_span, n_days, hits, tot):
+def _histogram(qs, qr, qt, out_rule, out_y, out_dt, out_n, keys, n_e, n_r, t_span, n_days, hits, tot,
+               hits_t, tot_t):
     """Most recent grounding per (query, rule, y) -> per-rule day histograms of hits/total."""
     for q in range(len(out_n)):
         n = out_n[q]
@@ -306,12 +307,16 @@ def _histogram(qs, qr, qt, out_rule, out_y, out_dt, out_n, keys, n_e, n_r, t_spa
             p = np.searchsorted(keys, key)
             hit = p < len(keys) and keys[p] == key
             tot[j, d] += 1
+            tq = min(qt[q], n_days - 1)
+            tot_t[j, tq] += 1
             if hit:
                 hits[j, d] += 1
+                hits_t[j, tq] += 1
 
 
 @nb.njit(cache=True, parallel=True)
 def _fit(hits, tot, betas, fixed_beta, out_c, out_b, prior_n, prior_p):
+    # fixed_beta: array per rule; < 0 searches the grid
     """Per rule: (c, β) maximising Σ_d h_d log(c e^{-βd}) + (n_d − h_d) log(1 − c e^{-βd}),
     β from ``betas`` (or ``fixed_beta`` >= 0), c by Newton; a weak Beta-style prior
     (prior_n pseudo-observations at rate prior_p, age 0) keeps rare rules sane."""
@@ -320,9 +325,10 @@ def _fit(hits, tot, betas, fixed_beta, out_c, out_b, prior_n, prior_p):
         best_ll = -np.inf
         best_c = 0.0
         best_b = 0.0
-        nb_ = len(betas) if fixed_beta < 0 else 1
+        fb = fixed_beta[j]
+        nb_ = len(betas) if fb < 0 else 1
         for bi in range(nb_):
-            beta = betas[bi] if fixed_beta < 0 else fixed_beta
+            beta = betas[bi] if fb < 0 else fb
             c = 0.5
             for _ in range(30):
                 g = prior_n * prior_p / c - prior_n * (1 - prior_p) / (1 - c)
@@ -356,34 +362,65 @@ def _fit(hits, tot, betas, fixed_beta, out_c, out_b, prior_n, prior_p):
 
 def rule_histograms(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: int = 100,
                     cap: int = 8192, chunk: int = 1024, n_days: int = 400,
-                    anchor_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    anchor_first: bool = False, by_time: bool = False) -> tuple:
+    """Per rule and gap Δ (clipped at ``n_days`` - 1): groundings and hits over ``queries``;
+    with ``by_time`` also per rule and query time (for ``learn_rules(decay="ou")``)."""
     idx = _index(rules, hist.n_relations)
     hits = np.zeros((len(rules), n_days), np.int64)
     tot = np.zeros((len(rules), n_days), np.int64)
+    hits_t = np.zeros((len(rules), n_days), np.int64)  # by the query's time: the OU variant
+    tot_t = np.zeros((len(rules), n_days), np.int64)
     for a in range(0, len(queries), chunk):
         q = queries[a:a + chunk]
         out = _ground_chunk(q, hist, idx, max_hop, cap, anchor_first)
         _histogram(q[:, 0], q[:, 1], q[:, 3], *out, hist.fact_keys, np.int64(hist.n_entities),
-                   np.int64(hist.n_relations), np.int64(hist.t_span), n_days, hits, tot)
+                   np.int64(hist.n_relations), np.int64(hist.t_span), n_days, hits, tot, hits_t, tot_t)
+    if by_time:
+        return hits, tot, hits_t, tot_t
     return hits, tot
 
 
 def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str = "per_rule",
-                prior_n: float = 2.0, prior_p: float = 0.01) -> RuleSet:
+                prior_n: float = 2.0, prior_p: float = 0.01, by_time: tuple | None = None,
+                min_ou_days: int = 20) -> RuleSet:
     """Fit (c_j, β_j): ``decay`` "per_rule", "global" (one β for all, chosen by total
-    likelihood), or "none" (β = 0)."""
+    likelihood), "none" (β = 0), or "ou": β_j = 2κ_j (Proposition 1) with κ_j from
+    :func:`~chrono_engine.fit_ou` on the rule's daily hit rate over query time (``by_time`` =
+    (hits_t, tot_t) from :func:`rule_histograms`; rules with fewer than ``min_ou_days``
+    days of evidence, or a constant rate, take the global β); c_j is then fitted with β_j
+    fixed."""
     betas = np.r_[0.0, np.geomspace(1e-4, 1.0, 33)]
     c = np.zeros(len(rules))
     b = np.zeros(len(rules))
+    n = len(rules)
     if decay == "per_rule":
-        _fit(hits, tot, betas, -1.0, c, b, prior_n, prior_p)
+        _fit(hits, tot, betas, np.full(n, -1.0), c, b, prior_n, prior_p)
     elif decay == "none":
-        _fit(hits, tot, betas, 0.0, c, b, prior_n, prior_p)
+        _fit(hits, tot, betas, np.zeros(n), c, b, prior_n, prior_p)
+    elif decay == "ou":
+        from ..fit import fit_ou
+        if by_time is None:
+            raise ValueError("decay='ou' needs by_time=(hits_t, tot_t) from rule_histograms(..., by_time=True)")
+        glob = learn_rules(rules, hits, tot, decay="global", prior_n=prior_n, prior_p=prior_p).beta
+        fixed = glob.copy()
+        hits_t, tot_t = by_time
+        for j in range(n):
+            days = np.flatnonzero(tot_t[j])
+            if len(days) < min_ou_days:
+                continue
+            rate = hits_t[j, days] / tot_t[j, days]
+            if np.ptp(rate) == 0:
+                continue
+            try:
+                fixed[j] = min(2.0 * fit_ou(days.astype(np.float64), rate).kappa, 10.0)
+            except ValueError:  # degenerate series: keep the global β
+                pass
+        _fit(hits, tot, betas, fixed, c, b, prior_n, prior_p)
     elif decay == "global":
         best = None
         d = np.arange(hits.shape[1])
         for beta in betas:
-            _fit(hits, tot, betas, float(beta), c, b, prior_n, prior_p)
+            _fit(hits, tot, betas, np.full(n, float(beta)), c, b, prior_n, prior_p)
             e = np.exp(-beta * d)[None, :]
             p = np.clip(c[:, None] * e, 1e-12, 1 - 1e-12)
             ll = float((hits * np.log(p) + (tot - hits) * np.log1p(-p)).sum())
@@ -391,7 +428,7 @@ def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str
                 best = (ll, c.copy(), b.copy())
         c, b = best[1], best[2]
     else:
-        raise ValueError(f"decay must be 'per_rule', 'global' or 'none', got {decay!r}")
+        raise ValueError(f"decay must be 'per_rule', 'global', 'ou' or 'none', got {decay!r}")
     return RuleSet(rules.body, rules.length, rules.support, c, b)
 
 
