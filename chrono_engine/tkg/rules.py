@@ -63,6 +63,9 @@ def build_history(facts: np.ndarray, n_entities: int, n_relations: int) -> Histo
     np.add.at(ptr, f[:, 0] + 1, 1)
     ptr = np.cumsum(ptr)
     span = int(f[:, 3].max()) + 1 if len(f) else 1
+    if float(n_entities) ** 2 * n_relations * span >= 2.0 ** 62:
+        raise ValueError(f"{n_entities} entities x {n_relations} relations x {span} time steps do not fit "
+                         "the int64 fact keys")
     keys = np.unique(fact_key(f[:, 0], f[:, 1], f[:, 2], f[:, 3], n_entities, n_relations, span))
     return History(ptr, f[:, 1].astype(np.int32), f[:, 2].astype(np.int32), f[:, 3].astype(np.int64),
                    n_entities, n_relations, keys, span)
@@ -183,6 +186,8 @@ def mine_rules(train: np.ndarray, hist: History, *, walks: tuple = (200_000, 200
 def _index(rules: RuleSet, n_rel: int):
     """Lookup tables: length-1 dense (h, r1) -> rule; longer rules as sorted int64 keys,
     plus sorted prefix keys so a walk can stop early."""
+    if float(n_rel) ** 4 >= 1e18:
+        raise ValueError(f"{n_rel} relations (with inverses) are too many for the int64 rule keys")
     r1 = np.full((n_rel, n_rel), -1, np.int32)
     keys, ids, pre = [], [], []
     for j, (row, L) in enumerate(zip(rules.body, rules.length)):
