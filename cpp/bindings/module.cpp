@@ -14,6 +14,7 @@ namespace py = pybind11;
 using namespace chrono;
 
 void bind_store(py::module_& m);
+void bind_ppr(py::module_& m);
 
 namespace {
 
@@ -102,4 +103,5 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
   bind_score(m);
   bind_store(m);
+  bind_ppr(m);
 }
