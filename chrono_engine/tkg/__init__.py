@@ -6,6 +6,7 @@
 xERTE / RE-NET "ids" lines ``s<TAB>r<TAB>o<TAB>time<TAB>flag``) into Arrow columns.
 """
 from .data import TKG, load
+from . import graph, rules
 from .evaluate import evaluate, evaluate_rules, rank_average
 
-__all__ = ["TKG", "load", "evaluate", "evaluate_rules", "rank_average"]
+__all__ = ["TKG", "load", "evaluate", "evaluate_rules", "rank_average", "rules", "graph"]
