@@ -173,8 +173,19 @@ def _supersede_locked(engine: Engine, stem_id: str, rows: Any, eff: int, version
     existing = {int(k) for k in keys}
 
     raw = _raw_columns(rows)
+    emb = getattr(engine, "embedder", None)
+    if "vector" not in raw and "content" in raw and emb is not None and hasattr(emb, "embed"):
+        texts = raw["content"]
+        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
+        if not texts or not all(isinstance(x, str) for x in texts):
+            raise LifecycleError("rows: every row needs 'content' text to embed (or a 'vector')")
+        try:  # a time-aware embedder: the new version is embedded at its effective time
+            raw = dict(raw, vector=emb.embed(texts, np.full(len(texts), eff, np.int64)))
+        except ValueError as e:
+            raise LifecycleError(f"rows: embedding 'content' failed: {e}") from None
     if "vector" not in raw:
-        raise LifecycleError("rows need a 'vector' column (the new version's embeddings)")
+        raise LifecycleError("rows need a 'vector' column (the new version's embeddings), or 'content' "
+                             "and an engine embedder (TemporalEmbedder)")
     try:
         n = len(raw["vector"])
     except TypeError:

@@ -486,3 +486,17 @@ def test_icews14_retrieval_set_and_ablation():
     top = np.argsort(-s_asof, axis=1, kind="stable")[:, :5]
     want = np.mean([np.isin(g, row).any() for row, g in zip(top, rs.gold)])
     assert r["decay"] == r["both"] == pytest.approx(want, abs=2 / len(rs))
+
+
+def test_supersede_text_rows_embedded_at_effective_time(composed):
+    eng = ce.Engine(embedder=composed, threads=1)
+    eng.ingest({"content": ["director hotel cap 600"], "valid_from": ["2020-01-01"], "stem_id": ["travel"],
+                "version": ["v1.0.0"]})
+    ids = eng.supersede("travel", {"content": ["director hotel cap 800"]}, "2024-03-01", version="v2.0.0")
+    want = composed.embed(["director hotel cap 800"], np.array(["2024-03-01"], "datetime64[us]"))[0]
+    hit = eng.search(want, k=1, mode="as_of", as_of="2025-01-01", exact=True)
+    assert hit.column("id").to_pylist() == ids.tolist()
+    assert abs(hit.column("similarity")[0].as_py() - 1.0) < 1e-5
+    with pytest.raises(ce.errors.LifecycleError, match="needs 'content' text"):
+        eng.supersede("travel", {"content": [None]}, "2025-03-01", version="v3.0.0")
+    assert len(eng) == 2
