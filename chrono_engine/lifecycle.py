@@ -143,8 +143,28 @@ def supersede(engine: Engine, stem_id: str, rows: Any, effective_at: Any, *,
     stem_id = _check_stem(stem_id)
     eff = _time(effective_at, "effective_at")
     _check_options(version, supersedes, deprecate)
+    rows = _embed_text_rows(engine, rows, eff)  # before the write lock: embedding is slow
     with engine._write:
         return _supersede_locked(engine, stem_id, rows, eff, version, supersedes, deprecate)
+
+
+def _embed_text_rows(engine: Engine, rows: Any, eff: int) -> Any:
+    """Rows with ``content`` and no ``vector``, embedded at ``eff`` by the engine's
+    time-aware embedder (a TemporalEmbedder); other rows are returned as they are."""
+    emb = getattr(engine, "embedder", None)
+    if emb is None or not hasattr(emb, "embed"):
+        return rows
+    raw = _raw_columns(rows)
+    if "vector" in raw or "content" not in raw:
+        return rows
+    texts = raw["content"]
+    texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
+    if not texts or not all(isinstance(x, str) for x in texts):
+        raise LifecycleError("rows: every row needs 'content' text to embed (or a 'vector')")
+    try:
+        return dict(raw, vector=emb.embed(texts, np.full(len(texts), eff, np.int64)))
+    except ValueError as e:
+        raise LifecycleError(f"rows: embedding 'content' failed: {e}") from None
 
 
 def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
@@ -173,16 +193,6 @@ def _supersede_locked(engine: Engine, stem_id: str, rows: Any, eff: int, version
     existing = {int(k) for k in keys}
 
     raw = _raw_columns(rows)
-    emb = getattr(engine, "embedder", None)
-    if "vector" not in raw and "content" in raw and emb is not None and hasattr(emb, "embed"):
-        texts = raw["content"]
-        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
-        if not texts or not all(isinstance(x, str) for x in texts):
-            raise LifecycleError("rows: every row needs 'content' text to embed (or a 'vector')")
-        try:  # a time-aware embedder: the new version is embedded at its effective time
-            raw = dict(raw, vector=emb.embed(texts, np.full(len(texts), eff, np.int64)))
-        except ValueError as e:
-            raise LifecycleError(f"rows: embedding 'content' failed: {e}") from None
     if "vector" not in raw:
         raise LifecycleError("rows need a 'vector' column (the new version's embeddings), or 'content' "
                              "and an engine embedder (TemporalEmbedder)")

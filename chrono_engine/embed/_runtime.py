@@ -83,3 +83,16 @@ def read_model_file(path: str | os.PathLike, what: str = "ONNX model") -> bytes:
     if not data:
         raise ModelFileError(f"{what} {str(p)!r} is empty", path=str(p))
     return data
+
+
+def text_batch(texts: Any) -> list[str]:
+    """A non-empty list of strings, or EmbeddingError naming the bad row."""
+    if isinstance(texts, str):
+        raise EmbeddingError("texts: expected a sequence of strings, got one string (wrap it in a list)")
+    texts = list(texts)
+    if not texts:
+        raise EmbeddingError("texts: empty batch (nothing to encode)")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise EmbeddingError(f"texts[{i}]: expected a string, got {type(t).__name__}")
+    return texts

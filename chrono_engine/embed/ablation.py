@@ -140,7 +140,7 @@ def run_ablation(rs: RetrievalSet, semantic: Callable[[list], np.ndarray], *, te
                  sem_facts: np.ndarray | None = None, sem_questions: np.ndarray | None = None) -> dict:
     """gold@k of the four variants (see the module docstring). ``semantic`` embeds a list of
     texts; precomputed ``sem_facts`` / ``sem_questions`` skip it."""
-    from .compose import TemporalEmbedder
+    from .compose import compose_blocks
     from .temporal import TemporalEncoder
 
     def unit(a):
@@ -150,20 +150,8 @@ def run_ablation(rs: RetrievalSet, semantic: Callable[[list], np.ndarray], *, te
     sf = unit(sem_facts if sem_facts is not None else semantic(rs.sentences))
     sq = unit(sem_questions if sem_questions is not None else semantic(rs.questions))
     temporal = temporal if temporal is not None else TemporalEncoder(dim=32, min_period="1d", max_period="4y")
-    rows = {id(sf): sf, id(sq): sq}
-
-    class _Lookup:  # hands the precomputed semantic block to the embedder
-        current = None
-
-        def __call__(self, texts):
-            return rows[self.current]
-
-    look = _Lookup()
-    emb = TemporalEmbedder(look, temporal, weight=weight)
-    look.current = id(sf)
-    cf = emb.embed(rs.sentences, rs.fact_us)
-    look.current = id(sq)
-    cq = emb.embed(rs.questions, rs.question_us)
+    cf = compose_blocks(temporal.encode(rs.fact_us), sf, weight)
+    cq = compose_blocks(temporal.encode(rs.question_us), sq, weight)
     return {
         "semantic": _gold_at(_exact_top(sq, sf, k), rs.gold),
         "layer1": _gold_at(_exact_top(cq, cf, k), rs.gold),

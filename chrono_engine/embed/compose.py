@@ -13,9 +13,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import EmbeddingError
+from . import _runtime
 from .temporal import TemporalEncoder
 
-__all__ = ["TemporalEmbedder", "truncate"]
+__all__ = ["TemporalEmbedder", "truncate", "compose_blocks"]
 
 
 def truncate(e: Any, m: int, *, temporal_dim: int) -> np.ndarray:
@@ -52,6 +53,15 @@ def truncate(e: Any, m: int, *, temporal_dim: int) -> np.ndarray:
         norm = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norm, out=out, where=norm > 0)
     return out[0] if one else out
+
+
+def compose_blocks(temp: np.ndarray, sem: np.ndarray, weight: float) -> np.ndarray:
+    """[λ·temp ; sem] / sqrt(1 + λ²) for unit-row blocks (float32)."""
+    c = np.float32(1.0 / np.sqrt(1.0 + weight ** 2))
+    out = np.empty((len(temp), temp.shape[1] + sem.shape[1]), np.float32)
+    out[:, :temp.shape[1]] = temp * np.float32(weight) * c
+    out[:, temp.shape[1]:] = sem * c
+    return out
 
 
 def _semantic(text: Any) -> tuple[Callable[[list[str]], np.ndarray], int | None]:
@@ -94,7 +104,6 @@ class TemporalEmbedder:
             raise EmbeddingError(f"temporal must be a TemporalEncoder, got {type(temporal).__name__}")
         self.temporal = temporal
         self._text, self._sem_dim = _semantic(text)
-        self.text = text
         self.weight = float(weight)
 
     @property
@@ -131,24 +140,13 @@ class TemporalEmbedder:
 
     def embed(self, texts: Sequence[str], times: Any, modality: Any = None) -> np.ndarray:
         """Embed texts at their times -> float32 (n, t + d), unit rows."""
-        if isinstance(texts, str):
-            raise EmbeddingError("texts: expected a sequence of strings, got one string (wrap it in a list)")
-        texts = list(texts)
-        if not texts:
-            raise EmbeddingError("texts: empty batch (nothing to encode)")
-        for i, x in enumerate(texts):
-            if not isinstance(x, str):
-                raise EmbeddingError(f"texts[{i}]: expected a string, got {type(x).__name__}")
+        texts = _runtime.text_batch(texts)
         temp = self.temporal.encode(times, modality)
         if len(temp) != len(texts):
             raise EmbeddingError(f"times has {len(temp)} rows but texts has {len(texts)}")
         sem = self._semantic_block(texts)
         self._sem_dim = sem.shape[1]
-        c = np.float32(1.0 / np.sqrt(1.0 + self.weight ** 2))
-        out = np.empty((len(texts), temp.shape[1] + sem.shape[1]), np.float32)
-        out[:, :temp.shape[1]] = temp * np.float32(self.weight) * c
-        out[:, temp.shape[1]:] = sem * c
-        return out
+        return compose_blocks(temp, sem, self.weight)
 
     def embed_query(self, text: str, at: Any, modality: str | None = None) -> np.ndarray:
         """One query text at one instant -> float32 (t + d,). With modalities, the query

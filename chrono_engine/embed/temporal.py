@@ -230,12 +230,7 @@ class TemporalEncoder:
 
     def reference(self, times: Any, modality: Any = None) -> np.ndarray:
         """The same graph evaluated in NumPy (float32 throughout, as the graph)."""
-        t, m = self._inputs(times, modality)
-        r = (t[:, None] % self._periods[None, :]).astype(np.float32)
-        ph = r * (2 * np.pi / self._periods).astype(np.float32)
-        x = np.stack([np.sin(ph) * self._weights, np.cos(ph) * self._weights], axis=2).reshape(len(t), -1)
-        if m is not None:
-            x = np.concatenate([x, (np.eye(len(self._modalities), dtype=np.float32) * self._mu_n)[m]], axis=1)
+        x = self.features(times, modality)
         if self._mlp is not None:
             W1, b1, W2, b2 = (self._mlp[k] for k in ("W1", "b1", "W2", "b2"))
             h = np.tanh(x @ W1.T + b1)
@@ -245,13 +240,13 @@ class TemporalEncoder:
 
     def features(self, times: Any, modality: Any = None) -> np.ndarray:
         """The sinusoidal (+ one-hot) features before the MLP (NumPy, float32)."""
-        if self._mlp is None:
-            return self.reference(times, modality)
-        mlp, self._mlp = self._mlp, None
-        try:
-            return self.reference(times, modality)
-        finally:
-            self._mlp = mlp
+        t, m = self._inputs(times, modality)
+        r = (t[:, None] % self._periods[None, :]).astype(np.float32)
+        ph = r * (2 * np.pi / self._periods).astype(np.float32)
+        x = np.stack([np.sin(ph) * self._weights, np.cos(ph) * self._weights], axis=2).reshape(len(t), -1)
+        if m is not None:
+            x = np.concatenate([x, (np.eye(len(self._modalities), dtype=np.float32) * self._mu_n)[m]], axis=1)
+        return x.astype(np.float32)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..engine import _sha256
 from ..errors import EmbeddingError, ModelFileError
 from . import _runtime
 
@@ -45,14 +46,6 @@ def cache_dir() -> Path:
         return Path(os.environ["CHRONO_ENGINE_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "chrono_engine"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def default_model_path() -> Path:
@@ -198,14 +191,7 @@ class TextEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch of texts -> float32 (n, dim)."""
-        if isinstance(texts, str):
-            raise EmbeddingError("texts: expected a sequence of strings, got one string (wrap it in a list)")
-        texts = list(texts)
-        if not texts:
-            raise EmbeddingError("texts: empty batch (nothing to encode)")
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise EmbeddingError(f"texts[{i}]: expected a string, got {type(t).__name__}")
+        texts = _runtime.text_batch(texts)
         out = np.empty((len(texts), self._dim), np.float32)
         for a in range(0, len(texts), self.batch_size):
             out[a:a + self.batch_size] = self._run(texts[a:a + self.batch_size])

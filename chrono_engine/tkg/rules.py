@@ -439,55 +439,53 @@ def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str
 
 # ------------------------------------------------------------------ application
 @nb.njit(cache=True)
-def _noisy_or(out_rule, out_y, out_dt, out_n, conf, beta, n_e, scores, touched, n_touched):
-    """scores[q, y] = 1 − Π_rules (1 − c e^{-βΔ_min}) for the candidates of each query."""
-    for q in range(len(out_n)):
-        n = out_n[q]
-        m = 0
-        if n > 0:
-            k = out_rule[q, :n].astype(np.int64) * n_e + out_y[q, :n]
-            order = np.argsort(k)
-            prev = np.int64(-1)
+def _rule_scores(rule, ys, dt, n, conf, beta, length, wlen, use_max, w_count, sc):
+    """sc[y] = noisy-OR (or max) over rules of w_L c e^{-βΔ_min} + w_count n_y/(1+n_y) for
+    one query's groundings (rule, y, Δ)[:n]; n_y counts the groundings reaching y."""
+    if n == 0:
+        return
+    k = ys[:n].astype(np.int64) * len(conf) + rule[:n]
+    order = np.argsort(k)
+    ii = 0
+    while ii < n:
+        y = ys[order[ii]]
+        logq = 0.0
+        cnt = 0
+        while ii < n and ys[order[ii]] == y:
+            j = rule[order[ii]]
             best = 0.0
-            for ii in range(n + 1):
-                if ii < n:
-                    i = order[ii]
-                    if k[i] == prev:
-                        j = out_rule[q, i]
-                        p = conf[j] * math.exp(-beta[j] * out_dt[q, i])
-                        if p > best:
-                            best = p
-                        continue
-                if prev >= 0:
-                    y = np.int64(prev % n_e)
-                    if scores[q, y] == 0.0:
-                        touched[q, m] = y
-                        m += 1
-                        scores[q, y] = 1.0  # holds Π (1 − p) until the end
-                    scores[q, y] *= (1.0 - best)
-                if ii < n:
-                    i = order[ii]
-                    prev = k[i]
-                    j = out_rule[q, i]
-                    best = conf[j] * math.exp(-beta[j] * out_dt[q, i])
-        for u in range(m):
-            y = touched[q, u]
-            scores[q, y] = 1.0 - scores[q, y]
-        n_touched[q] = m
+            while ii < n and ys[order[ii]] == y and rule[order[ii]] == j:
+                p = conf[j] * math.exp(-beta[j] * dt[order[ii]])
+                if p > best:
+                    best = p
+                cnt += 1
+                ii += 1
+            pj = min(best * wlen[length[j]], 0.999999999)
+            if use_max:
+                logq = min(logq, math.log1p(-pj))
+            else:
+                logq += math.log1p(-pj)
+        sc[y] = -math.expm1(logq) + w_count * cnt / (1.0 + cnt)
+
+
+@nb.njit(cache=True, parallel=True)
+def _noisy_or(out_rule, out_y, out_dt, out_n, conf, beta, length, scores):
+    wlen = np.ones(4)
+    for q in nb.prange(len(out_n)):
+        _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, False, 0.0, scores[q])
 
 
 def apply_rules(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: int = 100,
                 cap: int = 8192, chunk: int = 512):
-    """Yield (row offset, dense scores (chunk, n_entities)) for the queries in order."""
+    """Yield (row offset, dense scores (chunk, n_entities)) for the queries in order:
+    1 − Π_rules (1 − c e^{-βΔ_min}) per candidate, 0 where no rule reaches."""
     idx = _index(rules, hist.n_relations)
     n_e = hist.n_entities
     for a in range(0, len(queries), chunk):
         q = queries[a:a + chunk]
         out = _ground_chunk(q, hist, idx, max_hop, cap)
         scores = np.zeros((len(q), n_e))
-        touched = np.empty((len(q), cap), np.int64)
-        n_touched = np.zeros(len(q), np.int64)
-        _noisy_or(*out, rules.conf, rules.beta, np.int64(n_e), scores, touched, n_touched)
+        _noisy_or(*out, rules.conf, rules.beta, rules.length.astype(np.int64), scores)
         yield a, scores
 
 
@@ -516,30 +514,7 @@ def _rank(qs, qr, qo, qt, out_rule, out_y, out_dt, out_n, conf, beta, length, wl
     score(y) = noisy-OR_rules(w_L c e^{-βΔ}) + w_count n/(1+n) + w_pop popularity(y)."""
     for q in nb.prange(len(qs)):
         sc = np.zeros(n_e)
-        n = out_n[q]
-        if n > 0:
-            k = out_y[q, :n].astype(np.int64) * len(conf) + out_rule[q, :n]
-            order = np.argsort(k)
-            ii = 0
-            while ii < n:
-                y = out_y[q, order[ii]]
-                logq = 0.0
-                cnt = 0
-                while ii < n and out_y[q, order[ii]] == y:
-                    j = out_rule[q, order[ii]]
-                    best = 0.0
-                    while ii < n and out_y[q, order[ii]] == y and out_rule[q, order[ii]] == j:
-                        p = conf[j] * math.exp(-beta[j] * out_dt[q, order[ii]])
-                        if p > best:
-                            best = p
-                        cnt += 1
-                        ii += 1
-                    pj = min(best * wlen[length[j]], 0.999999999)
-                    if use_max:
-                        logq = min(logq, math.log1p(-pj))
-                    else:
-                        logq += math.log1p(-pj)
-                sc[y] = -math.expm1(logq) + w_count * cnt / (1.0 + cnt)
+        _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, use_max, w_count, sc)
         if w_rec > 0:  # decayed frequency: Σ over earlier (s, r', y) edges, r' = h weighted 1
             rec = np.zeros(n_e)
             mx = 0.0
