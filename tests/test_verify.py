@@ -99,6 +99,79 @@ def test_long_chains_take_the_sorting_path(kernel_path):
                     verify_chains_reference(co, so, ids, v2, 0.6))
 
 
+def random_equal_width_batch(rng, width, n_chains=60, max_steps=12, n_valid=30):
+    """Chains whose steps all use ``width`` facts (the specialised kernel's input)."""
+    step_lens = rng.integers(0, max_steps + 1, n_chains)
+    step_lens[0] = max(step_lens[0], 1)
+    co = np.concatenate([[0], np.cumsum(step_lens)])
+    so = np.arange(int(co[-1]) + 1) * width
+    n_valid = min(n_valid, int(so[-1]))  # no longer than the uses: checked up front
+    ids = rng.integers(0, n_valid, int(so[-1]))
+    if rng.random() < 0.5:  # coarse grid: ties between steps, facts and γ
+        validity = np.round(rng.random(n_valid) * 8) / 8
+    else:
+        validity = rng.random(n_valid)
+    return co, so, ids, validity
+
+
+def test_equal_width_kernel_matches_reference(kernel_path, monkeypatch):
+    """Steps of one width run the kernel specialised for it (the ragged kernel is made to
+    fail here to prove it); results equal the reference, ties and long chains included."""
+    from chrono_engine.verify import chains_kernel
+
+    def ragged(*args):
+        raise AssertionError("the ragged kernel ran")
+
+    monkeypatch.setattr(chains_kernel, "chain_range", ragged)
+    monkeypatch.setattr(chains_kernel, "chain_pass", ragged)
+    rng = np.random.default_rng(11)
+    for trial in range(150 if kernel_path == "serial" else 30):
+        width = int(rng.integers(1, 7))
+        co, so, ids, v = random_equal_width_batch(rng, width, n_chains=int(rng.integers(1, 60)))
+        gamma = float(rng.choice([0.0, 0.25, 0.5, 0.875, 1.0, rng.random()]))
+        if trial % 3 == 0:
+            co, so, ids = co.astype(np.int32), so.astype(np.int32), ids.astype(np.int32)
+        if trial % 4 == 0:
+            v = v.astype(np.float32)
+        batch = ChainBatch(co, so, ids)
+        assert batch.facts_per_step == width
+        got = verify_arrays(batch, v, gamma)
+        assert_same(got, verify_chains_reference(co, so, ids, v, gamma))
+    # a long chain (more than SMALL uses below γ) among short ones
+    co = np.array([0, 2, 150, 151])
+    so = np.arange(152) * 3
+    ids = rng.integers(0, 40, 453)
+    v = np.round(rng.random(40) * 16) / 16
+    got = verify_arrays(ChainBatch(co, so, ids), v, 0.9)
+    assert_same(got, verify_chains_reference(co, so, ids, v, 0.9))
+    assert (v[ids[6:450]] < 0.9).sum() > 32  # chain 1 did take the sorting path
+
+
+def test_kernel_choice_by_width_and_finiteness():
+    """The specialised kernel needs equal widths of 1 .. MAX_UNIFORM_WIDTH and a validity
+    array it can check cheaply (no longer than the fact uses) that is all finite; the other
+    batches take the ragged kernel, and both agree with the reference."""
+    from chrono_engine.verify.chains import MAX_UNIFORM_WIDTH, _uniform_ok
+
+    v = np.linspace(0.1, 1.0, 10)
+    assert _uniform_ok(3, 30, v)
+    assert not _uniform_ok(None, 30, v)
+    assert not _uniform_ok(0, 30, v)
+    assert not _uniform_ok(MAX_UNIFORM_WIDTH + 1, 300, v)
+    assert not _uniform_ok(3, 9, v)  # pool larger than the uses: not scanned
+    assert not _uniform_ok(3, 30, np.append(v[:-1], np.nan))
+    assert ChainBatch.from_lists([[[0, 1], [2]]]).facts_per_step is None
+    assert ChainBatch.from_lists([[[0, 1], [2, 3]], []]).facts_per_step == 2
+    assert ChainBatch.from_lists([]).facts_per_step is None
+    rng = np.random.default_rng(3)
+    for width in (MAX_UNIFORM_WIDTH, MAX_UNIFORM_WIDTH + 1):
+        co, so, ids, v = random_equal_width_batch(rng, width, n_valid=5)
+        v[0] = np.nan if width > MAX_UNIFORM_WIDTH else v[0]
+        ids = np.where(ids == 0, 1, ids)  # the NaN is never used
+        assert_same(verify_arrays(ChainBatch(co, so, ids), v, 0.5),
+                    verify_chains_reference(co, so, ids, v, 0.5))
+
+
 def test_report_semantics():
     v = np.array([0.9, 0.4, 0.7, 0.4, 0.2])
     t = verify_chains([[[0, 1], [2]], [[0], [], [2, 4, 3, 1, 4]], [], [[]], [[0], [2]]], v, 0.5)
@@ -342,6 +415,14 @@ def test_non_finite_validity_names_chain_and_step():
 def test_fact_ids_out_of_range(fid):
     with pytest.raises(QueryError, match=f"chain 1, step 0: fact id {fid} is out of range"):
         verify_chains([[[0]], [[1, fid]]], np.array([0.5, 0.6, 0.7]), 0.5)
+    # equal-width steps (the specialised kernel): same message, first offending use
+    with pytest.raises(QueryError, match=f"chain 2, step 1: fact id {fid} is out of range"):
+        verify_chains([[[0, 1]], [[1, 2]], [[0, 0], [1, fid], [fid, 0]]],
+                      np.array([0.5, 0.6, 0.7]), 0.5)
+    ids = np.zeros((1000, 10, 3), np.int32)
+    ids[700, 4, 2] = fid
+    with pytest.raises(QueryError, match=f"chain 700, step 4: fact id {fid} is out of range"):
+        verify_chains(ids, np.array([0.5, 0.6, 0.7]), 0.5)
 
 
 @pytest.mark.parametrize("co, so, ids, words", [

@@ -123,6 +123,18 @@ def _long_targets(chains: np.ndarray, step_offsets: np.ndarray, chain_offsets: n
     targets[dest] = fid[kept]
 
 
+# Widest step the specialised kernels are compiled for (one compilation per width).
+MAX_UNIFORM_WIDTH = 16
+
+
+def _uniform_ok(width: int | None, uses: int, validity: np.ndarray) -> bool:
+    """Whether the equal-width kernel applies: steps of 1 .. MAX_UNIFORM_WIDTH facts and a
+    validity array known to be finite. That check reads the whole array, so it is made only
+    when the array is no longer than the batch's fact uses (else the checking kernel runs)."""
+    return (width is not None and 1 <= width <= MAX_UNIFORM_WIDTH
+            and validity.shape[0] <= uses and bool(np.isfinite(validity).all()))
+
+
 def verify_arrays(batch: ChainBatch, validity: np.ndarray, gamma: float) -> dict[str, np.ndarray]:
     """The kernel path on validated inputs: the same dictionary as the NumPy reference."""
     n = batch.n_chains
@@ -134,23 +146,26 @@ def verify_arrays(batch: ChainBatch, validity: np.ndarray, gamma: float) -> dict
     weakest_fact = np.empty(n, np.int64)
     step_validity = np.empty(batch.n_steps)
     status = np.zeros(n, np.int8)
-    status_at = np.zeros(n, np.int64)
+    status_at = np.empty(n, np.int64)  # read only where status is set
     # room for every fact use (+1: the kernel writes before it counts); only the part
     # that holds uses below γ is ever touched
     scratch = np.empty(fact_ids.shape[0] + 1, fact_ids.dtype)
-    tstart = np.empty(n, np.int64)
-    counts = np.empty(n, np.int64)
-    run(_k.chain_range, _k.chain_pass, n, fact_ids.shape[0] + batch.n_steps, *args, robustness,
-        bound, weakest_step, weakest_fact, step_validity, status, status_at, scratch, tstart,
-        counts)
+    tstart = np.empty(n, np.int64)   # set for chains with targets
+    counts = np.zeros(n, np.int64)   # zero pages until a chain has targets
+    outputs = (robustness, bound, weakest_step, weakest_fact, step_validity, status, status_at,
+               scratch, tstart, counts)
+    work = fact_ids.shape[0] + batch.n_steps
+    width = batch.facts_per_step
+    if _uniform_ok(width, fact_ids.shape[0], args[3]):
+        run(_k.uniform_range, _k.uniform_pass, n, work, (0,) * width, chain_off, fact_ids,
+            *args[3:], *outputs)
+    else:
+        run(_k.chain_range, _k.chain_pass, n, work, *args, *outputs)
     if status.any():
         _raise_bad_fact(batch, validity, status, status_at)
-    long = np.flatnonzero(counts < 0)  # many uses below γ: minus their number
-    room = np.zeros(n, np.int64)       # space for the long chains' targets (before dedup)
-    room[long] = -counts[long]
-    counts[long] = 0
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(counts + room, out=offsets[1:])
+    offsets = np.empty(n + 1, np.int64)  # long chains (many uses below γ: minus their
+    n_long = _k.target_offsets(counts, offsets)  # number) get room for all their uses
+    long = np.flatnonzero(counts < 0) if n_long else np.zeros(0, np.int64)
     targets = np.empty(int(offsets[-1]), np.int64)
     run(_k.gather_range, _k.gather_pass, n, int(offsets[-1]) + n, tstart, scratch, counts,
         offsets, targets)

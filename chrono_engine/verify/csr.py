@@ -29,11 +29,18 @@ _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 @nb.njit(cache=True, nogil=True)
-def _first_decrease(offsets):  # pragma: no cover - compiled
-    for i in range(offsets.shape[0] - 1):
-        if offsets[i + 1] < offsets[i]:
-            return i
-    return -1
+def _scan_offsets(offsets):  # pragma: no cover - compiled
+    """(first i with offsets[i+1] < offsets[i] or -1, the common width offsets[i+1] -
+    offsets[i] of every group or -1 when they differ or there is none)."""
+    n = offsets.shape[0] - 1
+    width = offsets[1] - offsets[0] if n > 0 else -1
+    for i in range(n):
+        d = offsets[i + 1] - offsets[i]
+        if d < 0:
+            return i, -1
+        if d != width:
+            width = -1
+    return -1, width
 
 
 def _index_array(values: Any, name: str) -> np.ndarray:
@@ -60,12 +67,13 @@ def _first_null(arr: pa.Array) -> int:
     return int(np.flatnonzero(~np.asarray(arr.is_valid()))[0])
 
 
-def _check_offsets(offsets: np.ndarray, name: str, length: int, what: str) -> None:
+def _check_offsets(offsets: np.ndarray, name: str, length: int, what: str) -> int:
+    """Validate CSR offsets; return the common group width (-1 when groups differ)."""
     if offsets.shape[0] == 0:
         raise QueryError(f"{name} is empty: CSR offsets need at least one entry (a 0)")
     if offsets[0] != 0:
         raise QueryError(f"{name}[0] is {int(offsets[0])}: CSR offsets must start at 0")
-    bad = _first_decrease(offsets)
+    bad, width = _scan_offsets(offsets)
     if bad >= 0:
         raise QueryError(
             f"{name}[{bad + 1}] = {int(offsets[bad + 1])} is below {name}[{bad}] = "
@@ -74,6 +82,7 @@ def _check_offsets(offsets: np.ndarray, name: str, length: int, what: str) -> No
         raise QueryError(
             f"{name}[-1] is {int(offsets[-1])} but there are {length} {what}: "
             f"the last offset must equal the number of {what}")
+    return int(width)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,8 +102,9 @@ class ChainBatch:
         chain_offsets = _index_array(self.chain_offsets, "chain_offsets")
         step_offsets = _index_array(self.step_offsets, "step_offsets")
         fact_ids = _index_array(self.fact_ids, "fact_ids")
-        _check_offsets(step_offsets, "step_offsets", fact_ids.shape[0], "fact ids")
+        width = _check_offsets(step_offsets, "step_offsets", fact_ids.shape[0], "fact ids")
         _check_offsets(chain_offsets, "chain_offsets", step_offsets.shape[0] - 1, "steps")
+        object.__setattr__(self, "_facts_per_step", width)
         object.__setattr__(self, "chain_offsets", chain_offsets)
         object.__setattr__(self, "step_offsets", step_offsets)
         object.__setattr__(self, "fact_ids", fact_ids)
@@ -103,6 +113,12 @@ class ChainBatch:
     def n_chains(self) -> int:
         """Number of chains."""
         return self.chain_offsets.shape[0] - 1
+
+    @property
+    def facts_per_step(self) -> int | None:
+        """The number of facts every step uses, or None when steps differ (or there are
+        none). Batches of equal-width steps run a kernel specialised for that width."""
+        return None if self._facts_per_step < 0 else self._facts_per_step
 
     @property
     def n_steps(self) -> int:
