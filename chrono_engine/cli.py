@@ -399,7 +399,8 @@ def cmd_tkg_eval(args) -> int:
     from . import tkg
     d = tkg.load(args.data)
     if args.model == "rules":
-        res = tkg.evaluate_rules(d, args.split, decay=args.decay, seed=args.seed)
+        res = tkg.evaluate_rules(d, args.split, decay=args.decay, confidence=args.confidence,
+                                 seed=args.seed)
     else:
         res = tkg.evaluate(d, args.split, half_life=args.half_life)
     if args.json:
@@ -531,6 +532,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rules: temporal rules with learned decay (default); recurrency: the decayed baseline")
     p.add_argument("--decay", choices=["per_rule", "global", "ou", "none"], default="per_rule",
                    help="rules: β per rule, one global β, β = 2κ from an OU fit per rule, or no decay (ablation)")
+    p.add_argument("--confidence", choices=["table", "curve"], default="table",
+                   help="rules: confidence per (gap, grounding count) bin shrunk to the fitted curve "
+                        "(default), or the curve c·e^(-βΔ) alone (ablation)")
     p.add_argument("--seed", type=int, default=0, help="rules: random-walk and sampling seed")
     p.add_argument("--half-life", type=float, default=30.0, help="recurrency: decay half-life in days")
     p.add_argument("--json", metavar="PATH", help="also write mrr, hits@1/3/10, queries, seconds, peak_mb")

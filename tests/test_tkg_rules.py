@@ -187,6 +187,121 @@ def test_forecast_ranks_against_python():
         assert got[i] == tkg.rank_average(np.where(np.abs(sc - tv) <= 1e-12, tv, sc), o, np.array(others, np.int64))
 
 
+def dt_bin(d):
+    return 0 if d <= 0 else min(1 + int(math.floor(math.log2(d))), R.N_DT_BINS - 1)
+
+
+def count_bin(c):
+    return min(int(math.ceil(math.log2(c))), R.N_COUNT_BINS - 1)
+
+
+def groups_python(facts, rules, q):
+    """(rule, y) -> (most recent gap, number of the rule's groundings reaching y)."""
+    s, h, _, T = q
+    out = {}
+    for j, (row, L) in enumerate(zip(rules.body.tolist(), rules.length.tolist())):
+        if row[0] != h:
+            continue
+        for y, tl in paths(facts, s, row[1:1 + L], T):
+            d, c = out.get((j, y), (10**9, 0))
+            out[(j, y)] = (min(d, T - tl), c + 1)
+    return out
+
+
+def test_table_bins():
+    for d in list(range(0, 70)) + [511, 512, 1023, 1024, 5000]:
+        assert R._dt_bin(d) == dt_bin(d), d
+    for c in list(range(1, 40)):
+        assert R._count_bin(c) == count_bin(c), c
+    # the mid-points lie in their bins
+    assert [dt_bin(m) for m in R.DT_BIN_MID] == list(range(R.N_DT_BINS))
+
+
+def test_rule_tables_against_python():
+    """hits3/tot3 count each (query, rule, y) once, in the bins of its most recent gap and of
+    the number of the rule's groundings reaching y; a hit when (s, h, y, T) is a fact."""
+    facts = random_graph(3)
+    H = R.build_history(facts, N_E, 2 * N_R)
+    rs = R.mine_rules(facts, H, walks=(2000, 2000, 2000), min_support=1, seed=3)
+    rng = np.random.default_rng(3)
+    qs = facts[rng.choice(len(facts), 60, replace=False)]
+    hits, tot, hits3, tot3 = R.rule_histograms(rs, qs, H, max_hop=10**6, cap=10**5, chunk=17, tables=True)
+    known = {tuple(f) for f in facts.tolist()}
+    want_h = np.zeros_like(hits3)
+    want_t = np.zeros_like(tot3)
+    for q in qs.tolist():
+        s, h, _, T = q
+        for (j, y), (d, c) in groups_python(facts, rs, q).items():
+            want_t[j, dt_bin(d), count_bin(c)] += 1
+            want_h[j, dt_bin(d), count_bin(c)] += (s, h, y, T) in known
+    assert np.array_equal(tot3, want_t) and np.array_equal(hits3, want_h)
+    assert tot3.sum() == tot.sum() and hits3.sum() == hits.sum()
+    assert (tot3 > 0).sum() > 10  # the draw exercises many cells
+
+
+def test_learn_tables_shrinks_to_the_curve():
+    rs = R.RuleSet(np.array([[0, 0, -1, -1], [1, 1, -1, -1]], np.int32), np.ones(2, np.int8),
+                   np.ones(2, np.int64), np.array([0.6, 0.2]), np.array([0.05, 0.0]))
+    shape = (2, R.N_DT_BINS, R.N_COUNT_BINS)
+    rng = np.random.default_rng(0)
+    tot3 = rng.integers(0, 30, shape)
+    tot3[1] = 0
+    hits3 = rng.binomial(tot3, 0.3)
+    t = R.learn_tables(rs, hits3, tot3, shrink=10.0).table
+    prior = np.array([0.6, 0.2])[:, None] * np.exp(-np.array([0.05, 0.0])[:, None] * R.DT_BIN_MID)
+    assert np.allclose(t, (hits3 + 10.0 * prior[:, :, None]) / (tot3 + 10.0), rtol=0, atol=1e-15)
+    assert np.allclose(t[1], 0.2)  # no evidence: the curve
+    big = R.learn_tables(rs, hits3 * 1000, tot3 * 1000, shrink=1e-9).table[0]
+    seen = tot3[0] > 0
+    assert np.allclose(big[seen], (hits3[0] / np.maximum(tot3[0], 1))[seen], atol=1e-9)
+    with pytest.raises(ValueError, match="shrink"):
+        R.learn_tables(rs, hits3, tot3, shrink=0.0)
+    with pytest.raises(ValueError, match="shape"):
+        R.learn_tables(rs, hits3[:1], tot3[:1])
+
+
+def test_forecast_ranks_with_a_table_against_python():
+    """With a table, p_j(y) = table[j, bin(Δ_min), bin(n_jy)], noisy-OR over rules, ties by
+    the average rule; the scores of apply_rules agree."""
+    facts = random_graph(9, n=220)
+    H = R.build_history(facts, N_E, 2 * N_R)
+    rel = R.build_relation_index(facts, 2 * N_R)
+    rs = R.mine_rules(facts, H, walks=(2000, 2000, 2000), min_support=1, seed=9)
+    rng = np.random.default_rng(9)
+    table = np.round(rng.uniform(0.0, 0.9, (len(rs), R.N_DT_BINS, R.N_COUNT_BINS)), 2)
+    rs = R.RuleSet(rs.body, rs.length, rs.support, np.full(len(rs), 0.5), np.zeros(len(rs)), table)
+    qs = facts[rng.choice(len(facts), 40, replace=False)]
+    answers = {}
+    for s, r, o, t in qs.tolist():
+        answers.setdefault((s, r, t), []).append(o)
+    ptr, ent = [0], []
+    for s, r, o, t in qs.tolist():
+        ent += [x for x in answers[(s, r, t)] if x != o]
+        ptr.append(len(ent))
+    wl = (1.0, 0.35, 0.15)
+    got = R.forecast_ranks(rs, qs, H, rel, (np.array(ptr, np.int64), np.array(ent, np.int64)),
+                           length_weights=wl, max_hop=10**6, cap=10**5, chunk=16, w_pop=0.0, w_count=0.0,
+                           w_rec=0.0)
+    dense = np.concatenate([sc for _, sc in R.apply_rules(rs, qs, H, max_hop=10**6, cap=10**5, chunk=9)])
+    for i, q in enumerate(qs.tolist()):
+        s, h, o, T = q
+        per_y, plain = {}, {}
+        for (j, y), (d, c) in groups_python(facts, rs, q).items():
+            p = table[j, dt_bin(d), count_bin(c)]
+            per_y.setdefault(y, []).append(wl[rs.length[j] - 1] * p)
+            plain.setdefault(y, []).append(p)
+        sc = np.zeros(N_E)
+        for y, ps in per_y.items():
+            sc[y] = 1 - np.prod([1 - p for p in ps])
+            assert dense[i, y] == pytest.approx(1 - np.prod([1 - p for p in plain[y]]), abs=1e-12)
+        assert np.count_nonzero(dense[i]) == sum(1 for ps in plain.values() if 1 - np.prod([1 - p for p in ps]) > 0)
+        others = [x for x in answers[(s, h, T)] if x != o]
+        sc[others] = -1.0
+        tv = sc[o]
+        want = 1 + np.sum(sc > tv + 1e-12) + (np.sum(np.abs(sc - tv) <= 1e-12) - 1) / 2
+        assert got[i] == want, (i, q)
+
+
 def test_evaluate_rules_small_dataset(tmp_path):
     """A graph where one relation predicts another a day later: the rule is mined, learned
     with a high confidence, and ranks the answer first."""
@@ -265,3 +380,8 @@ def test_cli_tkg_eval_models(tmp_path, capsys):
     assert "recurrency baseline" in capsys.readouterr().out
     assert cli.main(["tkg", "eval", "--data", str(d), "--decay", "global", "--split", "valid"]) == 0
     assert "decay global" in capsys.readouterr().out
+    assert cli.main(["tkg", "eval", "--data", str(d), "--confidence", "curve"]) == 0
+    assert "confidence curve" in capsys.readouterr().out
+    from chrono_engine import tkg
+    with pytest.raises(ValueError, match="confidence must be"):
+        tkg.evaluate_rules(tkg.load(d), "test", walks=(100, 0, 0), confidence="spline")

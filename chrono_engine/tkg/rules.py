@@ -19,8 +19,14 @@ rule, P(hit | Δ) = c · e^{−βΔ} is fitted by maximum likelihood (β on a lo
 Newton for each β) from per-day histograms, so the ablation's variants (no decay, one
 global β, per-rule β) reuse the same counts.
 
+**Confidence table** (optional, :func:`learn_tables`): the same pass also counts per rule,
+Δ bin (log2) and count bin (how many of the rule's groundings reach y, log2), and the
+rule's confidence becomes that cell's hit rate shrunk toward the fitted curve, so both the
+recency and the frequency of a rule's evidence shape it.
+
 **Application**: the score of y for (s, h, ?, T) is the noisy-OR over rules
-1 − Π_j (1 − c_j e^{−β_j Δ_j(y)}), Δ_j(y) from rule j's most recent grounding reaching y.
+1 − Π_j (1 − p_j(y)) with p_j(y) = c_j e^{−β_j Δ_j(y)}, Δ_j(y) from rule j's most recent
+grounding reaching y (or the table's cell for Δ_j(y) and that grounding count).
 Noisy-OR (TLogic's choice) rewards independent rules agreeing; with max only the single best
 rule counts and the many weak length-2/3 rules cannot add evidence. Grounding is capped per
 hop (the most recent ``max_hop`` edges) so hub entities stay bounded.
@@ -33,7 +39,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-__all__ = ["History", "RuleSet", "build_history", "mine_rules", "learn_rules", "apply_rules"]
+__all__ = ["History", "RuleSet", "build_history", "mine_rules", "learn_rules", "learn_tables", "apply_rules"]
 
 
 @dataclass
@@ -80,9 +86,48 @@ class RuleSet:
     support: np.ndarray  # walks that found the rule
     conf: np.ndarray     # c_j (float64)
     beta: np.ndarray     # β_j per day (float64)
+    # P(hit | rule, Δ bin, count bin) (n, N_DT_BINS, N_COUNT_BINS), or None: c_j e^{-β_j Δ}
+    table: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.length)
+
+
+# ------------------------------------------------------------------ confidence table bins
+N_DT_BINS = 12     # Δ (time steps): 0, 1, 2-3, 4-7, ..., 512-1023, >= 1024
+N_COUNT_BINS = 6   # groundings of the rule reaching y: 1, 2, 3-4, 5-8, 9-16, >= 17
+DT_BIN_MID = np.array([0.0, 1.0] + [(2 ** (b - 1) + 2 ** b - 1) / 2 for b in range(2, 11)] + [1535.5])
+
+
+@nb.njit(cache=True, inline="always")
+def _dt_bin(d):
+    """0 for Δ <= 0, else 1 + floor(log2 Δ), at most N_DT_BINS - 1."""
+    b = 0
+    if d > 0:
+        b = 1
+        x = 1
+        while x * 2 <= d and b < N_DT_BINS - 1:
+            x *= 2
+            b += 1
+    return b
+
+
+@nb.njit(cache=True, inline="always")
+def _count_bin(c):
+    """1 -> 0, 2 -> 1, 3-4 -> 2, 5-8 -> 3, 9-16 -> 4, >= 17 -> 5."""
+    b = 0
+    x = 1
+    while x < c and b < N_COUNT_BINS - 1:
+        x *= 2
+        b += 1
+    return b
+
+
+def _table_arg(rules: "RuleSet") -> np.ndarray:
+    """The kernels' view of ``rules.table``: an empty table means the parametric curve."""
+    if rules.table is None:
+        return np.zeros((0, N_DT_BINS, N_COUNT_BINS))
+    return np.ascontiguousarray(rules.table, np.float64)
 
 
 # ------------------------------------------------------------------ random walks
@@ -284,27 +329,25 @@ def _ground_chunk(q: np.ndarray, hist: History, idx, max_hop: int, cap: int, anc
 # ------------------------------------------------------------------ learning
 @nb.njit(cache=True)
 def _histogram(qs, qr, qt, out_rule, out_y, out_dt, out_n, keys, n_e, n_r, t_span, n_days, hits, tot,
-               hits_t, tot_t):
-    """Most recent grounding per (query, rule, y) -> per-rule day histograms of hits/total."""
+               hits_t, tot_t, hits3, tot3):
+    """Most recent grounding per (query, rule, y) -> per-rule day histograms of hits/total,
+    by gap Δ, by query time, and by (Δ bin, number of the rule's groundings reaching y)."""
     for q in range(len(out_n)):
         n = out_n[q]
         if n == 0:
             continue
         k = out_rule[q, :n].astype(np.int64) * n_e + out_y[q, :n]
         order = np.argsort(k)
-        prev = np.int64(-1)
-        for ii in range(n):
+        ii = 0
+        while ii < n:
             i = order[ii]
-            if k[i] == prev:
-                continue  # groundings are emitted most recent first per hop, but take the min Δ
-            prev = k[i]
+            kk = k[i]
             best = out_dt[q, i]
-            for jj in range(ii + 1, n):
-                i2 = order[jj]
-                if k[i2] != prev:
-                    break
-                if out_dt[q, i2] < best:
-                    best = out_dt[q, i2]
+            cnt = 0
+            while ii < n and k[order[ii]] == kk:  # the group of (rule, y): min Δ, count
+                best = min(best, out_dt[q, order[ii]])
+                cnt += 1
+                ii += 1
             d = min(best, n_days - 1)
             j = out_rule[q, i]
             y = out_y[q, i]
@@ -314,9 +357,13 @@ def _histogram(qs, qr, qt, out_rule, out_y, out_dt, out_n, keys, n_e, n_r, t_spa
             tot[j, d] += 1
             tq = min(qt[q], n_days - 1)
             tot_t[j, tq] += 1
+            db = _dt_bin(best)
+            cb = _count_bin(cnt)
+            tot3[j, db, cb] += 1
             if hit:
                 hits[j, d] += 1
                 hits_t[j, tq] += 1
+                hits3[j, db, cb] += 1
 
 
 @nb.njit(cache=True, parallel=True)
@@ -367,22 +414,44 @@ def _fit(hits, tot, betas, fixed_beta, out_c, out_b, prior_n, prior_p):
 
 def rule_histograms(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: int = 100,
                     cap: int = 8192, chunk: int = 1024, n_days: int = 400,
-                    anchor_first: bool = False, by_time: bool = False) -> tuple:
-    """Per rule and gap Δ (clipped at ``n_days`` - 1): groundings and hits over ``queries``;
-    with ``by_time`` also per rule and query time (for ``learn_rules(decay="ou")``)."""
+                    anchor_first: bool = False, by_time: bool = False, tables: bool = False) -> tuple:
+    """Per rule and gap Δ (clipped at ``n_days`` - 1): groundings and hits over ``queries``,
+    ``(hits, tot)``; with ``by_time`` also per rule and query time, ``(hits_t, tot_t)`` (for
+    ``learn_rules(decay="ou")``); with ``tables`` also per rule, Δ bin and count bin (the
+    number of the rule's groundings reaching the candidate), ``(hits3, tot3)`` (for
+    :func:`learn_tables`). One grounding pass fills them all."""
     idx = _index(rules, hist.n_relations)
     hits = np.zeros((len(rules), n_days), np.int64)
     tot = np.zeros((len(rules), n_days), np.int64)
     hits_t = np.zeros((len(rules), n_days), np.int64)  # by the query's time: the OU variant
     tot_t = np.zeros((len(rules), n_days), np.int64)
+    hits3 = np.zeros((len(rules), N_DT_BINS, N_COUNT_BINS), np.int64)
+    tot3 = np.zeros((len(rules), N_DT_BINS, N_COUNT_BINS), np.int64)
     for a in range(0, len(queries), chunk):
         q = queries[a:a + chunk]
         out = _ground_chunk(q, hist, idx, max_hop, cap, anchor_first)
         _histogram(q[:, 0], q[:, 1], q[:, 3], *out, hist.fact_keys, np.int64(hist.n_entities),
-                   np.int64(hist.n_relations), np.int64(hist.t_span), n_days, hits, tot, hits_t, tot_t)
-    if by_time:
-        return hits, tot, hits_t, tot_t
-    return hits, tot
+                   np.int64(hist.n_relations), np.int64(hist.t_span), n_days, hits, tot, hits_t, tot_t,
+                   hits3, tot3)
+    return (hits, tot) + ((hits_t, tot_t) if by_time else ()) + ((hits3, tot3) if tables else ())
+
+
+def learn_tables(rules: RuleSet, hits3: np.ndarray, tot3: np.ndarray, *, shrink: float = 50.0) -> RuleSet:
+    """Confidence as a table over (rule, Δ bin, count bin) instead of the curve c_j e^{-β_j Δ}.
+
+    Each cell is the rule's empirical hit rate among training (query, candidate) pairs whose
+    most recent grounding fell in that Δ bin with that many groundings of the rule reaching
+    the candidate, shrunk toward the fitted curve at the bin's mid-point with ``shrink``
+    pseudo-observations: (hits + shrink · c e^{-βΔ_mid}) / (total + shrink). So recency and
+    frequency both shape a rule's confidence (as in CountTRuCoLa), and cells without
+    evidence keep the learned decay of ``rules`` (whichever ``decay`` variant fitted it)."""
+    if shrink <= 0:
+        raise ValueError(f"shrink must be positive, got {shrink!r}")
+    if hits3.shape != (len(rules), N_DT_BINS, N_COUNT_BINS) or tot3.shape != hits3.shape:
+        raise ValueError(f"hits3 and tot3 must have shape {(len(rules), N_DT_BINS, N_COUNT_BINS)}")
+    prior = rules.conf[:, None] * np.exp(-rules.beta[:, None] * DT_BIN_MID[None, :])
+    table = (hits3 + shrink * prior[:, :, None]) / (tot3 + shrink)
+    return RuleSet(rules.body, rules.length, rules.support, rules.conf, rules.beta, table)
 
 
 def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str = "per_rule",
@@ -439,11 +508,14 @@ def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str
 
 # ------------------------------------------------------------------ application
 @nb.njit(cache=True)
-def _rule_scores(rule, ys, dt, n, conf, beta, length, wlen, use_max, w_count, sc):
-    """sc[y] = noisy-OR (or max) over rules of w_L c e^{-βΔ_min} + w_count n_y/(1+n_y) for
-    one query's groundings (rule, y, Δ)[:n]; n_y counts the groundings reaching y."""
+def _rule_scores(rule, ys, dt, n, conf, beta, length, wlen, use_max, w_count, sc, table):
+    """sc[y] = noisy-OR (or max) over rules of w_L p_j(y) + w_count n_y/(1+n_y) for one
+    query's groundings (rule, y, Δ)[:n]; n_y counts the groundings reaching y. p_j(y) is
+    c_j e^{-β_j Δ_min}, or with a ``table`` (non-empty) table[j, bin(Δ_min), bin(n_jy)]
+    with n_jy the groundings of rule j reaching y."""
     if n == 0:
         return
+    use_table = table.shape[0] > 0
     k = ys[:n].astype(np.int64) * len(conf) + rule[:n]
     order = np.argsort(k)
     ii = 0
@@ -453,14 +525,18 @@ def _rule_scores(rule, ys, dt, n, conf, beta, length, wlen, use_max, w_count, sc
         cnt = 0
         while ii < n and ys[order[ii]] == y:
             j = rule[order[ii]]
-            best = 0.0
+            dmin = dt[order[ii]]
+            cj = 0
             while ii < n and ys[order[ii]] == y and rule[order[ii]] == j:
-                p = conf[j] * math.exp(-beta[j] * dt[order[ii]])
-                if p > best:
-                    best = p
-                cnt += 1
+                dmin = min(dmin, dt[order[ii]])
+                cj += 1
                 ii += 1
-            pj = min(best * wlen[length[j]], 0.999999999)
+            cnt += cj
+            if use_table:
+                p = table[j, _dt_bin(dmin), _count_bin(cj)]
+            else:
+                p = conf[j] * math.exp(-beta[j] * dmin)
+            pj = min(p * wlen[length[j]], 0.999999999)
             if use_max:
                 logq = min(logq, math.log1p(-pj))
             else:
@@ -469,10 +545,11 @@ def _rule_scores(rule, ys, dt, n, conf, beta, length, wlen, use_max, w_count, sc
 
 
 @nb.njit(cache=True, parallel=True)
-def _noisy_or(out_rule, out_y, out_dt, out_n, conf, beta, length, scores):
+def _noisy_or(out_rule, out_y, out_dt, out_n, conf, beta, length, table, scores):
     wlen = np.ones(4)
     for q in nb.prange(len(out_n)):
-        _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, False, 0.0, scores[q])
+        _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, False, 0.0, scores[q],
+                     table)
 
 
 def apply_rules(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: int = 100,
@@ -485,7 +562,7 @@ def apply_rules(rules: RuleSet, queries: np.ndarray, hist: History, *, max_hop: 
         q = queries[a:a + chunk]
         out = _ground_chunk(q, hist, idx, max_hop, cap)
         scores = np.zeros((len(q), n_e))
-        _noisy_or(*out, rules.conf, rules.beta, rules.length.astype(np.int64), scores)
+        _noisy_or(*out, rules.conf, rules.beta, rules.length.astype(np.int64), _table_arg(rules), scores)
         yield a, scores
 
 
@@ -507,14 +584,16 @@ def build_relation_index(facts: np.ndarray, n_relations: int) -> RelationIndex:
 
 
 @nb.njit(cache=True, parallel=True)
-def _rank(qs, qr, qo, qt, out_rule, out_y, out_dt, out_n, conf, beta, length, wlen, n_e,
+def _rank(qs, qr, qo, qt, out_rule, out_y, out_dt, out_n, conf, beta, length, table, wlen, n_e,
           rptr, robj, rt, w_pop, beta_pop, w_count, hptr, hrel, hobj, ht, w_rec, beta_rec, w_other,
           use_max, fptr, fent, ranks):
     """Filtered rank (average rule for ties) of each query's true object under
-    score(y) = noisy-OR_rules(w_L c e^{-βΔ}) + w_count n/(1+n) + w_pop popularity(y)."""
+    score(y) = noisy-OR_rules(w_L p_j(y)) + w_count n/(1+n) + w_rec recurrency(y) + w_pop popularity(y)
+    (p_j from the rule's curve or table, see :func:`_rule_scores`)."""
     for q in nb.prange(len(qs)):
         sc = np.zeros(n_e)
-        _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, use_max, w_count, sc)
+        _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, use_max, w_count, sc,
+                     table)
         if w_rec > 0:  # decayed frequency: Σ over earlier (s, r', y) edges, r' = h weighted 1
             rec = np.zeros(n_e)
             mx = 0.0
@@ -563,13 +642,14 @@ def forecast_ranks(rules: RuleSet, queries: np.ndarray, hist: History, rel: Rela
     """Filtered ranks of ``queries`` (s, r, o, t): ``filters`` = (ptr, entities) CSR of the
     other correct objects per query (removed before ranking)."""
     idx = _index(rules, hist.n_relations)
+    table = _table_arg(rules)
     wlen = np.r_[0.0, np.asarray(length_weights, np.float64)]
     fptr, fent = filters
     ranks = np.empty(len(queries))
     for a in range(0, len(queries), chunk):
         q = queries[a:a + chunk]
         out = _ground_chunk(q, hist, idx, max_hop, cap, anchor_first)
-        _rank(q[:, 0], q[:, 1], q[:, 2], q[:, 3], *out, rules.conf, rules.beta, rules.length.astype(np.int64),
+        _rank(q[:, 0], q[:, 1], q[:, 2], q[:, 3], *out, rules.conf, rules.beta, rules.length.astype(np.int64), table,
               wlen, np.int64(hist.n_entities), rel.ptr, rel.obj, rel.t, float(w_pop),
               math.log(2.0) / pop_half_life, float(w_count), hist.ptr, hist.rel, hist.obj, hist.t,
               float(w_rec), math.log(2.0) / rec_half_life, float(w_other), aggregate == "max",
