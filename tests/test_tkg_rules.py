@@ -302,6 +302,83 @@ def test_forecast_ranks_with_a_table_against_python():
         assert got[i] == want, (i, q)
 
 
+def recurrence_python(facts, q):
+    """y -> (T − last, count) over earlier (s, h, y) facts of query q."""
+    s, h, _, T = q
+    out = {}
+    for a, r, b, t in facts.tolist():
+        if a == s and r == h and t < T:
+            d, c = out.get(b, (10**9, 0))
+            out[b] = (min(d, T - t), c + 1)
+    return out
+
+
+def test_recurrence_table_against_python():
+    facts = random_graph(4, n=400, days=30)
+    H = R.build_history(facts, N_E, 2 * N_R)
+    rng = np.random.default_rng(4)
+    qs = facts[rng.choice(len(facts), 150, replace=False)]
+    hits, tot = R.recurrence_histograms(qs, H)
+    known = {tuple(f) for f in facts.tolist()}
+    want_h, want_t = np.zeros_like(hits), np.zeros_like(tot)
+    for q in qs.tolist():
+        s, h, _, T = q
+        for y, (d, c) in recurrence_python(facts, q).items():
+            want_t[h, dt_bin(d), count_bin(c)] += 1
+            want_h[h, dt_bin(d), count_bin(c)] += (s, h, y, T) in known
+    assert np.array_equal(tot, want_t) and np.array_equal(hits, want_h)
+    assert hits.sum() > 0 and (tot > 0).sum() > 10
+    tab = R.learn_recurrence(qs, H, shrink=7.0)
+    pooled = (hits.sum(0) + 1.0) / (tot.sum(0) + 2.0)
+    assert np.allclose(tab, (hits + 7.0 * pooled[None]) / (tot + 7.0), rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="shrink"):
+        R.learn_recurrence(qs, H, shrink=-1.0)
+
+
+def test_forecast_ranks_with_recurrence_against_python():
+    """The recurrence term adds w · rtab[h, bin(T − last), bin(count)] for every y with
+    earlier (s, h, y) facts, over the whole history (no hop cap)."""
+    facts = random_graph(10, n=300, days=30)
+    H = R.build_history(facts, N_E, 2 * N_R)
+    rel = R.build_relation_index(facts, 2 * N_R)
+    rs = R.mine_rules(facts, H, walks=(1000, 1000, 0), min_support=1, seed=10)
+    rng = np.random.default_rng(10)
+    rs = R.RuleSet(rs.body, rs.length, rs.support, rng.uniform(0.05, 0.9, len(rs)), rng.uniform(0, 0.2, len(rs)))
+    rtab = np.round(rng.uniform(0, 1, (2 * N_R, R.N_DT_BINS, R.N_COUNT_BINS)), 2)
+    qs = facts[rng.choice(len(facts), 40, replace=False)]
+    answers = {}
+    for s, r, o, t in qs.tolist():
+        answers.setdefault((s, r, t), []).append(o)
+    ptr, ent = [0], []
+    for s, r, o, t in qs.tolist():
+        ent += [x for x in answers[(s, r, t)] if x != o]
+        ptr.append(len(ent))
+    filters = (np.array(ptr, np.int64), np.array(ent, np.int64))
+    got = R.forecast_ranks(rs, qs, H, rel, filters, max_hop=2, cap=10**5, chunk=16, w_pop=0.0, w_count=0.0,
+                           w_rec=0.0, recurrence=rtab, w_recurrence=0.7)
+    base = R.forecast_ranks(rs, qs, H, rel, filters, max_hop=2, cap=10**5, chunk=16, w_pop=0.0, w_count=0.0,
+                            w_rec=0.0)
+    assert not np.array_equal(got, base)
+    idx = R._index(rs, H.n_relations)
+    out = R._ground_chunk(qs, H, idx, 2, 10**5)
+    for i, q in enumerate(qs.tolist()):
+        s, h, o, T = q
+        sc = np.zeros(N_E)
+        R._rule_scores(out[0][i], out[1][i], out[2][i], out[3][i], rs.conf, rs.beta, rs.length.astype(np.int64),
+                       np.r_[0.0, 1.0, 0.5, 0.25], False, 0.0, sc, R._table_arg(rs))
+        for y, (d, c) in recurrence_python(facts, q).items():
+            sc[y] += 0.7 * rtab[h, dt_bin(d), count_bin(c)]
+        others = [x for x in answers[(s, h, T)] if x != o]
+        sc[others] = -1.0
+        tv = sc[o]
+        want = 1 + np.sum(sc > tv + 1e-12) + (np.sum(np.abs(sc - tv) <= 1e-12) - 1) / 2
+        assert got[i] == want, (i, q)
+    with pytest.raises(ValueError, match="learn_recurrence"):
+        R.forecast_ranks(rs, qs, H, rel, filters, w_recurrence=0.5)
+    with pytest.raises(ValueError, match="shape"):
+        R.forecast_ranks(rs, qs, H, rel, filters, recurrence=rtab[:2], w_recurrence=0.5)
+
+
 def test_evaluate_rules_small_dataset(tmp_path):
     """A graph where one relation predicts another a day later: the rule is mined, learned
     with a high confidence, and ranks the answer first."""

@@ -126,8 +126,9 @@ def _metrics(ranks: np.ndarray) -> dict:
 def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_000, 200_000),
                    min_support: int = 2, learn_queries: int = 200_000, decay: str = "per_rule",
                    confidence: str = "table", table_shrink: float = 50.0,
-                   length_weights: tuple = (1.0, 0.35, 0.15), max_hop: int = 50, w_rec: float = 0.4,
-                   rec_half_life: float = 120.0, w_other: float = 0.003, w_pop: float = 0.01,
+                   length_weights: tuple = (1.0, 0.35, 0.15), max_hop: int = 50, w_rec: float = 0.3,
+                   rec_half_life: float = 120.0, w_other: float = 0.003, w_recurrence: float = 1.5,
+                   recurrence_shrink: float = 20.0, w_pop: float = 0.01,
                    w_count: float = 0.0, seed: int = 0, return_rules: bool = False) -> dict:
     """MRR and Hits@1/3/10 of the temporal-rule model (:mod:`chrono_engine.tkg.rules`).
 
@@ -142,7 +143,10 @@ def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_
     ``length_weights``), plus ``w_count`` n/(1+n) for the number n of groundings reaching
     a candidate, plus ``w_rec`` x the decayed frequency of earlier (s, r, y) facts (other
     relations count ``w_other``; half-life ``rec_half_life`` steps; normalised by the
-    query's maximum) and, as the fallback for candidates (and queries) no rule reaches,
+    query's maximum), plus ``w_recurrence`` x the recurrence table's P(hit | r, gap since the
+    last (s, r, y), number of earlier (s, r, y)) learned from the same training queries
+    (:func:`rules.learn_recurrence`, ``recurrence_shrink``; 0 turns it off) and, as the
+    fallback for candidates (and queries) no rule reaches,
     ``w_pop`` x the candidate's decayed popularity as the relation's object (half-life 30
     steps). The small ``w_other`` mostly breaks ties between equally scored candidates,
     which the average rule would otherwise rank at their mean. The defaults were chosen on
@@ -169,16 +173,18 @@ def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_
     rules = R.learn_rules(rules, hits, tot, decay=decay, by_time=(hits_t, tot_t))
     if confidence == "table":
         rules = R.learn_tables(rules, hits3, tot3, shrink=table_shrink)
+    recurrence = R.learn_recurrence(lq, hist, shrink=recurrence_shrink) if w_recurrence > 0 else None
     t_learn = time.perf_counter()
     queries = {"train": train, "valid": valid, "test": test}[split]
     ranks = R.forecast_ranks(rules, queries, hist, rel, _filters(queries), length_weights=length_weights,
                              max_hop=max_hop, w_rec=w_rec, rec_half_life=rec_half_life, w_other=w_other,
-                             w_pop=w_pop, w_count=w_count)
+                             recurrence=recurrence, w_recurrence=w_recurrence, w_pop=w_pop, w_count=w_count)
     t_apply = time.perf_counter()
     out = _metrics(ranks)
     out.update({"seconds": t_apply - t0, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
                 "ties": "average", "setting": "single-step, time-aware filtered",
-                "model": f"temporal rules (lengths 1-3, noisy-OR, decay {decay}, confidence {confidence})",
+                "model": f"temporal rules (lengths 1-3, noisy-OR, decay {decay}, confidence {confidence}"
+                         f"{', recurrence table' if recurrence is not None else ''})",
                 "rules": len(rules), "rules_by_length": np.bincount(rules.length, minlength=4)[1:].tolist(),
                 "timings": {"load": t_load - t0, "mine": t_mine - t_load, "learn": t_learn - t_mine,
                             "apply": t_apply - t_learn}})

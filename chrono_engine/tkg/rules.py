@@ -26,7 +26,9 @@ recency and the frequency of a rule's evidence shape it.
 
 **Application**: the score of y for (s, h, ?, T) is the noisy-OR over rules
 1 − Π_j (1 − p_j(y)) with p_j(y) = c_j e^{−β_j Δ_j(y)}, Δ_j(y) from rule j's most recent
-grounding reaching y (or the table's cell for Δ_j(y) and that grounding count).
+grounding reaching y (or the table's cell for Δ_j(y) and that grounding count). With a
+recurrence table (:func:`learn_recurrence`), candidates y with earlier (s, h, y) facts also
+get P(hit | h, gap since the last one, how many), read over the whole history.
 Noisy-OR (TLogic's choice) rewards independent rules agreeing; with max only the single best
 rule counts and the many weak length-2/3 rules cannot add evidence. Grounding is capped per
 hop (the most recent ``max_hop`` edges) so hub entities stay bounded.
@@ -39,7 +41,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-__all__ = ["History", "RuleSet", "build_history", "mine_rules", "learn_rules", "learn_tables", "apply_rules"]
+__all__ = ["History", "RuleSet", "build_history", "mine_rules", "learn_rules", "learn_tables",
+           "learn_recurrence", "apply_rules"]
 
 
 @dataclass
@@ -454,6 +457,64 @@ def learn_tables(rules: RuleSet, hits3: np.ndarray, tot3: np.ndarray, *, shrink:
     return RuleSet(rules.body, rules.length, rules.support, rules.conf, rules.beta, table)
 
 
+@nb.njit(cache=True)
+def _recurrence_counts(qs, qr, qt, hptr, hrel, hobj, ht, keys, n_e, n_r, t_span, hits, tot):
+    """Per query (s, h, ?, T): each y with earlier (s, h, y) facts counts once in the cell
+    (h, bin(T − last), bin(number of them)); a hit when (s, h, y, T) is a fact."""
+    last = np.zeros(n_e, np.int64)
+    cnt = np.zeros(n_e, np.int64)
+    seen = np.empty(n_e, np.int64)
+    for q in range(len(qs)):
+        s, h, T = qs[q], qr[q], qt[q]
+        m = 0
+        for e in range(hptr[s], hptr[s + 1]):
+            if ht[e] >= T:
+                break
+            if hrel[e] == h:
+                y = hobj[e]
+                if cnt[y] == 0:
+                    seen[m] = y
+                    m += 1
+                cnt[y] += 1
+                last[y] = ht[e]
+        for i in range(m):
+            y = seen[i]
+            db = _dt_bin(T - last[y])
+            cb = _count_bin(cnt[y])
+            key = ((np.int64(s) * n_r + h) * n_e + y) * t_span + T
+            p = np.searchsorted(keys, key)
+            tot[h, db, cb] += 1
+            if p < len(keys) and keys[p] == key:
+                hits[h, db, cb] += 1
+            cnt[y] = 0
+
+
+def recurrence_histograms(queries: np.ndarray, hist: History) -> tuple:
+    """(hits, tot) per (relation, gap bin, count bin) over ``queries``: see
+    :func:`learn_recurrence`."""
+    shape = (hist.n_relations, N_DT_BINS, N_COUNT_BINS)
+    hits = np.zeros(shape, np.int64)
+    tot = np.zeros(shape, np.int64)
+    q = np.ascontiguousarray(queries, np.int64)
+    _recurrence_counts(q[:, 0], q[:, 1], q[:, 3], hist.ptr, hist.rel, hist.obj, hist.t, hist.fact_keys,
+                       np.int64(hist.n_entities), np.int64(hist.n_relations), np.int64(hist.t_span), hits, tot)
+    return hits, tot
+
+
+def learn_recurrence(queries: np.ndarray, hist: History, *, shrink: float = 20.0) -> np.ndarray:
+    """P(hit | relation r, gap bin of the last (s, r, y) fact, bin of the number of earlier
+    (s, r, y) facts), from training ``queries`` (s, r, ?, T) over the whole history before T:
+    the recurrency baseline's signal, calibrated per relation by recency and frequency and
+    not limited to the most recent ``max_hop`` edges that rule grounding reads. Each cell is
+    shrunk toward the rate of that (gap, count) cell pooled over relations with ``shrink``
+    pseudo-observations. Shape (n_relations, N_DT_BINS, N_COUNT_BINS)."""
+    if shrink <= 0:
+        raise ValueError(f"shrink must be positive, got {shrink!r}")
+    hits, tot = recurrence_histograms(queries, hist)
+    pooled = (hits.sum(0) + 1.0) / (tot.sum(0) + 2.0)
+    return (hits + shrink * pooled[None]) / (tot + shrink)
+
+
 def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str = "per_rule",
                 prior_n: float = 2.0, prior_p: float = 0.01, by_time: tuple | None = None,
                 min_ou_days: int = 20) -> RuleSet:
@@ -586,14 +647,29 @@ def build_relation_index(facts: np.ndarray, n_relations: int) -> RelationIndex:
 @nb.njit(cache=True, parallel=True)
 def _rank(qs, qr, qo, qt, out_rule, out_y, out_dt, out_n, conf, beta, length, table, wlen, n_e,
           rptr, robj, rt, w_pop, beta_pop, w_count, hptr, hrel, hobj, ht, w_rec, beta_rec, w_other,
-          use_max, fptr, fent, ranks):
+          rtab, w_rt, use_max, fptr, fent, ranks):
     """Filtered rank (average rule for ties) of each query's true object under
-    score(y) = noisy-OR_rules(w_L p_j(y)) + w_count n/(1+n) + w_rec recurrency(y) + w_pop popularity(y)
-    (p_j from the rule's curve or table, see :func:`_rule_scores`)."""
+    score(y) = noisy-OR_rules(w_L p_j(y)) + w_count n/(1+n) + w_rec recurrency(y)
+               + w_rt rtab[h, bin(Δ_last), bin(n_shy)] + w_pop popularity(y)
+    (p_j from the rule's curve or table, see :func:`_rule_scores`; the recurrence table term
+    only for y with earlier (s, h, y) facts, n_shy of them, the last Δ_last ago)."""
     for q in nb.prange(len(qs)):
         sc = np.zeros(n_e)
         _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, use_max, w_count, sc,
                      table)
+        if w_rt > 0:  # calibrated recurrence of (s, h, y) over the whole history before T
+            s_, h, T = qs[q], qr[q], qt[q]
+            last = np.empty(n_e, np.int64)
+            cnt = np.zeros(n_e, np.int64)
+            for e in range(hptr[s_], hptr[s_ + 1]):
+                if ht[e] >= T:
+                    break
+                if hrel[e] == h:
+                    cnt[hobj[e]] += 1
+                    last[hobj[e]] = ht[e]
+            for y in range(n_e):
+                if cnt[y] > 0:
+                    sc[y] += w_rt * rtab[h, _dt_bin(T - last[y]), _count_bin(cnt[y])]
         if w_rec > 0:  # decayed frequency: Σ over earlier (s, r', y) edges, r' = h weighted 1
             rec = np.zeros(n_e)
             mx = 0.0
@@ -638,11 +714,23 @@ def forecast_ranks(rules: RuleSet, queries: np.ndarray, hist: History, rel: Rela
                    filters: tuple, *, length_weights=(1.0, 0.5, 0.25), max_hop: int = 100,
                    cap: int = 8192, chunk: int = 2048, w_pop: float = 0.01, pop_half_life: float = 30.0,
                    w_count: float = 0.01, w_rec: float = 0.0, rec_half_life: float = 30.0,
-                   w_other: float = 0.1, aggregate: str = "noisy-or", anchor_first: bool = False) -> np.ndarray:
+                   w_other: float = 0.1, recurrence: np.ndarray | None = None, w_recurrence: float = 0.0,
+                   aggregate: str = "noisy-or", anchor_first: bool = False) -> np.ndarray:
     """Filtered ranks of ``queries`` (s, r, o, t): ``filters`` = (ptr, entities) CSR of the
-    other correct objects per query (removed before ranking)."""
+    other correct objects per query (removed before ranking). ``recurrence`` (from
+    :func:`learn_recurrence`) adds ``w_recurrence`` x P(hit | r, gap since the last (s, r, y),
+    number of earlier (s, r, y)) for candidates y that recur."""
     idx = _index(rules, hist.n_relations)
     table = _table_arg(rules)
+    if recurrence is None:
+        if w_recurrence > 0:
+            raise ValueError("w_recurrence needs a recurrence table (learn_recurrence)")
+        rtab = np.zeros((0, N_DT_BINS, N_COUNT_BINS))
+    else:
+        rtab = np.ascontiguousarray(recurrence, np.float64)
+        if rtab.shape != (hist.n_relations, N_DT_BINS, N_COUNT_BINS):
+            raise ValueError(f"recurrence must have shape {(hist.n_relations, N_DT_BINS, N_COUNT_BINS)}, "
+                             f"got {rtab.shape}")
     wlen = np.r_[0.0, np.asarray(length_weights, np.float64)]
     fptr, fent = filters
     ranks = np.empty(len(queries))
@@ -652,7 +740,8 @@ def forecast_ranks(rules: RuleSet, queries: np.ndarray, hist: History, rel: Rela
         _rank(q[:, 0], q[:, 1], q[:, 2], q[:, 3], *out, rules.conf, rules.beta, rules.length.astype(np.int64), table,
               wlen, np.int64(hist.n_entities), rel.ptr, rel.obj, rel.t, float(w_pop),
               math.log(2.0) / pop_half_life, float(w_count), hist.ptr, hist.rel, hist.obj, hist.t,
-              float(w_rec), math.log(2.0) / rec_half_life, float(w_other), aggregate == "max",
+              float(w_rec), math.log(2.0) / rec_half_life, float(w_other), rtab, float(w_recurrence),
+              aggregate == "max",
               fptr[a:a + len(q) + 1] - fptr[a], fent[fptr[a]:],
               ranks[a:a + len(q)])
     return ranks
