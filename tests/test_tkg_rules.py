@@ -119,6 +119,18 @@ def test_fit_is_the_likelihood_maximum():
         assert b[j] in betas
 
 
+def time_aware_filters(qs):
+    """(answers per (s, r, t), CSR (ptr, entities) of each query's other true objects)."""
+    answers = {}
+    for s, r, o, t in qs.tolist():
+        answers.setdefault((s, r, t), []).append(o)
+    ptr, ent = [0], []
+    for s, r, o, t in qs.tolist():
+        ent += [x for x in answers[(s, r, t)] if x != o]
+        ptr.append(len(ent))
+    return answers, (np.array(ptr, np.int64), np.array(ent, np.int64))
+
+
 def test_noisy_or_scores():
     facts = random_graph(5)
     H = R.build_history(facts, N_E, 2 * N_R)
@@ -146,14 +158,7 @@ def test_forecast_ranks_against_python():
     rng = np.random.default_rng(8)
     rs = R.RuleSet(rs.body, rs.length, rs.support, rng.uniform(0.05, 0.9, len(rs)), rng.uniform(0, 0.2, len(rs)))
     qs = facts[rng.choice(len(facts), 40, replace=False)]
-    answers = {}
-    for s, r, o, t in qs.tolist():
-        answers.setdefault((s, r, t), []).append(o)
-    ptr, ent = [0], []
-    for s, r, o, t in qs.tolist():
-        ent += [x for x in answers[(s, r, t)] if x != o]
-        ptr.append(len(ent))
-    filters = (np.array(ptr, np.int64), np.array(ent, np.int64))
+    answers, filters = time_aware_filters(qs)
     wl = (1.0, 0.5, 0.25)
     kw = dict(w_pop=0.01, pop_half_life=7.0, w_count=0.01, w_rec=0.3, rec_half_life=10.0, w_other=0.1)
     got = R.forecast_ranks(rs, qs, H, rel, filters, length_weights=wl, max_hop=10**6, cap=10**5, chunk=16, **kw)
@@ -271,15 +276,9 @@ def test_forecast_ranks_with_a_table_against_python():
     table = np.round(rng.uniform(0.0, 0.9, (len(rs), R.N_DT_BINS, R.N_COUNT_BINS)), 2)
     rs = R.RuleSet(rs.body, rs.length, rs.support, np.full(len(rs), 0.5), np.zeros(len(rs)), table)
     qs = facts[rng.choice(len(facts), 40, replace=False)]
-    answers = {}
-    for s, r, o, t in qs.tolist():
-        answers.setdefault((s, r, t), []).append(o)
-    ptr, ent = [0], []
-    for s, r, o, t in qs.tolist():
-        ent += [x for x in answers[(s, r, t)] if x != o]
-        ptr.append(len(ent))
+    answers, filters = time_aware_filters(qs)
     wl = (1.0, 0.35, 0.15)
-    got = R.forecast_ranks(rs, qs, H, rel, (np.array(ptr, np.int64), np.array(ent, np.int64)),
+    got = R.forecast_ranks(rs, qs, H, rel, filters,
                            length_weights=wl, max_hop=10**6, cap=10**5, chunk=16, w_pop=0.0, w_count=0.0,
                            w_rec=0.0)
     dense = np.concatenate([sc for _, sc in R.apply_rules(rs, qs, H, max_hop=10**6, cap=10**5, chunk=9)])
@@ -346,14 +345,7 @@ def test_forecast_ranks_with_recurrence_against_python():
     rs = R.RuleSet(rs.body, rs.length, rs.support, rng.uniform(0.05, 0.9, len(rs)), rng.uniform(0, 0.2, len(rs)))
     rtab = np.round(rng.uniform(0, 1, (2 * N_R, R.N_DT_BINS, R.N_COUNT_BINS)), 2)
     qs = facts[rng.choice(len(facts), 40, replace=False)]
-    answers = {}
-    for s, r, o, t in qs.tolist():
-        answers.setdefault((s, r, t), []).append(o)
-    ptr, ent = [0], []
-    for s, r, o, t in qs.tolist():
-        ent += [x for x in answers[(s, r, t)] if x != o]
-        ptr.append(len(ent))
-    filters = (np.array(ptr, np.int64), np.array(ent, np.int64))
+    answers, filters = time_aware_filters(qs)
     got = R.forecast_ranks(rs, qs, H, rel, filters, max_hop=2, cap=10**5, chunk=16, w_pop=0.0, w_count=0.0,
                            w_rec=0.0, recurrence=rtab, w_recurrence=0.7)
     base = R.forecast_ranks(rs, qs, H, rel, filters, max_hop=2, cap=10**5, chunk=16, w_pop=0.0, w_count=0.0,

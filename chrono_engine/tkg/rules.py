@@ -458,25 +458,39 @@ def learn_tables(rules: RuleSet, hits3: np.ndarray, tot3: np.ndarray, *, shrink:
 
 
 @nb.njit(cache=True)
+def _scan_history(s, h, T, hptr, hrel, hobj, ht, last, cnt, seen, rec, w_other, beta_rec):
+    """One pass over s's edges before T: for each y with earlier (s, h, y) facts, their
+    number ``cnt[y]`` and the last time ``last[y]``, the distinct such y in ``seen[:m]``
+    (returns m; ``cnt`` must be zero for them on entry); and, when ``rec`` is non-empty,
+    the decayed frequency rec[y] += (1 if r = h else w_other) e^{-β_rec (T − t)}."""
+    m = 0
+    with_rec = rec.shape[0] > 0
+    for e in range(hptr[s], hptr[s + 1]):
+        if ht[e] >= T:
+            break
+        y = hobj[e]
+        if hrel[e] == h:
+            if cnt[y] == 0:
+                seen[m] = y
+                m += 1
+            cnt[y] += 1
+            last[y] = ht[e]
+        if with_rec:
+            rec[y] += (1.0 if hrel[e] == h else w_other) * math.exp(-beta_rec * (T - ht[e]))
+    return m
+
+
+@nb.njit(cache=True)
 def _recurrence_counts(qs, qr, qt, hptr, hrel, hobj, ht, keys, n_e, n_r, t_span, hits, tot):
     """Per query (s, h, ?, T): each y with earlier (s, h, y) facts counts once in the cell
     (h, bin(T − last), bin(number of them)); a hit when (s, h, y, T) is a fact."""
     last = np.zeros(n_e, np.int64)
     cnt = np.zeros(n_e, np.int64)
     seen = np.empty(n_e, np.int64)
+    no_rec = np.zeros(0)
     for q in range(len(qs)):
         s, h, T = qs[q], qr[q], qt[q]
-        m = 0
-        for e in range(hptr[s], hptr[s + 1]):
-            if ht[e] >= T:
-                break
-            if hrel[e] == h:
-                y = hobj[e]
-                if cnt[y] == 0:
-                    seen[m] = y
-                    m += 1
-                cnt[y] += 1
-                last[y] = ht[e]
+        m = _scan_history(s, h, T, hptr, hrel, hobj, ht, last, cnt, seen, no_rec, 0.0, 0.0)
         for i in range(m):
             y = seen[i]
             db = _dt_bin(T - last[y])
@@ -657,32 +671,24 @@ def _rank(qs, qr, qo, qt, out_rule, out_y, out_dt, out_n, conf, beta, length, ta
         sc = np.zeros(n_e)
         _rule_scores(out_rule[q], out_y[q], out_dt[q], out_n[q], conf, beta, length, wlen, use_max, w_count, sc,
                      table)
-        if w_rt > 0:  # calibrated recurrence of (s, h, y) over the whole history before T
+        if w_rt > 0 or w_rec > 0:  # one scan of s's history before T feeds both terms
             s_, h, T = qs[q], qr[q], qt[q]
+            rec = np.zeros(n_e if w_rec > 0 else 0)
             last = np.empty(n_e, np.int64)
             cnt = np.zeros(n_e, np.int64)
-            for e in range(hptr[s_], hptr[s_ + 1]):
-                if ht[e] >= T:
-                    break
-                if hrel[e] == h:
-                    cnt[hobj[e]] += 1
-                    last[hobj[e]] = ht[e]
-            for y in range(n_e):
-                if cnt[y] > 0:
+            seen = np.empty(n_e, np.int64)
+            m = _scan_history(s_, h, T, hptr, hrel, hobj, ht, last, cnt, seen, rec, w_other, beta_rec)
+            if w_rt > 0:  # calibrated recurrence of (s, h, y) over the whole history before T
+                for i in range(m):
+                    y = seen[i]
                     sc[y] += w_rt * rtab[h, _dt_bin(T - last[y]), _count_bin(cnt[y])]
-        if w_rec > 0:  # decayed frequency: Σ over earlier (s, r', y) edges, r' = h weighted 1
-            rec = np.zeros(n_e)
-            mx = 0.0
-            s_, h, T = qs[q], qr[q], qt[q]
-            for e in range(hptr[s_], hptr[s_ + 1]):
-                if ht[e] >= T:
-                    break
-                rec[hobj[e]] += (1.0 if hrel[e] == h else w_other) * math.exp(-beta_rec * (T - ht[e]))
-            for y in range(n_e):
-                mx = max(mx, rec[y])
-            if mx > 0:
+            if w_rec > 0:  # decayed frequency: Σ over earlier (s, r', y) edges, r' = h weighted 1
+                mx = 0.0
                 for y in range(n_e):
-                    sc[y] += w_rec * rec[y] / mx
+                    mx = max(mx, rec[y])
+                if mx > 0:
+                    for y in range(n_e):
+                        sc[y] += w_rec * rec[y] / mx
         if w_pop > 0:
             h = qr[q]
             T = qt[q]

@@ -99,7 +99,8 @@ def chain_range(chain_off, step_off, fact_ids, validity, gamma,
     γ into ``scratch`` (from position ``step_off[chain_off[c0]]``, so parallel ranges never
     overlap), which are then sorted and de-duplicated in place: chain c's targets are
     ``scratch[tstart[c]:tstart[c] + counts[c]]``. More than SMALL uses below γ: counts[c]
-    is minus their number and the vectorised path sorts them."""
+    is minus their number and the vectorised path sorts them. ``counts`` must come zeroed:
+    only chains with targets write theirs (and ``tstart``)."""
     n_valid = validity.shape[0]
     cur = step_off[chain_off[c0]] if c1 > c0 else 0
     for c in range(c0, c1):
@@ -125,8 +126,6 @@ def chain_range(chain_off, step_off, fact_ids, validity, gamma,
                 wf = fid if lt else wf
                 fmin = x if lt else fmin
             step_validity[s] = v if f1 > f0 else 1.0
-        tstart[c] = cur
-        counts[c] = 0
         if bad or nan_check != 0.0:
             k0 = step_off[s0]
             st, at = _locate_bad(fact_ids, validity, k0, step_off[s1])
@@ -147,6 +146,7 @@ def chain_range(chain_off, step_off, fact_ids, validity, gamma,
         if fmin < gamma:
             m = _collect_targets(fact_ids, validity, gamma, step_off[s0], step_off[s1],
                                  scratch, cur)
+            tstart[c] = cur
             counts[c] = m
             cur += max(m, 0)
 
