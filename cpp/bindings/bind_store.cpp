@@ -184,6 +184,52 @@ struct PyStore {
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint32_t>(i);
     return gather(all.data(), all.size());
   }
+  // The certified plan's metadata pass (Kernels::bound_rows) on rows of this store, for
+  // tests against NumPy; per-query arrays have G <= 64 values and are padded here.
+  py::dict bound_rows(carray<std::uint32_t> rows, carray<double> t, carray<std::int64_t> known_at,
+                      carray<std::int64_t> x1, carray<std::int64_t> x2, carray<double> theta, carray<double> a,
+                      carray<double> b, double tau, double out_pen, bool latest,
+                      std::optional<carray<std::uint8_t>> mask, const std::string& which) {
+    const std::size_t G = static_cast<std::size_t>(t.size()), n = static_cast<std::size_t>(rows.size());
+    if (G == 0 || G > 64) throw std::invalid_argument("G must be in [1, 64]");
+    const std::size_t Gp = (G + 7) / 8 * 8;
+    std::vector<double> T(Gp, 0.0), TH(Gp, std::numeric_limits<double>::infinity()), A(Gp, 0.0), B(Gp, 0.0);
+    std::vector<std::int64_t> K(Gp, kOpenStart), X1(Gp, kOpenStart), X2(Gp, kOpenEnd);
+    std::copy(t.data(), t.data() + G, T.begin());
+    std::copy(checked(theta, G, "theta"), theta.data() + G, TH.begin());
+    std::copy(checked(a, G, "a"), a.data() + G, A.begin());
+    std::copy(checked(b, G, "b"), b.data() + G, B.begin());
+    std::copy(checked(known_at, G, "known_at"), known_at.data() + G, K.begin());
+    std::copy(checked(x1, G, "x1"), x1.data() + G, X1.begin());
+    std::copy(checked(x2, G, "x2"), x2.data() + G, X2.begin());
+    std::vector<std::uint32_t> kept(n), cnt(Gp, 0);
+    std::vector<double> best(n);
+    std::vector<float> val(n * Gp), pen(n * Gp);
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    for (std::size_t i = 0; i < n; ++i)
+      if (rows.data()[i] >= s->meta().size()) throw std::out_of_range("row out of range");
+    BoundArgs ba;
+    ba.Gp = Gp; ba.t = T.data(); ba.known_at = K.data(); ba.x1 = X1.data(); ba.x2 = X2.data();
+    ba.theta = TH.data(); ba.a = A.data(); ba.b = B.data(); ba.tau = tau; ba.out_pen = out_pen; ba.latest = latest;
+    ba.specs = s->decay_specs().data();
+    if (mask) { ba.type_mask = mask->data(); ba.mask_n = static_cast<std::size_t>(mask->size()); }
+    ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt.data();
+    const std::size_t nk = variant(which).bound_rows(ba, s->meta().data(), rows.data(), n);
+    py::array_t<float> V({static_cast<py::ssize_t>(nk), static_cast<py::ssize_t>(G)}),
+        P({static_cast<py::ssize_t>(nk), static_cast<py::ssize_t>(G)});
+    for (std::size_t r = 0; r < nk; ++r)
+      for (std::size_t q = 0; q < G; ++q) {
+        V.mutable_data()[r * G + q] = val[r * Gp + q];
+        P.mutable_data()[r * G + q] = pen[r * Gp + q];
+      }
+    py::dict out;
+    out["kept"] = py::array_t<std::uint32_t>(static_cast<py::ssize_t>(nk), kept.data());
+    out["best"] = py::array_t<double>(static_cast<py::ssize_t>(nk), best.data());
+    out["validity"] = V; out["penalty"] = P;
+    out["count"] = py::array_t<std::uint32_t>(static_cast<py::ssize_t>(G), cnt.data());
+    return out;
+  }
+
   py::dict columns_at(carray<std::uint32_t> rows) {
     std::shared_lock<std::shared_mutex> g(s->mutex());
     for (py::ssize_t i = 0; i < rows.size(); ++i)
@@ -256,6 +302,9 @@ void bind_store(py::module_& m) {
       .def("rows_of", &PyStore::rows_of)
       .def("columns", &PyStore::columns_out)
       .def("columns_at", &PyStore::columns_at)
+      .def("bound_rows", &PyStore::bound_rows, py::arg("rows"), py::arg("t"), py::arg("known_at"), py::arg("x1"),
+           py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
+           py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "")
       .def("vectors", &PyStore::vectors)
       .def("compact", [](PyStore& p, carray<std::uint32_t> rows) {
         // (codes, scale, err) of the compact copy for `rows` (tests check its bound)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include "chrono/decay.hpp"
+#include "chrono/kernels.hpp"
 
 namespace py = pybind11;
 
@@ -26,6 +27,15 @@ const T* checked(const carray<T>& a, std::size_t n, const char* name) {
   if (static_cast<std::size_t>(a.size()) != n)
     throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(n) + " values, got " + std::to_string(a.size()));
   return a.data();
+}
+
+// A compiled kernel variant by name ("" = the one chosen at run time), for tests.
+inline const chrono::Kernels& variant(const std::string& name) {
+  if (name.empty()) return chrono::kernels();
+  const chrono::Kernels* v[4];
+  int n = chrono::kernel_variants(v, 4);
+  for (int i = 0; i < n; ++i) if (name == v[i]->name) return *v[i];
+  throw std::invalid_argument("kernel variant '" + name + "' is not available on this CPU/build");
 }
 
 inline std::vector<chrono::DecaySpec> specs_from(const carray<double>& table) {

@@ -50,14 +50,6 @@ py::dict build_info() {
   return d;
 }
 
-const Kernels& variant(const std::string& name) {
-  if (name.empty()) return kernels();
-  const Kernels* v[4];
-  int n = kernel_variants(v, 4);
-  for (int i = 0; i < n; ++i) if (name == v[i]->name) return *v[i];
-  throw std::invalid_argument("kernel variant '" + name + "' is not available on this CPU/build");
-}
-
 py::array_t<double> decay_eval(py::array_t<double, py::array::c_style | py::array::forcecast> ages,
                                py::array_t<double, py::array::c_style | py::array::forcecast> spec,
                                const std::string& which) {
@@ -100,6 +92,18 @@ PYBIND11_MODULE(_core, m) {
     py::array_t<float> out(static_cast<py::ssize_t>(G));
     variant(which).dot_many_i8(c.data(), Q.data(), G, static_cast<std::size_t>(c.size()), out.mutable_data());
     return out;
+  }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
+  m.def("dot_qt_i8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> c, carray<float> Q,
+                        const std::string& which) {
+    if (Q.ndim() != 2 || Q.shape(1) != c.size()) throw std::invalid_argument("Q must be (G, len(c))");
+    const std::size_t G = static_cast<std::size_t>(Q.shape(0)), d = static_cast<std::size_t>(c.size());
+    if (G == 0 || G > 64) throw std::invalid_argument("G must be in [1, 64]");
+    const std::size_t Gp = (G + 7) / 8 * 8;
+    std::vector<float> QT(d * Gp, 0.0f), out(Gp);
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q.data()[g * d + i];
+    variant(which).dot_qt_i8(c.data(), QT.data(), Gp, d, out.data());
+    return py::array_t<float>(static_cast<py::ssize_t>(G), out.data());
   }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
   bind_score(m);
   bind_store(m);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include "chrono/columns.hpp"
 #include "chrono/kernels.hpp"
 #include "chrono/time.hpp"
 
@@ -180,6 +181,109 @@ static void dot_many_i8(const std::int8_t* x, const float* Q, std::size_t G, std
   alignas(64) float xf[kMax];
   for (std::size_t i = 0; i < d; ++i) xf[i] = static_cast<float>(x[i]);
   dot_many(xf, Q, G, d, out);
+}
+
+// A float no smaller than x >= 0 (or NaN): the next float up is one ulp (bits + 1) for
+// finite non-negative values.
+__attribute__((always_inline)) static inline float round_up_nonneg(double x) {
+  float f = static_cast<float>(x);
+  std::uint32_t u = __builtin_bit_cast(std::uint32_t, f);
+  return static_cast<double>(f) < x ? __builtin_bit_cast(float, u + 1u) : f;
+}
+
+// See BoundArgs. Each per-query loop below is a straight line over Gp lanes (selects, no
+// branches, one element width per loop), so it vectorises.
+static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::uint32_t* rows, std::size_t n) {
+  constexpr std::size_t kMax = 64;
+  const std::size_t Gp = A.Gp;
+  if (Gp == 0 || Gp > kMax || Gp % 8 != 0) return 0;
+  alignas(64) double ages[kMax], v[kMax], bb[kMax], pp[kMax];
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const double* __restrict T = A.t;
+  const std::int64_t* __restrict K = A.known_at;
+  const std::int64_t* __restrict X1 = A.x1;
+  const std::int64_t* __restrict X2 = A.x2;
+  const double* __restrict TH = A.theta;
+  const double* __restrict Ac = A.a;
+  const double* __restrict Bc = A.b;
+  const double tau = A.tau, out_pen = A.out_pen;
+  std::uint32_t* __restrict cnt = A.cnt;
+  std::size_t nk = 0;
+  constexpr std::size_t AHEAD = 16;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + AHEAD < n) __builtin_prefetch(meta + rows[i + AHEAD]);
+    const Meta& m = meta[rows[i]];
+    if (A.type_mask && (m.fact_type >= A.mask_n || !A.type_mask[m.fact_type])) continue;
+    const double obs = static_cast<double>(m.observed_at);
+    for (std::size_t g = 0; g < Gp; ++g) ages[g] = (T[g] - obs) / kMicrosPerDay;  // = age_days
+    decay_batch(A.specs[m.fact_type], ages, v, Gp);
+    const double rel = static_cast<double>(m.reliability);
+    const std::int64_t live = (A.latest && m.deprecated) ? 0 : 1;
+    const std::int64_t vf = m.valid_from, vt = m.valid_to, ing = m.ingested_at, ret = m.retracted_at;
+    for (std::size_t g = 0; g < Gp; ++g) {
+      const std::int64_t known = (ing <= K[g]) & (K[g] < ret);
+      const std::int64_t inf = (vf <= X1[g]) & (vt > X2[g]) & live;
+      double p = inf ? 1.0 : out_pen;
+      p = known ? p : 0.0;
+      const double val = rel * v[g];
+      p = (val < tau) | (val != val) ? 0.0 : p;
+      const double b = (Ac[g] + Bc[g] * val) * p;
+      const bool ok = (p > 0.0) & (b >= TH[g]);
+      bb[g] = ok ? b : ninf;
+      pp[g] = ok ? p : 0.0;
+      v[g] = val;
+    }
+    double mx[8];
+    for (std::size_t j = 0; j < 8; ++j) mx[j] = bb[j];
+    for (std::size_t g = 8; g < Gp; g += 8)
+      for (std::size_t j = 0; j < 8; ++j) mx[j] = bb[g + j] > mx[j] ? bb[g + j] : mx[j];
+    double top = mx[0];
+    for (std::size_t j = 1; j < 8; ++j) top = mx[j] > top ? mx[j] : top;
+    if (top == ninf) continue;
+    float* __restrict V = A.val + nk * Gp;
+    float* __restrict P = A.pen + nk * Gp;
+    for (std::size_t g = 0; g < Gp; ++g) V[g] = round_up_nonneg(v[g]);
+    for (std::size_t g = 0; g < Gp; ++g) P[g] = round_up_nonneg(pp[g]);
+    for (std::size_t g = 0; g < Gp; ++g) cnt[g] += bb[g] != ninf;
+    A.kept[nk] = rows[i];
+    A.best[nk] = top;
+    ++nk;
+  }
+  return nk;
+}
+
+// dot_qt_i8 for a fixed Gp: four independent accumulator sets (over i mod 4) hide the FMA
+// latency; each set is Gp floats (Gp / 16 AVX-512 or Gp / 8 AVX2 registers).
+template <std::size_t Gp>
+static void dot_qt_i8_n(const std::int8_t* __restrict x, const float* __restrict QT, std::size_t d, float* __restrict out) {
+  alignas(64) float acc[4][Gp] = {};
+  std::size_t i = 0;
+  for (; i + 4 <= d; i += 4)
+    for (std::size_t c = 0; c < 4; ++c) {
+      const float xv = static_cast<float>(x[i + c]);
+      const float* q = QT + (i + c) * Gp;
+      for (std::size_t g = 0; g < Gp; ++g) acc[c][g] += q[g] * xv;
+    }
+  for (; i < d; ++i) {
+    const float xv = static_cast<float>(x[i]);
+    const float* q = QT + i * Gp;
+    for (std::size_t g = 0; g < Gp; ++g) acc[0][g] += q[g] * xv;
+  }
+  for (std::size_t g = 0; g < Gp; ++g) out[g] = (acc[0][g] + acc[1][g]) + (acc[2][g] + acc[3][g]);
+}
+
+static void dot_qt_i8(const std::int8_t* x, const float* QT, std::size_t Gp, std::size_t d, float* out) {
+  switch (Gp) {
+    case 8: dot_qt_i8_n<8>(x, QT, d, out); break;
+    case 16: dot_qt_i8_n<16>(x, QT, d, out); break;
+    case 24: dot_qt_i8_n<24>(x, QT, d, out); break;
+    case 32: dot_qt_i8_n<32>(x, QT, d, out); break;
+    case 40: dot_qt_i8_n<40>(x, QT, d, out); break;
+    case 48: dot_qt_i8_n<48>(x, QT, d, out); break;
+    case 56: dot_qt_i8_n<56>(x, QT, d, out); break;
+    case 64: dot_qt_i8_n<64>(x, QT, d, out); break;
+    default: for (std::size_t g = 0; g < Gp; ++g) out[g] = 0.0f;  // callers pad to a multiple of 8
+  }
 }
 
 static float l2sq(const float* a, const float* b, std::size_t d) {

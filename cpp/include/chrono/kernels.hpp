@@ -9,6 +9,9 @@
 
 namespace chrono {
 
+struct Meta;
+struct BoundArgs;
+
 struct Kernels {
   const char* name;
   // inner product of two float vectors of length d
@@ -26,6 +29,44 @@ struct Kernels {
   // rescoring: validity v = q * D_j(age) with D_j chosen per row (j = type[i]), then the
   // fused score; see ScoreArgs.
   void (*score)(const struct ScoreArgs& a, std::size_t begin, std::size_t end);
+  // The certified plan's metadata pass for a group of queries: see BoundArgs.
+  std::size_t (*bound_rows)(const BoundArgs& a, const Meta* meta, const std::uint32_t* rows, std::size_t n);
+  // out[g] = sum_i QT[i * Gp + g] * x[i] for g < Gp (Gp a multiple of 8, at most 64): the
+  // queries transposed (d x Gp), so one pass over an int8 vector serves all of them.
+  void (*dot_qt_i8)(const std::int8_t* x, const float* QT, std::size_t Gp, std::size_t d, float* out);
+};
+
+// The metadata pass of a certified group search (planner.hpp, run_group): for each row,
+// per query g < G (arrays padded to Gp, a multiple of 8 at most 64, with neutral values:
+// known_at = INT64_MIN, theta = +inf):
+//   validity v = q_e * D_type(age), age = (t[g] - observed_at) / day (the engine's decay);
+//   penalty p = 1 if in force (valid_from <= x1[g] && valid_to > x2[g], not deprecated in
+//   latest mode) else out_pen; 0 unless known at known_at[g], or if v < tau or v is NaN;
+//   bound b = (a[g] + b[g] v) p, kept for g when p > 0 and b >= theta[g].
+// A row some query keeps is appended: kept[k] = row, best[k] = its largest bound, and at
+// val / pen + k * Gp the Gp validities and penalties rounded up to float (penalty 0 where
+// not kept). cnt[g] counts the rows kept for g. Rows whose type is masked out are skipped.
+// Returns k, the number of rows kept (the output arrays hold room for n).
+struct BoundArgs {
+  std::size_t Gp = 0;
+  const double* t = nullptr;
+  const std::int64_t* known_at = nullptr;
+  const std::int64_t* x1 = nullptr;
+  const std::int64_t* x2 = nullptr;
+  const double* theta = nullptr;
+  const double* a = nullptr;
+  const double* b = nullptr;
+  double tau = 0.0;
+  double out_pen = 0.0;
+  bool latest = false;
+  const DecaySpec* specs = nullptr;
+  const std::uint8_t* type_mask = nullptr;  // null: every type
+  std::size_t mask_n = 0;
+  std::uint32_t* kept = nullptr;
+  double* best = nullptr;
+  float* val = nullptr;
+  float* pen = nullptr;
+  std::uint32_t* cnt = nullptr;
 };
 
 struct ScoreArgs {

@@ -380,14 +380,6 @@ inline void bucket_order(const std::vector<double>& best, std::vector<std::uint3
   for (std::uint32_t i = 0; i < n; ++i) order[count[bucket(best[i])]++] = i;
 }
 
-// A float no smaller than x >= 0 (or NaN), branch-free: the next float up is one ulp
-// (bits + 1) for finite non-negative values.
-inline float round_up_nonneg(double x) {
-  float f = static_cast<float>(x);
-  std::uint32_t u = __builtin_bit_cast(std::uint32_t, f);
-  return static_cast<double>(f) < x ? __builtin_bit_cast(float, u + 1u) : f;
-}
-
 // A float no smaller than x (bounds stay bounds after rounding).
 inline float round_up(double x) {
   float f = static_cast<float>(x);
@@ -422,11 +414,14 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const std::size_t Gp = (G + 7) / 8 * 8;  // per-row stride of the validity / penalty rows
   std::vector<float> Q(G * d);
   for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
+  std::vector<float> QT(d * Gp, 0.0f);  // the queries transposed (d x Gp), for dot_qt_i8
+  for (std::size_t g = 0; g < G; ++g)
+    for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q[g * d + i];
   const AnnIndex& ann = st.ann();
   const bool dense = qs[0].uses_dot();
   const bool product = qs[0].product();
   alignas(64) float A[64], B[64], E[64], B2[64];
-  alignas(64) double Ad[64], Bd[64];  // the bound's coefficients unrounded (metadata pass)
+  alignas(64) double Ad[64] = {}, Bd[64] = {};  // the bound's coefficients unrounded (metadata pass)
   double NQ[64];  // |q| rounded up (the compact copy's error term scales with it)
   for (std::size_t g = 0; g < G; ++g) {
     double n2 = 0.0;
@@ -446,24 +441,24 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // that they vectorise across the group's queries.
     // val/pen: per kept row (stride Gp); best: its largest bound over the queries
     // (the buffers only grow: shrinking and regrowing would zero-fill them every group)
-    kept.clear(); best.clear();
     if (val.size() < rows.size() * Gp) { val.resize(rows.size() * Gp); pen.resize(rows.size() * Gp); }
     std::vector<std::size_t> counts(G, 0);
     {
-      alignas(64) double ages[64], dec[64], th[64], Td[64], bb[64];
-      alignas(64) float Vt[64] = {}, Pt[64] = {};
+      // per query, padded to Gp lanes with neutral values (never known, theta = +inf)
+      alignas(64) double Td[64], th[64];
       alignas(64) micros Ki[64], X1[64], X2[64];
       alignas(64) std::uint32_t cnt[64];
       const SearchParams& p0 = qs[0].params();
       const Mode mode = p0.time.mode;
-      const double tau = p0.tau, out_pen = qs[0].out_of_force_penalty();
-      const auto& mask = p0.type_mask;
+      for (std::size_t g = 0; g < Gp; ++g) {
+        Td[g] = 0.0; th[g] = std::numeric_limits<double>::infinity();
+        Ki[g] = kOpenStart; X1[g] = kOpenStart; X2[g] = kOpenEnd; cnt[g] = 0;
+      }
       for (std::size_t g = 0; g < G; ++g) {
         const TimeContext& tc = qs[g].params().time;
         th[g] = qs[g].current_theta();
         Td[g] = static_cast<double>(tc.t);
         Ki[g] = tc.known_at;
-        cnt[g] = 0;
         // in force <=> valid_from <= X1 && valid_to > X2 (and not deprecated in latest mode)
         switch (mode) {
           case Mode::Latest: case Mode::AsOf: X1[g] = tc.t; X2[g] = tc.t; break;
@@ -474,40 +469,15 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
           case Mode::All: X1[g] = kOpenEnd; X2[g] = kOpenStart; break;
         }
       }
-      constexpr std::size_t AHEAD = 16;
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (i + AHEAD < rows.size()) __builtin_prefetch(&meta[rows[i + AHEAD]]);
-        const Meta& m = meta[rows[i]];
-        if (!mask.empty() && (m.fact_type >= mask.size() || !mask[m.fact_type])) continue;
-        const double obs = static_cast<double>(m.observed_at);
-        for (std::size_t g = 0; g < G; ++g) ages[g] = (Td[g] - obs) / kMicrosPerDay;  // = age_days
-        k.decay(specs[m.fact_type], ages, dec, G);
-        const double rel = static_cast<double>(m.reliability);
-        const bool live = !(mode == Mode::Latest && m.deprecated);
-        const micros vf = m.valid_from, vt = m.valid_to, ing = m.ingested_at, ret = m.retracted_at;
-        for (std::size_t g = 0; g < G; ++g) {
-          const bool known = (ing <= Ki[g]) & (Ki[g] < ret);
-          const bool inf = (vf <= X1[g]) & (vt > X2[g]) & live;
-          double p = inf ? 1.0 : out_pen;
-          p = known ? p : 0.0;
-          const double v = rel * dec[g];
-          p = (v < tau) | (v != v) ? 0.0 : p;
-          const double b = (Ad[g] + Bd[g] * v) * p;
-          const bool ok = (p > 0.0) & (b >= th[g]);
-          cnt[g] += ok;
-          bb[g] = ok ? b : ninf;
-          Vt[g] = round_up_nonneg(v);
-          Pt[g] = round_up_nonneg(ok ? p : 0.0);
-        }
-        double top = ninf;
-        for (std::size_t g = 0; g < G; ++g) top = bb[g] > top ? bb[g] : top;
-        if (top == ninf) continue;
-        const std::size_t at = kept.size() * Gp;
-        kept.push_back(rows[i]);
-        best.push_back(top);
-        copy_padded(Vt, val.data() + at, Gp);
-        copy_padded(Pt, pen.data() + at, Gp);
-      }
+      if (kept.size() < rows.size()) { kept.resize(rows.size()); best.resize(rows.size()); }
+      BoundArgs ba;
+      ba.Gp = Gp; ba.t = Td; ba.known_at = Ki; ba.x1 = X1; ba.x2 = X2; ba.theta = th; ba.a = Ad; ba.b = Bd;
+      ba.tau = p0.tau; ba.out_pen = qs[0].out_of_force_penalty(); ba.latest = mode == Mode::Latest;
+      ba.specs = specs.data();
+      if (!p0.type_mask.empty()) { ba.type_mask = p0.type_mask.data(); ba.mask_n = p0.type_mask.size(); }
+      ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt;
+      const std::size_t nk = k.bound_rows(ba, meta.data(), rows.data(), rows.size());
+      kept.resize(nk); best.resize(nk);
       for (std::size_t g = 0; g < G; ++g) counts[g] = cnt[g];
     }
     if (stage == 0)
@@ -516,7 +486,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
     // --- scoring pass, best bound first
     bucket_order(best, order);
-    float TH[64], ON[64], sims[64];
+    alignas(64) float TH[64], ON[64], sims[64];
     alignas(64) std::uint32_t nd[64];
     for (std::size_t g = 0; g < G; ++g) ON[g] = 0.0f;
     for (std::size_t g : act) ON[g] = 1.0f;
@@ -565,7 +535,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         const std::int8_t* c = ann.compact(row);
         const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
         const bool all = 4 * n_needed > G;
-        if (all) k.dot_many_i8(c, Q.data(), G, d, sims);
+        if (all) k.dot_qt_i8(c, QT.data(), Gp, d, sims);
         for (std::size_t g = 0; g < G; ++g) {
           if (!nd[g]) continue;
           const float raw = all ? sims[g] : k.dot_i8(Q.data() + g * d, c, d);

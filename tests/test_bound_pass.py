@@ -1,0 +1,124 @@
+"""The certified plan's metadata pass (Kernels::bound_rows) against NumPy, on every compiled
+kernel variant: validity, penalty, the bound and the rows kept, for groups of 1-64 queries
+with every decay family, bitemporal edges, deprecated rows, tau and type masks."""
+import numpy as np
+import pytest
+
+import chrono_engine as ce
+from chrono_engine import _core
+
+VARIANTS = ce.build_info()["simd_available"]
+DAY = 86_400_000_000
+OPEN_END = np.iinfo(np.int64).max
+OPEN_START = np.iinfo(np.int64).min
+
+
+def _round_up_f32(x):
+    f = x.astype(np.float32)
+    up = np.nextafter(f, np.float32(np.inf))
+    return np.where(f.astype(np.float64) < x, up, f)
+
+
+@pytest.fixture(scope="module")
+def store():
+    rng = np.random.default_rng(5)
+    n = 3000
+    fams = [ce.Exponential(half_life=30), ce.Gaussian(half_life=200), ce.Linear(rate=0.001),
+            ce.PowerLaw(0.5), ce.Weibull(1.5, 400), ce.NoDecay(),
+            ce.Gaussian(half_life=100, symmetric=True), ce.Exponential(half_life=60, unit="hours")]
+    names = [f"t{i}" for i in range(len(fams))]
+    eng = ce.Engine(8, decay=ce.DecayPolicy(dict(zip(names, fams)), default=None))
+    t0 = 1_600_000_000 * 1_000_000
+    vf = t0 + rng.integers(-400, 400, n) * DAY
+    life = rng.integers(1, 300, n) * DAY
+    vt = np.where(rng.random(n) < 0.3, OPEN_END, vf + life)
+    ing = vf + rng.integers(0, 5, n) * DAY
+    ret = np.where(rng.random(n) < 0.2, ing + rng.integers(1, 200, n) * DAY, OPEN_END)
+    data = {
+        "vector": rng.standard_normal((n, 8)).astype(np.float32),
+        "valid_from": vf.astype("datetime64[us]"),
+        "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT"), vt.astype("datetime64[us]")),
+        "observed_at": (vf + rng.integers(-30, 30, n) * DAY).astype("datetime64[us]"),
+        "ingested_at": ing.astype("datetime64[us]"),
+        "retracted_at": np.where(ret == OPEN_END, np.datetime64("NaT"), ret.astype("datetime64[us]")),
+        "reliability": rng.uniform(0.05, 1.0, n).astype(np.float32),
+        "fact_type": np.array(names)[rng.integers(0, len(names), n)],
+        "deprecated": rng.random(n) < 0.2,
+    }
+    eng.ingest(data)
+    return eng, t0
+
+
+def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask):
+    cols = eng._core.columns_at(rows)
+    table = eng._policy.kernel_table(eng._fact_types)
+    obs = cols["observed_at"].astype(np.float64)
+    age = (t[None, :] - obs[:, None]) / float(DAY)
+    dec = np.empty_like(age)
+    for code in np.unique(cols["fact_type"]):
+        sel = cols["fact_type"] == code
+        dec[sel] = _core.decay_eval(age[sel].ravel(), table[int(code)]).reshape(-1, len(t))
+    v = cols["reliability"].astype(np.float64)[:, None] * dec
+    known = (cols["ingested_at"][:, None] <= K) & (K < cols["retracted_at"][:, None])
+    live = ~(latest & cols["deprecated"].astype(bool))
+    inf = (cols["valid_from"][:, None] <= X1) & (cols["valid_to"][:, None] > X2) & live[:, None]
+    p = np.where(inf, 1.0, out_pen)
+    p = np.where(known, p, 0.0)
+    p = np.where((v < tau) | np.isnan(v), 0.0, p)
+    bound = (a + b * v) * p
+    ok = (p > 0) & (bound >= theta)
+    if mask is not None:
+        ok &= (mask[cols["fact_type"]] != 0)[:, None]
+    keep = ok.any(axis=1)
+    best = np.where(ok, bound, -np.inf).max(axis=1)
+    return (rows[keep], best[keep], _round_up_f32(v[keep]), _round_up_f32(np.where(ok, p, 0.0)[keep]),
+            ok.sum(axis=0))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("G", [1, 7, 8, 13, 32, 64])
+def test_bound_rows_matches_numpy(store, variant, G):
+    eng, t0 = store
+    rng = np.random.default_rng(G)
+    n = len(eng)
+    for trial in range(6):
+        rows = rng.permutation(n)[: rng.integers(1, n)].astype(np.uint32)
+        t = (t0 + rng.integers(-500, 500, G) * DAY).astype(np.int64)
+        K = t + rng.integers(-100, 100, G) * DAY
+        window = trial % 3 == 2
+        X1 = t + (rng.integers(0, 60, G) * DAY if window else 0)
+        X2 = t - (rng.integers(0, 60, G) * DAY if window else 0)
+        theta = rng.uniform(-0.1, 0.6, G)
+        theta[rng.random(G) < 0.2] = -np.inf  # fewer than k rows scored yet
+        linear = trial % 2 == 1
+        a = np.full(G, 0.75 if linear else 0.0)
+        b = np.full(G, 0.25 if linear else 1.0)
+        tau = [0.0, 0.05, 0.2][trial % 3]
+        out_pen = [0.0, 0.1, 1.0][(trial + 1) % 3]
+        latest = trial % 2 == 0
+        mask = None
+        if trial == 5:
+            mask = (rng.random(len(eng._fact_types)) < 0.6).astype(np.uint8)
+        want = _reference(eng, rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest, mask)
+        got = eng._core.bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
+                                   mask, variant)
+        np.testing.assert_array_equal(got["kept"], want[0])
+        np.testing.assert_array_equal(got["best"], want[1])
+        np.testing.assert_array_equal(got["validity"], want[2])
+        np.testing.assert_array_equal(got["penalty"], want[3])
+        np.testing.assert_array_equal(got["count"], want[4])
+        assert 0 < len(want[0]) < len(rows) or trial == 5  # both outcomes exercised
+
+
+def test_bound_rows_rejects_bad_groups(store):
+    eng, _ = store
+    one = np.zeros(1)
+    rows = np.zeros(1, np.uint32)
+    with pytest.raises(ValueError, match="G must be"):
+        eng._core.bound_rows(rows, np.zeros(65), *(np.zeros(65, np.int64),) * 3, *(np.zeros(65),) * 3,
+                             0.0, 0.0, False)
+    with pytest.raises(IndexError, match="row out of range"):
+        eng._core.bound_rows(np.array([len(eng)], np.uint32), one, *(np.zeros(1, np.int64),) * 3, one, one, one,
+                             0.0, 0.0, False)
+    with pytest.raises(ValueError, match="theta: expected 1 values"):
+        eng._core.bound_rows(rows, one, *(np.zeros(1, np.int64),) * 3, np.zeros(2), one, one, 0.0, 0.0, False)
