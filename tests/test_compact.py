@@ -18,9 +18,10 @@ def test_int8_dots_match_numpy(variant, d):
     want = Q.astype(np.float64) @ c.astype(np.float64)
     many = _core.dot_many_i8(c, Q, variant)
     np.testing.assert_allclose(many, want, rtol=1e-5, atol=1e-4 * np.sqrt(d))
-    for G in (1, 8, 9, 31, 64):  # the queries transposed, padded to a multiple of 8
+    for G, R in ((1, 1), (8, 3), (9, 4), (31, 7), (64, 9)):  # queries transposed, padded to 8s
         QG = rng.standard_normal((G, d)).astype(np.float32)
-        np.testing.assert_allclose(_core.dot_qt_i8(c, QG, variant), QG.astype(np.float64) @ c.astype(np.float64),
+        C = rng.integers(-127, 128, (R, d)).astype(np.int8)
+        np.testing.assert_allclose(_core.dot_qt_i8(C, QG, variant), C.astype(np.float64) @ QG.T.astype(np.float64),
                                    rtol=1e-5, atol=1e-4 * np.sqrt(d))
     one = np.array([_core.dot_i8(Q[g], c, variant) for g in range(9)])
     np.testing.assert_allclose(one, want, rtol=1e-5, atol=1e-4 * np.sqrt(d))

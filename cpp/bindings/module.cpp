@@ -93,18 +93,24 @@ PYBIND11_MODULE(_core, m) {
     variant(which).dot_many_i8(c.data(), Q.data(), G, static_cast<std::size_t>(c.size()), out.mutable_data());
     return out;
   }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
-  m.def("dot_qt_i8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> c, carray<float> Q,
+  m.def("dot_qt_i8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> C, carray<float> Q,
                         const std::string& which) {
-    if (Q.ndim() != 2 || Q.shape(1) != c.size()) throw std::invalid_argument("Q must be (G, len(c))");
-    const std::size_t G = static_cast<std::size_t>(Q.shape(0)), d = static_cast<std::size_t>(c.size());
+    if (C.ndim() != 2 || Q.ndim() != 2 || Q.shape(1) != C.shape(1)) throw std::invalid_argument("C must be (R, d), Q (G, d)");
+    const std::size_t G = static_cast<std::size_t>(Q.shape(0)), d = static_cast<std::size_t>(C.shape(1));
+    const std::size_t R = static_cast<std::size_t>(C.shape(0));
     if (G == 0 || G > 64) throw std::invalid_argument("G must be in [1, 64]");
     const std::size_t Gp = (G + 7) / 8 * 8;
-    std::vector<float> QT(d * Gp, 0.0f), out(Gp);
+    std::vector<float> QT(d * Gp, 0.0f), out(R * Gp);
     for (std::size_t g = 0; g < G; ++g)
       for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q.data()[g * d + i];
-    variant(which).dot_qt_i8(c.data(), QT.data(), Gp, d, out.data());
-    return py::array_t<float>(static_cast<py::ssize_t>(G), out.data());
-  }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
+    std::vector<const std::int8_t*> xs(R);
+    for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
+    variant(which).dot_qt_i8(xs.data(), R, QT.data(), Gp, d, out.data());
+    py::array_t<float> res({static_cast<py::ssize_t>(R), static_cast<py::ssize_t>(G)});
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t g = 0; g < G; ++g) res.mutable_data()[r * G + g] = out[r * Gp + g];
+    return res;
+  }, py::arg("C"), py::arg("Q"), py::arg("variant") = "");
   bind_score(m);
   bind_store(m);
   bind_ppr(m);

@@ -31,9 +31,11 @@ struct Kernels {
   void (*score)(const struct ScoreArgs& a, std::size_t begin, std::size_t end);
   // The certified plan's metadata pass for a group of queries: see BoundArgs.
   std::size_t (*bound_rows)(const BoundArgs& a, const Meta* meta, const std::uint32_t* rows, std::size_t n);
-  // out[g] = sum_i QT[i * Gp + g] * x[i] for g < Gp (Gp a multiple of 8, at most 64): the
-  // queries transposed (d x Gp), so one pass over an int8 vector serves all of them.
-  void (*dot_qt_i8)(const std::int8_t* x, const float* QT, std::size_t Gp, std::size_t d, float* out);
+  // out[r * Gp + g] = sum_i QT[i * Gp + g] * xs[r][i] for nx int8 vectors xs[r] and g < Gp
+  // (Gp a multiple of 8, at most 64): the queries transposed (d x Gp), so one pass over
+  // them serves several vectors and all the queries.
+  void (*dot_qt_i8)(const std::int8_t* const* xs, std::size_t nx, const float* QT, std::size_t Gp, std::size_t d,
+                    float* out);
 };
 
 // The metadata pass of a certified group search (planner.hpp, run_group): for each row,

@@ -486,7 +486,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
     // --- scoring pass, best bound first
     bucket_order(best, order);
-    alignas(64) float TH[64], ON[64], sims[64];
+    alignas(64) float TH[64], ON[64];
     alignas(64) std::uint32_t nd[64];
     for (std::size_t g = 0; g < G; ++g) ON[g] = 0.0f;
     for (std::size_t g : act) ON[g] = 1.0f;
@@ -516,9 +516,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     auto prefetch = [&](std::size_t jj) {
       if (dense) ann.prefetch_compact(kept[order[jj]]); else ann.prefetch(kept[order[jj]]);
     };
-    for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) prefetch(j);
-    for (std::size_t j = 0; j < order.size(); ++j) {
-      if (j + AHEAD < order.size()) prefetch(j + AHEAD);
+    // Which queries still need row j: its bound reaches their (float, lowered) threshold.
+    auto needs = [&](std::size_t j) {
       const float* V = &val[j * Gp];
       const float* P = &pen[j * Gp];
       std::uint32_t n_needed = 0;
@@ -526,19 +525,23 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
         n_needed += nd[g];
       }
-      if (n_needed == 0) continue;
+      return n_needed;
+    };
+    // Row j for the queries that need it: the compact copy's cap first (raw: its dots with
+    // the group's queries when computed in a batch, else one dot per query), then the full
+    // similarity and the exact score where the cap cannot rule the row out.
+    auto finish = [&](std::size_t j, const float* raw_all) {
+      if (needs(j) == 0) return;  // thresholds may have risen since j was queued
+      const float* V = &val[j * Gp];
+      const float* P = &pen[j * Gp];
       const std::uint32_t row = kept[order[j]];
       const float* x = nullptr;
       if (dense) {
-        // caps from the compact copy; when many queries need the row, one conversion
-        // serves them all
         const std::int8_t* c = ann.compact(row);
         const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
-        const bool all = 4 * n_needed > G;
-        if (all) k.dot_qt_i8(c, QT.data(), Gp, d, sims);
         for (std::size_t g = 0; g < G; ++g) {
           if (!nd[g]) continue;
-          const float raw = all ? sims[g] : k.dot_i8(Q.data() + g * d, c, d);
+          const float raw = raw_all ? raw_all[g] : k.dot_i8(Q.data() + g * d, c, d);
           const double cap = cs * raw + NQ[g] * ce;
           double ub;
           if (product) ub = (cap < 0.0 ? 0.0 : (cap > 1.0 ? 1.0 : cap)) * V[g] * P[g];
@@ -558,7 +561,34 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         qs[g].score(row, sim);
         refresh(g);
       }
+    };
+    // Rows that most of the group needs get their compact dots kBatch at a time, with all
+    // the queries (one pass over the transposed queries serves the batch).
+    constexpr std::size_t kBatch = 4;
+    std::size_t pend[kBatch];
+    const std::int8_t* xs[kBatch];
+    alignas(64) float raw[kBatch * 64];
+    std::size_t n_pend = 0;
+    auto flush = [&] {
+      if (n_pend == 0) return;
+      k.dot_qt_i8(xs, n_pend, QT.data(), Gp, d, raw);
+      for (std::size_t b = 0; b < n_pend; ++b) finish(pend[b], raw + b * Gp);
+      n_pend = 0;
+    };
+    for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) prefetch(j);
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      if (j + AHEAD < order.size()) prefetch(j + AHEAD);
+      const std::uint32_t n_needed = needs(j);
+      if (n_needed == 0) continue;
+      if (dense && 4 * n_needed > G) {
+        pend[n_pend] = j;
+        xs[n_pend] = ann.compact(kept[order[j]]);
+        if (++n_pend == kBatch) flush();
+      } else {
+        finish(j, nullptr);
+      }
     }
+    flush();
   };
   bool covered = group_rows(qs, st, 0, [&](std::uint32_t r) { rows.push_back(r); });
   process(0);
