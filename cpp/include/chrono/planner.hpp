@@ -356,12 +356,6 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
   return false;
 }
 
-// n floats, n a multiple of 8 (fixed-size blocks: no library call per row)
-inline void copy_padded(const float* src, float* dst, std::size_t n) {
-  for (std::size_t i = 0; i < n; i += 8)
-    for (std::size_t j = 0; j < 8; ++j) dst[i + j] = src[i + j];
-}
-
 // Indices of `best`, highest first, by a counting sort into 1024 buckets (linear in the
 // range; equal-bucket rows stay in their original, memory-friendly order). Only the
 // visiting order depends on it: every row is still tested against its exact bound.
@@ -405,7 +399,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   // work buffers, reused across groups on this thread (fresh multi-MB buffers per group
   // cost page faults)
   thread_local std::vector<std::uint32_t> rows, kept, order;
-  thread_local std::vector<float> val, pen, val2, pen2;
+  thread_local std::vector<float> val, pen;
   thread_local std::vector<double> best;
   rows.clear();
   // per-group constants of the scoring pass: the queries side by side (for dot_many) and,
@@ -500,26 +494,20 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
     };
     for (std::size_t g = 0; g < G; ++g) refresh(g);
-    // validities and penalties laid out in visiting order (sequential reads below)
-    {
-      if (val2.size() < kept.size() * Gp) { val2.resize(kept.size() * Gp); pen2.resize(kept.size() * Gp); }
-      for (std::size_t j = 0; j < order.size(); ++j) {
-        copy_padded(&val[order[j] * Gp], &val2[j * Gp], Gp);
-        copy_padded(&pen[order[j] * Gp], &pen2[j * Gp], Gp);
-      }
-      val.swap(val2);
-      pen.swap(pen2);
-    }
     // Dense metrics read the compact (int8) copy first: its similarity cap decides, per
     // query, whether the full vector is needed at all (see AnnIndex::compact).
     constexpr std::size_t AHEAD = 4;
     auto prefetch = [&](std::size_t jj) {
+      for (std::size_t off = 0; off < Gp; off += 16) {
+        __builtin_prefetch(&val[order[jj] * Gp + off]);
+        __builtin_prefetch(&pen[order[jj] * Gp + off]);
+      }
       if (dense) ann.prefetch_compact(kept[order[jj]]); else ann.prefetch(kept[order[jj]]);
     };
     // Which queries still need row j: its bound reaches their (float, lowered) threshold.
     auto needs = [&](std::size_t j) {
-      const float* V = &val[j * Gp];
-      const float* P = &pen[j * Gp];
+      const float* V = &val[order[j] * Gp];
+      const float* P = &pen[order[j] * Gp];
       std::uint32_t n_needed = 0;
       for (std::size_t g = 0; g < G; ++g) {
         nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
@@ -532,21 +520,25 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // similarity and the exact score where the cap cannot rule the row out.
     auto finish = [&](std::size_t j, const float* raw_all) {
       if (needs(j) == 0) return;  // thresholds may have risen since j was queued
-      const float* V = &val[j * Gp];
-      const float* P = &pen[j * Gp];
+      const float* V = &val[order[j] * Gp];
+      const float* P = &pen[order[j] * Gp];
       const std::uint32_t row = kept[order[j]];
       const float* x = nullptr;
       if (dense) {
         const std::int8_t* c = ann.compact(row);
         const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
-        for (std::size_t g = 0; g < G; ++g) {
-          if (!nd[g]) continue;
-          const float raw = raw_all ? raw_all[g] : k.dot_i8(Q.data() + g * d, c, d);
+        auto cut = [&](std::size_t g, float raw) {  // nd[g] &= (the cap's bound reaches TH[g])
           const double cap = cs * raw + NQ[g] * ce;
           double ub;
           if (product) ub = (cap < 0.0 ? 0.0 : (cap > 1.0 ? 1.0 : cap)) * V[g] * P[g];
           else ub = (E[g] * cap + B2[g] * V[g]) * P[g];
-          nd[g] = ub >= TH[g];
+          return nd[g] & static_cast<std::uint32_t>(ub >= TH[g]);
+        };
+        if (raw_all) {
+          for (std::size_t g = 0; g < G; ++g) nd[g] = cut(g, raw_all[g]);  // branch-free
+        } else {
+          for (std::size_t g = 0; g < G; ++g)
+            if (nd[g]) nd[g] = cut(g, k.dot_i8(Q.data() + g * d, c, d));
         }
       }
       for (std::size_t g = 0; g < G; ++g) {
@@ -599,7 +591,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   }
   for (std::size_t g = 0; g < G; ++g) out[where[g]] = qs[g].finish();
   if (val.capacity() > (std::size_t{16} << 20)) {  // do not keep more than ~64 MB per thread
-    for (auto* v : {&val, &pen, &val2, &pen2}) { v->clear(); v->shrink_to_fit(); }
+    for (auto* v : {&val, &pen}) { v->clear(); v->shrink_to_fit(); }
   }
 }
 
