@@ -170,8 +170,8 @@ class Engine:
 
     def __init__(self, dim: int | None = None, metric: str = "cosine", decay: Any = None, *, M: int = 16,
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
-                 ef_max: int = 4096, scan_limit: int = 50_000, seed_ef: int = 32,
-                 seed_min: int = 50_000, group: int = 32, seed: int = 100,
+                 ef_max: int = 4096, scan_limit: int = 150_000, seed_ef: int = 32,
+                 seed_min: int = 50_000, group: int = 64, seed: int = 100,
                  embedder: Any = None) -> None:
         if embedder is not None and hasattr(embedder, "embed"):
             if dim is None:

@@ -554,7 +554,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         refresh(g);
       }
     };
-    // Rows that most of the group needs get their compact dots kBatch at a time, with all
+    // Rows that more than an eighth of the group needs get their compact dots kBatch at a time, with all
     // the queries (one pass over the transposed queries serves the batch).
     constexpr std::size_t kBatch = 4;
     std::size_t pend[kBatch];
@@ -572,7 +572,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       if (j + AHEAD < order.size()) prefetch(j + AHEAD);
       const std::uint32_t n_needed = needs(j);
       if (n_needed == 0) continue;
-      if (dense && 4 * n_needed > G) {
+      if (dense && 8 * n_needed > G) {  // a batched row costs about as much as G / 6 single dots
         pend[n_pend] = j;
         xs[n_pend] = ann.compact(kept[order[j]]);
         if (++n_pend == kBatch) flush();
