@@ -34,8 +34,11 @@ def random_batch(rng, n_chains=40, max_steps=6, max_facts=5, n_valid=25):
     ids = rng.integers(0, n_valid, int(fact_lens.sum()))
     co = np.concatenate([[0], np.cumsum(step_lens)])
     so = np.concatenate([[0], np.cumsum(fact_lens)])
-    if rng.random() < 0.5:  # coarse grid: ties between steps, facts and γ
+    r = rng.random()
+    if r < 0.4:  # coarse grid: ties between steps, facts and γ
         validity = np.round(rng.random(n_valid) * 8) / 8
+    elif r < 0.7:  # equal in float32, apart in float64 (the kernel's float32 sketch ties)
+        validity = np.round(rng.random(n_valid) * 4) / 4 + rng.integers(0, 3, n_valid) * 1e-12
     else:
         validity = rng.random(n_valid)
     return co, so, ids, validity
@@ -107,8 +110,11 @@ def random_equal_width_batch(rng, width, n_chains=60, max_steps=12, n_valid=30):
     so = np.arange(int(co[-1]) + 1) * width
     n_valid = min(n_valid, int(so[-1]))  # no longer than the uses: checked up front
     ids = rng.integers(0, n_valid, int(so[-1]))
-    if rng.random() < 0.5:  # coarse grid: ties between steps, facts and γ
+    r = rng.random()
+    if r < 0.4:  # coarse grid: ties between steps, facts and γ
         validity = np.round(rng.random(n_valid) * 8) / 8
+    elif r < 0.7:  # equal in float32, apart in float64 (the kernel's float32 sketch ties)
+        validity = np.round(rng.random(n_valid) * 4) / 4 + rng.integers(0, 3, n_valid) * 1e-12
     else:
         validity = rng.random(n_valid)
     return co, so, ids, validity
