@@ -25,6 +25,9 @@ def test_int8_dots_match_numpy(variant, d):
                                    rtol=1e-5, atol=1e-4 * np.sqrt(d))
     one = np.array([_core.dot_i8(Q[g], c, variant) for g in range(9)])
     np.testing.assert_allclose(one, want, rtol=1e-5, atol=1e-4 * np.sqrt(d))
+    for which in ([], [4], [8, 0, 3], list(range(9))):  # a subset of the queries
+        some = _core.dot_i8_some(c, Q, np.array(which, np.uint32), variant)
+        np.testing.assert_allclose(some, want[which], rtol=1e-5, atol=1e-4 * np.sqrt(d))
     with pytest.raises(ValueError):
         _core.dot_i8(Q[0], c[:-1] if d > 1 else np.zeros(2, np.int8), variant)
 

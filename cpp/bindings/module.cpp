@@ -93,6 +93,17 @@ PYBIND11_MODULE(_core, m) {
     variant(which).dot_many_i8(c.data(), Q.data(), G, static_cast<std::size_t>(c.size()), out.mutable_data());
     return out;
   }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
+  m.def("dot_i8_some", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> c, carray<float> Q,
+                          carray<std::uint32_t> which, const std::string& which_variant) {
+    if (Q.ndim() != 2 || Q.shape(1) != c.size()) throw std::invalid_argument("Q must be (G, len(c))");
+    const std::size_t n = static_cast<std::size_t>(which.size());
+    for (std::size_t j = 0; j < n; ++j)
+      if (which.data()[j] >= static_cast<std::uint32_t>(Q.shape(0))) throw std::out_of_range("which: query out of range");
+    py::array_t<float> out(static_cast<py::ssize_t>(n));
+    variant(which_variant).dot_i8_some(c.data(), Q.data(), which.data(), n, static_cast<std::size_t>(c.size()),
+                                       out.mutable_data());
+    return out;
+  }, py::arg("c"), py::arg("Q"), py::arg("which"), py::arg("variant") = "");
   m.def("dot_qt_i8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> C, carray<float> Q,
                         const std::string& which) {
     if (C.ndim() != 2 || Q.ndim() != 2 || Q.shape(1) != C.shape(1)) throw std::invalid_argument("C must be (R, d), Q (G, d)");

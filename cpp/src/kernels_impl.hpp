@@ -175,6 +175,21 @@ static float dot_i8(const float* q, const std::int8_t* x, std::size_t d) {
   return s;
 }
 
+// out[j] = dot_i8(Q + which[j] * d, x, d) for j < n: x is converted once for all of them
+// (the conversions are most of a single dot_i8's instructions). Float rounding may differ
+// from dot_i8 in the last bits; the compact copy's error term covers any summation order.
+static void dot_i8_some(const std::int8_t* x, const float* Q, const std::uint32_t* which, std::size_t n,
+                        std::size_t d, float* out) {
+  constexpr std::size_t kMax = 4096;
+  if (d > kMax || n < 2) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = dot_i8(Q + which[j] * d, x, d);
+    return;
+  }
+  alignas(64) float xf[kMax];
+  for (std::size_t i = 0; i < d; ++i) xf[i] = static_cast<float>(x[i]);
+  for (std::size_t j = 0; j < n; ++j) out[j] = dot_one(Q + which[j] * d, xf, d);
+}
+
 static void dot_many_i8(const std::int8_t* x, const float* Q, std::size_t G, std::size_t d, float* out) {
   constexpr std::size_t kMax = 4096;
   if (d > kMax) { for (std::size_t g = 0; g < G; ++g) out[g] = dot_i8(Q + g * d, x, d); return; }

@@ -22,6 +22,10 @@ struct Kernels {
   float (*dot_i8)(const float* q, const std::int8_t* x, std::size_t d);
   // out[g] = <Q[g], x> for an int8 vector x: one conversion serves all G queries
   void (*dot_many_i8)(const std::int8_t* x, const float* Q, std::size_t G, std::size_t d, float* out);
+  // out[j] = <Q[which[j]], x> for n of the G row-major queries Q (G x d), int8 x converted
+  // once (dot_i8 per query, up to float rounding)
+  void (*dot_i8_some)(const std::int8_t* x, const float* Q, const std::uint32_t* which, std::size_t n,
+                      std::size_t d, float* out);
   // squared Euclidean distance
   float (*l2sq)(const float* a, const float* b, std::size_t d);
   // out[i] = D(age[i]) for one decay family

@@ -480,8 +480,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
     // --- scoring pass, best bound first
     bucket_order(best, order);
-    alignas(64) float TH[64], ON[64];
-    alignas(64) std::uint32_t nd[64];
+    alignas(64) float TH[64], ON[64], some[64];
+    alignas(64) std::uint32_t nd[64], which[64];
     for (std::size_t g = 0; g < G; ++g) ON[g] = 0.0f;
     for (std::size_t g : act) ON[g] = 1.0f;
     // thresholds as floats, lowered by a relative and an absolute margin and rounded down:
@@ -536,9 +536,11 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         };
         if (raw_all) {
           for (std::size_t g = 0; g < G; ++g) nd[g] = cut(g, raw_all[g]);  // branch-free
-        } else {
-          for (std::size_t g = 0; g < G; ++g)
-            if (nd[g]) nd[g] = cut(g, k.dot_i8(Q.data() + g * d, c, d));
+        } else {  // the few queries that need the row: one int8 conversion for all
+          std::size_t n = 0;
+          for (std::size_t g = 0; g < G; ++g) if (nd[g]) which[n++] = static_cast<std::uint32_t>(g);
+          k.dot_i8_some(c, Q.data(), which, n, d, some);
+          for (std::size_t j = 0; j < n; ++j) nd[which[j]] = cut(which[j], some[j]);
         }
       }
       for (std::size_t g = 0; g < G; ++g) {
