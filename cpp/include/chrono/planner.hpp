@@ -487,17 +487,24 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // thresholds as floats, lowered by a relative and an absolute margin and rounded down:
     // the float tests below only gate the exact (double) comparison in offer(), never
     // replace it. Refreshed whenever a query's theta moves.
+    // min_th: the least threshold of the active queries. A row whose best exact bound (from
+    // the metadata pass) is below it is needed by none of them: skipped without reading its
+    // validities (rows come best bound first, so most of the tail goes this way).
+    float min_th = INFINITY;
     auto refresh = [&](std::size_t g) {
       double t = qs[g].current_theta();
       double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
       float f = static_cast<float>(lowered);
       TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+      min_th = INFINITY;
+      for (std::size_t a : act) min_th = std::min(min_th, TH[a]);
     };
     for (std::size_t g = 0; g < G; ++g) refresh(g);
     // Dense metrics read the compact (int8) copy first: its similarity cap decides, per
     // query, whether the full vector is needed at all (see AnnIndex::compact).
     constexpr std::size_t AHEAD = 4;
     auto prefetch = [&](std::size_t jj) {
+      if (best[order[jj]] < min_th) return;
       for (std::size_t off = 0; off < Gp; off += 16) {
         __builtin_prefetch(&val[order[jj] * Gp + off]);
         __builtin_prefetch(&pen[order[jj] * Gp + off]);
@@ -572,6 +579,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) prefetch(j);
     for (std::size_t j = 0; j < order.size(); ++j) {
       if (j + AHEAD < order.size()) prefetch(j + AHEAD);
+      if (best[order[j]] < min_th) continue;
       const std::uint32_t n_needed = needs(j);
       if (n_needed == 0) continue;
       if (dense && 8 * n_needed > G) {  // a batched row costs about as much as G / 6 single dots
