@@ -382,11 +382,13 @@ inline float round_up(double x) {
 
 // Run the certified plan for a group of queries (at most 64) so that metadata and vectors
 // needed by several of them are loaded once:
-//  - one pass over the group's rows computes, per (row, query), penalty and validity
-//    (decay vectorised across the queries) and keeps rows some query can still use;
+//  - one pass over the group's rows computes, per (row, query), penalty, validity and
+//    bound (Kernels::bound_rows, vectorised across the queries) and keeps rows some query
+//    can still use;
 //  - rows are then visited best bound first; a row is skipped once every query's bound
-//    for it is below that query's k-th score, otherwise its vector is loaded once and
-//    dotted with all the group's queries (dot_many).
+//    for it is below that query's k-th score; otherwise its compact copy gives the
+//    queries that need it a similarity cap (dot_qt_i8 for rows many need, dot_i8_some
+//    for the others) and its full vector is loaded once for those the cap cannot rule out.
 inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                       const std::vector<std::size_t>& where) {
   const std::size_t G = qs.size();
@@ -402,7 +404,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   thread_local std::vector<float> val, pen;
   thread_local std::vector<double> best;
   rows.clear();
-  // per-group constants of the scoring pass: the queries side by side (for dot_many) and,
+  // per-group constants of the scoring pass: the queries row-major (Q) and transposed (QT), and,
   // per query, bound = (A + B v) pen; product score = s+ v pen; linear = (E s + B2 v) pen
   const std::size_t d = st.dim();
   const std::size_t Gp = (G + 7) / 8 * 8;  // per-row stride of the validity / penalty rows
