@@ -59,15 +59,8 @@ def test_mined_rules_ground_in_the_data_and_are_deterministic():
 
 
 def groundings_python(facts, rules, q):
-    s, h, _, T = q
-    best = {}
-    for j, (row, L) in enumerate(zip(rules.body.tolist(), rules.length.tolist())):
-        if row[0] != h:
-            continue
-        for y, tl in paths(facts, s, row[1:1 + L], T):
-            key = (j, y)
-            best[key] = min(best.get(key, 10**9), T - tl)
-    return best
+    """(rule, y) -> the most recent gap of the rule's groundings reaching y."""
+    return {key: d for key, (d, _) in groups_python(facts, rules, q).items()}
 
 
 def kernel_groundings(rules, H, q):

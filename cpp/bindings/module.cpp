@@ -111,9 +111,8 @@ PYBIND11_MODULE(_core, m) {
     const std::size_t R = static_cast<std::size_t>(C.shape(0));
     if (G == 0 || G > 64) throw std::invalid_argument("G must be in [1, 64]");
     const std::size_t Gp = (G + 7) / 8 * 8;
-    std::vector<float> QT(d * Gp, 0.0f), out(R * Gp);
-    for (std::size_t g = 0; g < G; ++g)
-      for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q.data()[g * d + i];
+    std::vector<float> QT(d * Gp), out(R * Gp);
+    transpose_queries(Q.data(), G, d, Gp, QT.data());
     std::vector<const std::int8_t*> xs(R);
     for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
     variant(which).dot_qt_i8(xs.data(), R, QT.data(), Gp, d, out.data());

@@ -42,6 +42,14 @@ struct Kernels {
                     float* out);
 };
 
+// The layout dot_qt_i8 reads: G row-major queries Q (G x d) transposed into QT (d x Gp),
+// lanes g >= G zero.
+inline void transpose_queries(const float* Q, std::size_t G, std::size_t d, std::size_t Gp, float* QT) {
+  for (std::size_t i = 0; i < d * Gp; ++i) QT[i] = 0.0f;
+  for (std::size_t g = 0; g < G; ++g)
+    for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q[g * d + i];
+}
+
 // The metadata pass of a certified group search (planner.hpp, run_group): for each row,
 // per query g < G (arrays padded to Gp, a multiple of 8 at most 64, with neutral values:
 // known_at = INT64_MIN, theta = +inf):

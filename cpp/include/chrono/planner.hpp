@@ -392,7 +392,6 @@ inline float round_up(double x) {
 inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                       const std::vector<std::size_t>& where) {
   const std::size_t G = qs.size();
-  const double ninf = -std::numeric_limits<double>::infinity();
   for (Searcher& q : qs) q.start();
   const auto& meta = st.meta();
   const auto& specs = st.decay_specs();
@@ -410,9 +409,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const std::size_t Gp = (G + 7) / 8 * 8;  // per-row stride of the validity / penalty rows
   std::vector<float> Q(G * d);
   for (std::size_t g = 0; g < G; ++g) std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
-  std::vector<float> QT(d * Gp, 0.0f);  // the queries transposed (d x Gp), for dot_qt_i8
-  for (std::size_t g = 0; g < G; ++g)
-    for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q[g * d + i];
+  std::vector<float> QT(d * Gp);  // the queries transposed (d x Gp), for dot_qt_i8
+  transpose_queries(Q.data(), G, d, Gp, QT.data());
   const AnnIndex& ann = st.ann();
   const bool dense = qs[0].uses_dot();
   const bool product = qs[0].product();
