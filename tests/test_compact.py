@@ -59,3 +59,17 @@ def test_compact_cap_bounds_the_exact_similarity(metric):
         cap = cap + np.linalg.norm(q.astype(np.float64)) * err
         assert (cap >= exact).all()
         assert (cap - exact).max() < 0.05 * np.linalg.norm(q) * np.linalg.norm(stored, axis=1).max()
+
+
+def test_group_dot_kernels_reject_bad_shapes():
+    """The test bindings of dot_qt_i8 / dot_i8_some name what is wrong."""
+    c = np.zeros(8, np.int8)
+    Q = np.zeros((3, 8), np.float32)
+    with pytest.raises(ValueError, match="C must be"):
+        _core.dot_qt_i8(c.reshape(1, 8), np.zeros((3, 7), np.float32))
+    with pytest.raises(ValueError, match="G must be"):
+        _core.dot_qt_i8(c.reshape(1, 8), np.zeros((65, 8), np.float32))
+    with pytest.raises(ValueError, match="Q must be"):
+        _core.dot_i8_some(c, np.zeros((3, 7), np.float32), np.array([0], np.uint32))
+    with pytest.raises(IndexError, match="which: query out of range"):
+        _core.dot_i8_some(c, Q, np.array([3], np.uint32))
