@@ -14,6 +14,7 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine import _core
+from chrono_engine.errors import NotFoundError
 from chrono_engine.decay import (Exponential, Gaussian, HalfLife, Linear, NoDecay, PowerLaw,
                                  Weibull, evaluate_spec)
 from chrono_engine.synthetic import US_PER_DAY, make_corpus
@@ -307,3 +308,62 @@ def test_interval_overlap_with_empty_range_counts_zero():
     assert len(eng._core.rows_overlapping(t + US_PER_DAY, t)) == 0
     assert eng._core.count_overlapping(t, t) == 0
     assert eng._core.count_overlapping(t + US_PER_DAY, t) == 0
+
+
+# ----------------------------------------------------------------------------- freshness lists
+
+def _fresh_batch(rng, n, *, t0=1_600_000_000_000_000):
+    """Items of three fact types; observed_at on a coarse day grid (many ties) or at random µs."""
+    coarse = rng.random(n) < 0.5
+    obs = np.where(coarse, t0 + rng.integers(0, 50, n) * US_PER_DAY, t0 + rng.integers(0, 50 * US_PER_DAY, n))
+    return {"vector": rng.standard_normal((n, 8)).astype(np.float32),
+            "valid_from": np.full(n, t0 - US_PER_DAY).astype("datetime64[us]"),
+            "observed_at": obs.astype("datetime64[us]"),
+            "fact_type": rng.choice(["a", "b", "c"], n)}
+
+
+def _check_fresh(eng, rng, label):
+    c = eng._core.columns()
+    ft, obs = c["fact_type"], c["observed_at"]
+    grid = np.unique(obs)
+    for _ in range(40):
+        lo, hi = np.sort(rng.choice(grid, 2))
+        lo, hi = int(lo) - int(rng.integers(0, 2)), int(hi) + int(rng.integers(0, 2))  # on and off the keys
+        for code in range(int(ft.max()) + 2):  # and a code with no list
+            want = np.flatnonzero((ft == code) & (obs >= lo) & (obs <= hi))
+            rows, count = eng._core.rows_observed_between(code, lo, hi)
+            np.testing.assert_array_equal(rows, want, err_msg=f"{label}: type {code} [{lo}, {hi}]")
+            assert count == len(want), f"{label}: count, type {code} [{lo}, {hi}]"
+    rows, count = eng._core.rows_observed_between(0, INT64_MIN, OPEN_END)
+    assert count == len(rows) == int((ft == 0).sum())
+
+
+def test_freshness_lists_match_numpy_through_appends_and_rebuilds():
+    rng = np.random.default_rng(31)
+    pol = ce.DecayPolicy({t: ce.Exponential(half_life=30) for t in "abc"}, default=None)
+    eng = ce.Engine(8, metric="l2", decay=pol, M=8, ef_construction=32, threads=2)
+    eng.ingest(_fresh_batch(rng, 1000))       # delta only
+    _check_fresh(eng, rng, "delta only")
+    eng.ingest(_fresh_batch(rng, 5000))       # outgrows the delta: rebuilt
+    _check_fresh(eng, rng, "rebuilt")
+    eng.ingest(_fresh_batch(rng, 300))        # static lists + delta
+    _check_fresh(eng, rng, "static + delta")
+
+
+def test_ids_stored_only_once_they_differ_from_rows():
+    """Ids equal to rows are not stored; the first other id materialises the id map, and
+    ids (not rows) still break score ties."""
+    eng = ce.Engine(8, metric="l2", M=8, ef_construction=32, threads=1)
+    v = np.ones((3, 8), np.float32)  # identical vectors: every score ties
+    batch = {"vector": v, "valid_from": ["2024-01-01"] * 3}
+    assert list(eng.ingest(batch)) == [0, 1, 2]
+    dense = eng.memory()["metadata"]
+    assert list(eng.ingest({**batch, "id": np.array([10, 3, 7], np.uint64)})) == [10, 3, 7]
+    assert list(eng.ingest(batch)) == [11, 12, 13]
+    np.testing.assert_array_equal(eng.rows_of([0, 1, 2, 10, 3, 7, 11, 12, 13]), np.arange(9))
+    np.testing.assert_array_equal(eng._core.columns()["id"], [0, 1, 2, 10, 3, 7, 11, 12, 13])
+    assert eng.memory()["metadata"] > dense  # the id map now exists
+    with pytest.raises(NotFoundError, match="unknown id 4"):
+        eng.rows_of([4])
+    res = eng.search(v[0], k=9, mode="all", as_of="2025-01-01")
+    assert res.column("id").to_pylist() == [0, 1, 2, 3, 7, 10, 11, 12, 13]

@@ -131,7 +131,6 @@ struct PyStore {
     std::size_t j = 0;
     {
       std::shared_lock<std::shared_mutex> g(s->mutex());
-      const auto& idv = s->ids();
       for (std::size_t i = 0; i < nq; ++i) {
         const auto& r = results[i];
         cert.mutable_data()[i] = r.certified;
@@ -144,7 +143,7 @@ struct PyStore {
           qi.mutable_data()[j] = static_cast<std::int32_t>(i);
           rank.mutable_data()[j] = static_cast<std::int32_t>(h + 1);
           row.mutable_data()[j] = x.row;
-          ids.mutable_data()[j] = idv[x.row];
+          ids.mutable_data()[j] = s->id_of(x.row);
           score.mutable_data()[j] = x.score;
           sim.mutable_data()[j] = x.similarity;
           val.mutable_data()[j] = x.validity;
@@ -251,7 +250,7 @@ struct PyStore {
       vf.mutable_data()[i] = x.valid_from; vt.mutable_data()[i] = x.valid_to; ob.mutable_data()[i] = x.observed_at;
       ing.mutable_data()[i] = x.ingested_at; ret.mutable_data()[i] = x.retracted_at; ver.mutable_data()[i] = x.version;
       rel.mutable_data()[i] = x.reliability; stem.mutable_data()[i] = x.stem; ft.mutable_data()[i] = x.fact_type;
-      dep.mutable_data()[i] = x.deprecated; ids.mutable_data()[i] = s->ids()[rows[i]];
+      dep.mutable_data()[i] = x.deprecated; ids.mutable_data()[i] = s->id_of(rows[i]);
     }
     py::dict d;
     d["valid_from"] = vf; d["valid_to"] = vt; d["observed_at"] = ob; d["ingested_at"] = ing; d["retracted_at"] = ret;
@@ -284,6 +283,16 @@ struct PyStore {
     s->intervals().for_each_overlapping(a, b, [&](std::uint32_t r) { rows.push_back(r); });
     std::sort(rows.begin(), rows.end());
     return py::array_t<std::uint32_t>(static_cast<py::ssize_t>(rows.size()), rows.data());
+  }
+  // The freshness lists (tests): rows of a fact-type code observed in [lo, hi], sorted, and
+  // the list's own count of them.
+  py::tuple rows_observed_between(std::uint16_t type, std::int64_t lo, std::int64_t hi) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    std::vector<std::uint32_t> rows;
+    s->freshness().for_each_observed_between(type, lo, hi, [&](std::uint32_t r) { rows.push_back(r); });
+    std::sort(rows.begin(), rows.end());
+    return py::make_tuple(py::array_t<std::uint32_t>(static_cast<py::ssize_t>(rows.size()), rows.data()),
+                          s->freshness().count_observed_between(type, lo, hi));
   }
 };
 
@@ -324,6 +333,7 @@ void bind_store(py::module_& m) {
       })
       .def("rows_valid_at", &PyStore::rows_valid_at)
       .def("rows_overlapping", &PyStore::rows_overlapping)
+      .def("rows_observed_between", &PyStore::rows_observed_between, py::arg("type"), py::arg("lo"), py::arg("hi"))
       .def("count_valid_at", [](PyStore& p, std::int64_t t) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         return p.s->intervals().count_valid_at(t);

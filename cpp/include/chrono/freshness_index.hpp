@@ -1,7 +1,8 @@
 // Items of each fact type in order of observed_at (t_e): the "freshness lists" of the
 // threshold algorithm. Decay is monotone in age within a fact type, so "every item whose
 // decay is at least L" is a suffix (or, for symmetric profiles, a slice) of its list,
-// found by binary search instead of a scan.
+// found by binary search instead of a scan. The lists hold 4-byte row numbers; observed_at
+// is read from the records.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -9,7 +10,9 @@
 #include <limits>
 #include <utility>
 #include <vector>
+#include "columns.hpp"
 #include "decay.hpp"
+#include "sorted_rows.hpp"
 #include "time.hpp"
 
 namespace chrono {
@@ -38,27 +41,36 @@ class FreshnessIndex {
  public:
   using row_t = std::uint32_t;
 
-  bool append(std::uint16_t type, micros observed, row_t row) {
-    delta_.push_back({observed, row, type});
+  // `meta` is the owner's record array; it must outlive the index (the store owns both).
+  explicit FreshnessIndex(const std::vector<Meta>& meta) : meta_(&meta) {}
+  FreshnessIndex(const FreshnessIndex&) = delete;
+  FreshnessIndex& operator=(const FreshnessIndex&) = delete;
+
+  // The row's record must already hold its fact type and observed_at.
+  bool append(row_t row) {
+    delta_.push_back(row);
+    const std::uint16_t type = (*meta_)[row].fact_type;
     if (type >= n_types_) n_types_ = type + 1u;
     return delta_.size() > std::max<std::size_t>(4096, n_static_ / 8);
   }
 
-  template <class Get>  // get(i) -> (type, observed_at) for rows 0..n-1
-  void rebuild(std::size_t n, Get&& get) {
+  void rebuild() {
+    const Meta* m = meta_->data();
+    const std::size_t n = meta_->size();
     delta_.clear();
-    lists_.clear();
-    for (std::size_t i = 0; i < n; ++i) {
-      auto [type, obs] = get(i);
-      if (type >= lists_.size()) lists_.resize(type + 1u);
-      if (type >= n_types_) n_types_ = type + 1u;
-      lists_[type].push_back({obs, static_cast<row_t>(i)});
-    }
-    for (auto& l : lists_) {
-      std::sort(l.begin(), l.end(), [](const Item& a, const Item& b) { return a.t < b.t; });
-      l.shrink_to_fit();
-    }
     delta_.shrink_to_fit();
+    std::vector<std::vector<row_t>> rows;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint16_t type = m[i].fact_type;
+      if (type >= rows.size()) rows.resize(type + 1u);
+      if (type >= n_types_) n_types_ = type + 1u;
+      rows[type].push_back(static_cast<row_t>(i));
+    }
+    lists_.clear();
+    lists_.resize(rows.size());
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      lists_[j].build(std::move(rows[j]), m);
+    }
     n_static_ = n;
   }
 
@@ -68,40 +80,41 @@ class FreshnessIndex {
   // Rows of fact type `type` with observed_at in [lo, hi] (closed), plus matching delta rows.
   template <class F>
   void for_each_observed_between(std::uint16_t type, micros lo, micros hi, F&& emit) const {
+    const Meta* m = meta_->data();
     if (type < lists_.size()) {
       const auto& l = lists_[type];
-      auto it = std::lower_bound(l.begin(), l.end(), lo, [](const Item& a, micros v) { return a.t < v; });
-      for (; it != l.end() && it->t <= hi; ++it) emit(it->row);
+      for (std::size_t i = l.count_before(lo, m); i < l.size(); ++i) {
+        const row_t r = l[i];
+        if (m[r].observed_at > hi) break;
+        emit(r);
+      }
     }
-    for (const auto& e : delta_) if (e.type == type && e.t >= lo && e.t <= hi) emit(e.row);
+    for (row_t r : delta_)
+      if (m[r].fact_type == type && m[r].observed_at >= lo && m[r].observed_at <= hi) emit(r);
   }
 
   std::size_t count_observed_between(std::uint16_t type, micros lo, micros hi) const {
+    const Meta* m = meta_->data();
     std::size_t c = 0;
     if (type < lists_.size()) {
       const auto& l = lists_[type];
-      auto a = std::lower_bound(l.begin(), l.end(), lo, [](const Item& x, micros v) { return x.t < v; });
-      auto b = std::upper_bound(l.begin(), l.end(), hi, [](micros v, const Item& x) { return v < x.t; });
-      c = b > a ? static_cast<std::size_t>(b - a) : 0;
+      std::size_t a = l.count_before(lo, m), b = l.count_through(hi, m);
+      c = b > a ? b - a : 0;
     }
-    for (const auto& e : delta_) c += (e.type == type && e.t >= lo && e.t <= hi);
+    for (row_t r : delta_) c += (m[r].fact_type == type && m[r].observed_at >= lo && m[r].observed_at <= hi);
     return c;
   }
 
   std::size_t memory_bytes() const {
-    std::size_t b = delta_.capacity() * sizeof(Delta);
-    for (const auto& l : lists_) b += l.capacity() * sizeof(Item);
+    std::size_t b = delta_.capacity() * sizeof(row_t);
+    for (const auto& l : lists_) b += l.memory_bytes();
     return b;
   }
 
  private:
-#pragma pack(push, 4)
-  struct Item { micros t; row_t row; };  // packed: 12 bytes per item
-#pragma pack(pop)
-  static_assert(sizeof(Item) == 12, "Item must pack to 12 bytes");
-  struct Delta { micros t; row_t row; std::uint16_t type; };
-  std::vector<std::vector<Item>> lists_;
-  std::vector<Delta> delta_;
+  const std::vector<Meta>* meta_;
+  std::vector<SortedRows<&Meta::observed_at>> lists_;  // per fact type, rows by observed_at
+  std::vector<row_t> delta_;
   std::size_t n_static_ = 0;
   std::size_t n_types_ = 0;
 };

@@ -159,7 +159,7 @@ class Searcher {
 
   QueryResult finish() {
     r_.certified = r_.plan == Plan::Scan;
-    Worse cmp{&st_.ids()};
+    Worse cmp{&st_};
     std::sort(heap_.begin(), heap_.end(), cmp);
     r_.hits = std::move(heap_);
     return std::move(r_);
@@ -200,10 +200,10 @@ class Searcher {
 
   // ----- top-k heap: worst on top; ties broken by ascending id
   struct Worse {
-    const std::vector<std::uint64_t>* ids;
+    const Store* st;
     bool operator()(const Hit& a, const Hit& b) const {  // true if a ranks before b
       if (a.score != b.score) return a.score > b.score;
-      return (*ids)[a.row] < (*ids)[b.row];
+      return st->id_of(a.row) < st->id_of(b.row);
     }
   };
   double theta() const {
@@ -213,7 +213,7 @@ class Searcher {
     if (heap_.size() < p_.k) return true;
     const Hit& w = heap_.front();
     if (score != w.score) return score > w.score;
-    return st_.ids()[row] < st_.ids()[w.row];
+    return st_.id_of(row) < st_.id_of(w.row);
   }
   void offer(std::uint32_t row, float sim, double v, double d, double pen) {
     double sc = fuse(sim, v) * pen;
@@ -221,7 +221,7 @@ class Searcher {
     for (const Hit& h : heap_) if (h.row == row) return;  // seeded earlier
     if (!is_winner(row)) return;
     Hit h{row, sc, sim, static_cast<float>(v), static_cast<float>(d), static_cast<float>(pen)};
-    Worse cmp{&st_.ids()};
+    Worse cmp{&st_};
     if (heap_.size() == p_.k) { std::pop_heap(heap_.begin(), heap_.end(), cmp); heap_.pop_back(); }
     heap_.push_back(h);
     std::push_heap(heap_.begin(), heap_.end(), cmp);

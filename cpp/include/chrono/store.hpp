@@ -24,7 +24,7 @@ namespace chrono {
 class Store {
  public:
   Store(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
-      : ann_(dim, metric, M, ef_construction, seed) {
+      : ann_(dim, metric, M, ef_construction, seed), intervals_(meta_), fresh_(meta_) {
     if (dim == 0) throw std::invalid_argument("dim must be positive");
   }
 
@@ -93,8 +93,8 @@ class Store {
     append_ids(new_ids, first);
     bool rebuild = false, refresh = false;
     for (std::size_t i = 0; i < c.n; ++i) {
-      rebuild |= intervals_.append(c.valid_from[i], c.valid_to[i], static_cast<std::uint32_t>(first + i));
-      refresh |= fresh_.append(c.fact_type[i], c.observed_at[i], static_cast<std::uint32_t>(first + i));
+      rebuild |= intervals_.append(static_cast<std::uint32_t>(first + i));
+      refresh |= fresh_.append(static_cast<std::uint32_t>(first + i));
     }
     if (rebuild) rebuild_intervals();
     if (refresh) rebuild_fresh();
@@ -127,14 +127,15 @@ class Store {
 
   // Row of a user id, or -1.
   std::int64_t lookup_row(std::uint64_t id) const {
-    if (identity_ids_) return id < ids_.size() ? static_cast<std::int64_t>(id) : -1;
+    if (identity_ids_) return id < meta_.size() ? static_cast<std::int64_t>(id) : -1;
     auto it = id_to_row_.find(id);
     return it == id_to_row_.end() ? -1 : static_cast<std::int64_t>(it->second);
   }
 
   // Unlocked accessors for code that already holds the lock (the planner, exports).
   const std::vector<Meta>& meta() const { return meta_; }
-  const std::vector<std::uint64_t>& ids() const { return ids_; }
+  // User id of a row (ids equal to rows are not stored).
+  std::uint64_t id_of(std::uint32_t row) const { return identity_ids_ ? row : ids_[row]; }
   const StemRows& stems() const { return stems_; }
   const IntervalIndex& intervals() const { return intervals_; }
   const FreshnessIndex& freshness() const { return fresh_; }
@@ -185,30 +186,34 @@ class Store {
   };
 
  private:
+  // While every id equals its row, neither ids_ nor id_to_row_ holds anything; the first
+  // other id materialises both for the rows before it.
   void append_ids(const std::vector<std::uint64_t>& new_ids, std::size_t first) {
     for (std::size_t i = 0; i < new_ids.size(); ++i) {
       std::uint64_t id = new_ids[i];
       std::size_t row = first + i;
       if (identity_ids_ && id != row) {
         identity_ids_ = false;
-        for (std::size_t r = 0; r < ids_.size(); ++r) id_to_row_.emplace(ids_[r], static_cast<std::uint32_t>(r));
+        ids_.resize(row);
+        for (std::size_t r = 0; r < row; ++r) {
+          ids_[r] = r;
+          id_to_row_.emplace(r, static_cast<std::uint32_t>(r));
+        }
       }
-      ids_.push_back(id);
-      if (!identity_ids_) id_to_row_.emplace(id, static_cast<std::uint32_t>(row));
+      if (!identity_ids_) {
+        ids_.push_back(id);
+        id_to_row_.emplace(id, static_cast<std::uint32_t>(row));
+      }
       if (id + 1 > next_id_) next_id_ = id + 1;
     }
   }
-  void rebuild_fresh() {
-    fresh_.rebuild(meta_.size(), [this](std::size_t i) { return std::make_pair(meta_[i].fact_type, meta_[i].observed_at); });
-  }
-  void rebuild_intervals() {
-    intervals_.rebuild(meta_.size(), [this](std::size_t i) { return std::make_pair(meta_[i].valid_from, meta_[i].valid_to); });
-  }
+  void rebuild_fresh() { fresh_.rebuild(); }
+  void rebuild_intervals() { intervals_.rebuild(); }
 
   mutable std::shared_mutex mu_;
   AnnIndex ann_;
   std::vector<Meta> meta_;
-  std::vector<std::uint64_t> ids_;
+  std::vector<std::uint64_t> ids_;  // empty while identity_ids_
   std::unordered_map<std::uint64_t, std::uint32_t> id_to_row_;
   bool identity_ids_ = true;
   std::uint64_t next_id_ = 0;

@@ -1,0 +1,70 @@
+// Rows sorted by one time field of their metadata record, stored as 4-byte row numbers
+// (the time is read back from the record, which the caller loads anyway).
+//
+// A binary search over a permutation would read a record per step; a fence holding the
+// key of every 64th position keeps that to one search of a small cached array plus at
+// most 6 record reads.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+#include "columns.hpp"
+
+namespace chrono {
+
+template <micros Meta::*Key>
+class SortedRows {
+ public:
+  using row_t = std::uint32_t;
+  static constexpr std::size_t kFence = 64;
+
+  // Sort `rows` by (key, row) and take them over.
+  void build(std::vector<row_t> rows, const Meta* meta) {
+    std::vector<std::pair<micros, row_t>> tmp(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) tmp[i] = {meta[rows[i]].*Key, rows[i]};
+    std::sort(tmp.begin(), tmp.end());
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = tmp[i].second;
+    rows_ = std::move(rows);
+    rows_.shrink_to_fit();
+    fence_.resize((rows_.size() + kFence - 1) / kFence);
+    for (std::size_t b = 0; b < fence_.size(); ++b) fence_[b] = tmp[b * kFence].first;
+    fence_.shrink_to_fit();
+  }
+
+  std::size_t size() const { return rows_.size(); }
+  row_t operator[](std::size_t i) const { return rows_[i]; }
+  micros key(std::size_t i, const Meta* meta) const { return meta[rows_[i]].*Key; }
+
+  // Positions with key <= t (upper_bound) and with key < t (lower_bound).
+  std::size_t count_through(micros t, const Meta* meta) const {
+    return search(t, meta, [](micros k, micros v) { return k <= v; });
+  }
+  std::size_t count_before(micros t, const Meta* meta) const {
+    return search(t, meta, [](micros k, micros v) { return k < v; });
+  }
+
+  std::size_t memory_bytes() const { return rows_.capacity() * sizeof(row_t) + fence_.capacity() * sizeof(micros); }
+
+ private:
+  // The first position whose key fails `below(key, t)` (keys are sorted, so `below` holds
+  // on a prefix).
+  template <class Below>
+  std::size_t search(micros t, const Meta* meta, Below below) const {
+    // blocks whose first key is below t: the answer lies in the last of them
+    auto fb = std::partition_point(fence_.begin(), fence_.end(), [&](micros k) { return below(k, t); });
+    std::size_t nb = static_cast<std::size_t>(fb - fence_.begin());
+    if (nb == 0) return 0;
+    std::size_t lo = (nb - 1) * kFence + 1, hi = std::min(nb * kFence, rows_.size());
+    while (lo < hi) {  // first position in [lo, hi) failing `below`, else hi
+      std::size_t mid = lo + (hi - lo) / 2;
+      if (below(meta[rows_[mid]].*Key, t)) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+  }
+
+  std::vector<row_t> rows_;
+  std::vector<micros> fence_;
+};
+
+}  // namespace chrono
