@@ -162,6 +162,8 @@ class Engine:
         graph instead (approximate).
     seed_ef, seed_min : width of the short HNSW walk that seeds the certified plan's
         threshold, taken when more than ``seed_min`` items are in force (seed_ef=0: never).
+        The seed lets the metadata pass prune candidates below ``scan_limit``; below that
+        the scan's best-first order raises the threshold faster than a walk does.
     group : queries of a batch that share vector loads (sorted by T, at most 64).
     seed : HNSW level generator seed (ingest in one thread is then deterministic).
 
@@ -171,7 +173,7 @@ class Engine:
     def __init__(self, dim: int | None = None, metric: str = "cosine", decay: Any = None, *, M: int = 16,
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
                  ef_max: int = 4096, scan_limit: int = 150_000, seed_ef: int = 32,
-                 seed_min: int = 50_000, group: int = 64, seed: int = 100,
+                 seed_min: int = 150_000, group: int = 64, seed: int = 100,
                  embedder: Any = None) -> None:
         if embedder is not None and hasattr(embedder, "embed"):
             if dim is None:

@@ -208,9 +208,9 @@ struct PyStore {
     for (std::size_t i = 0; i < n; ++i)
       if (rows.data()[i] >= s->meta().size()) throw std::out_of_range("row out of range");
     BoundArgs ba;
-    ba.Gp = Gp; ba.t = T.data(); ba.known_at = K.data(); ba.x1 = X1.data(); ba.x2 = X2.data();
+    ba.Gp = Gp; ba.G = G; ba.t = T.data(); ba.known_at = K.data(); ba.x1 = X1.data(); ba.x2 = X2.data();
     ba.theta = TH.data(); ba.a = A.data(); ba.b = B.data(); ba.tau = tau; ba.out_pen = out_pen; ba.latest = latest;
-    ba.specs = s->decay_specs().data();
+    ba.specs = s->decay_specs().data(); ba.n_specs = s->decay_specs().size();
     if (mask) { ba.type_mask = mask->data(); ba.mask_n = static_cast<std::size_t>(mask->size()); }
     ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt.data();
     const std::size_t nk = variant(which).bound_rows(ba, s->meta().data(), rows.data(), n);

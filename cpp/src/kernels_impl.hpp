@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 #include "chrono/columns.hpp"
 #include "chrono/kernels.hpp"
 #include "chrono/time.hpp"
@@ -224,15 +225,72 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
   const double tau = A.tau, out_pen = A.out_pen;
   std::uint32_t* __restrict cnt = A.cnt;
   std::size_t nk = 0;
+  // Exponential decay (not symmetric, offset p1 >= 0) factorises. With c = p0 * scale,
+  //   D = exp(-p0 max(0, scale age - p1)) = min(1, exp(-c age + p0 p1))
+  //     = min(1, E[g] * F),  E[g] = exp(-c (t[g] - t[0]) / day),
+  //                          F = exp(-c (t[0] - observed_at) / day + p0 p1),
+  // so a row costs one exp instead of one per query. A type takes this path when every
+  // query's exponent in E is within +-700, a row when its exponent in F is. The product is
+  // raised by kUp before the min: the factorised and the direct form round differently, by
+  // at most ~3e-12 relative for such exponents and |p0 p1| <= 50; kTiny covers products
+  // that underflow into subnormals. So the value is an upper bound of the direct one.
+  // Validities within that margin of tau are recomputed directly, so tau is exact.
+  constexpr double kUp = 1.0 + 1e-11, kDown = 1.0 - 3e-11, kLim = 700.0, kTiny = 1e-300;
+  constexpr std::size_t kFastTypes = 256;
+  const std::size_t n_fast = std::min(A.n_specs, kFastTypes);
+  const std::size_t G = A.G == 0 ? Gp : std::min(A.G, Gp);
+  thread_local std::vector<double> E;
+  thread_local std::vector<signed char> fast;  // per type: 0 not looked at, 1 factorised, -1 direct
+  fast.assign(n_fast, 0);
+  if (E.size() < n_fast * kMax) E.resize(n_fast * kMax);
+  const double t0 = T[0];
+  auto factorised = [&](std::size_t j) {
+    if (fast[j] != 0) return fast[j] > 0;
+    const DecaySpec& s = A.specs[j];
+    bool ok = s.code == DecayCode::Exponential && !s.symmetric && std::isfinite(s.p0) && s.p0 >= 0.0 &&
+              std::isfinite(s.scale) && s.scale > 0.0 && std::isfinite(s.p1) && s.p1 >= 0.0 && s.p0 * s.p1 <= 50.0;
+    if (ok) {
+      const double c = s.p0 * s.scale;
+      double* __restrict e = E.data() + j * kMax;
+      for (std::size_t g = 0; g < Gp; ++g) {
+        const double x = g < G ? -c * ((T[g] - t0) / kMicrosPerDay) : 0.0;  // padding: any finite value
+        ok = ok && x >= -kLim && x <= kLim;
+        e[g] = vexp(x < -kLim ? -kLim : (x > kLim ? kLim : x));
+      }
+    }
+    fast[j] = ok ? 1 : -1;
+    return ok;
+  };
   constexpr std::size_t AHEAD = 16;
   for (std::size_t i = 0; i < n; ++i) {
     if (i + AHEAD < n) __builtin_prefetch(meta + rows[i + AHEAD]);
     const Meta& m = meta[rows[i]];
     if (A.type_mask && (m.fact_type >= A.mask_n || !A.type_mask[m.fact_type])) continue;
     const double obs = static_cast<double>(m.observed_at);
-    for (std::size_t g = 0; g < Gp; ++g) ages[g] = (T[g] - obs) / kMicrosPerDay;  // = age_days
-    decay_batch(A.specs[m.fact_type], ages, v, Gp);
     const double rel = static_cast<double>(m.reliability);
+    bool direct = true;
+    if (m.fact_type < n_fast && factorised(m.fact_type)) {
+      const DecaySpec& s = A.specs[m.fact_type];
+      const double y = -(s.p0 * s.scale) * ((t0 - obs) / kMicrosPerDay) + s.p0 * s.p1;
+      direct = !(y >= -kLim && y <= kLim);
+      if (!direct) {
+        const double F = vexp(y) * kUp;
+        const double* __restrict e = E.data() + m.fact_type * kMax;
+        for (std::size_t g = 0; g < Gp; ++g) { const double x = e[g] * F + kTiny; v[g] = x < 1.0 ? x : 1.0; }
+      }
+      if (!direct && tau > 0.0) {  // a validity within the margin of tau: this row takes the direct path
+        std::int64_t near = 0;
+        for (std::size_t g = 0; g < Gp; ++g) {
+          const double val = rel * v[g];
+          near |= static_cast<std::int64_t>((val >= tau) & (val * kDown < tau));
+        }
+        direct = near != 0;
+      }
+    }
+    if (direct) {
+      for (std::size_t g = 0; g < Gp; ++g) ages[g] = (T[g] - obs) / kMicrosPerDay;  // = age_days
+      decay_batch(A.specs[m.fact_type], ages, v, Gp);
+    }
     const std::int64_t live = (A.latest && m.deprecated) ? 0 : 1;
     const std::int64_t vf = m.valid_from, vt = m.valid_to, ing = m.ingested_at, ret = m.retracted_at;
     for (std::size_t g = 0; g < Gp; ++g) {

@@ -61,8 +61,14 @@ inline void transpose_queries(const float* Q, std::size_t G, std::size_t d, std:
 // val / pen + k * Gp the Gp validities and penalties rounded up to float (penalty 0 where
 // not kept). cnt[g] counts the rows kept for g. Rows whose type is masked out are skipped.
 // Returns k, the number of rows kept (the output arrays hold room for n).
+// For exponential decay the validity is computed in factorised form (one exp per row, see
+// bound_rows in src/kernels_impl.hpp) and is an upper bound of the direct value, above it
+// by at most ~1e-11 relative: v, b and the rows kept may exceed the direct computation's
+// by that much, never fall below it. Tau is decided exactly either way. Callers use v and
+// b only to decide what to score exactly.
 struct BoundArgs {
   std::size_t Gp = 0;
+  std::size_t G = 0;  // lanes that are queries (0: all Gp); the rest are padding
   const double* t = nullptr;
   const std::int64_t* known_at = nullptr;
   const std::int64_t* x1 = nullptr;
@@ -74,6 +80,7 @@ struct BoundArgs {
   double out_pen = 0.0;
   bool latest = false;
   const DecaySpec* specs = nullptr;
+  std::size_t n_specs = 0;  // specs[0 .. n_specs): the factorised exponential path's table is per type
   const std::uint8_t* type_mask = nullptr;  // null: every type
   std::size_t mask_n = 0;
   std::uint32_t* kept = nullptr;

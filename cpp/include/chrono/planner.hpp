@@ -59,7 +59,7 @@ struct SearchParams {
   std::size_t ef_max = 4096;       // widest graph-plan walk
   std::size_t scan_limit = 50000;  // graph plan when more candidates survive (exact=False)
   std::size_t seed_ef = 32;        // seed walk width (0: never seed)
-  std::size_t seed_min = 50000;    // seed only when more items than this are in force
+  std::size_t seed_min = 150000;   // seed only when more items than this are in force
 };
 
 struct Hit {
@@ -465,9 +465,9 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       }
       if (kept.size() < rows.size()) { kept.resize(rows.size()); best.resize(rows.size()); }
       BoundArgs ba;
-      ba.Gp = Gp; ba.t = Td; ba.known_at = Ki; ba.x1 = X1; ba.x2 = X2; ba.theta = th; ba.a = Ad; ba.b = Bd;
+      ba.Gp = Gp; ba.G = G; ba.t = Td; ba.known_at = Ki; ba.x1 = X1; ba.x2 = X2; ba.theta = th; ba.a = Ad; ba.b = Bd;
       ba.tau = p0.tau; ba.out_pen = qs[0].out_of_force_penalty(); ba.latest = mode == Mode::Latest;
-      ba.specs = specs.data();
+      ba.specs = specs.data(); ba.n_specs = specs.size();
       if (!p0.type_mask.empty()) { ba.type_mask = p0.type_mask.data(); ba.mask_n = p0.type_mask.size(); }
       ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt;
       const std::size_t nk = k.bound_rows(ba, meta.data(), rows.data(), rows.size());
