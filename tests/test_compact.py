@@ -73,3 +73,36 @@ def test_group_dot_kernels_reject_bad_shapes():
         _core.dot_i8_some(c, np.zeros((3, 7), np.float32), np.array([0], np.uint32))
     with pytest.raises(IndexError, match="which: query out of range"):
         _core.dot_i8_some(c, Q, np.array([3], np.uint32))
+
+
+VNNI = [v for v in VARIANTS if "vnni" in v]
+
+
+@pytest.mark.skipif(not VNNI, reason="no AVX512-VNNI on this CPU (no x86-64-v4-vnni variant)")
+@pytest.mark.parametrize("d", [1, 3, 4, 7, 64, 383, 384])
+@pytest.mark.parametrize("G", [1, 8, 13, 16, 37, 64])
+@pytest.mark.parametrize("R", [1, 4, 6])
+def test_int8_group_dot_vnni_is_exact(d, G, R):
+    """dot_qt_s8 (vpdpbusd on x ^ 0x80, minus 128 * qsum) equals the int64 NumPy product,
+    extreme codes (-128, 127) included."""
+    rng = np.random.default_rng(1000 * d + 10 * G + R)
+    C = rng.integers(-128, 128, (R, d)).astype(np.int8)
+    Q8 = rng.integers(-127, 128, (G, d)).astype(np.int8)
+    C[0, :] = -128
+    Q8[0, :] = 127
+    want = C.astype(np.int64) @ Q8.T.astype(np.int64)
+    got = _core.dot_qt_s8(C, Q8, VNNI[0])
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_int8_group_dot_vnni_refuses_variants_without_it():
+    C = np.zeros((1, 8), np.int8)
+    for v in VARIANTS:
+        if "vnni" not in v:
+            with pytest.raises(ValueError, match="no dot_qt_s8"):
+                _core.dot_qt_s8(C, C, v)
+    with pytest.raises(ValueError, match="G must be"):
+        _core.dot_qt_s8(C, np.zeros((65, 8), np.int8))
+    with pytest.raises(ValueError, match="C must be"):
+        _core.dot_qt_s8(C, np.zeros((2, 7), np.int8))

@@ -121,6 +121,28 @@ PYBIND11_MODULE(_core, m) {
       for (std::size_t g = 0; g < G; ++g) res.mutable_data()[r * G + g] = out[r * Gp + g];
     return res;
   }, py::arg("C"), py::arg("Q"), py::arg("variant") = "");
+  m.def("dot_qt_s8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> C,
+                        py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> Q8, const std::string& which) {
+    // exact int32 dots of int8 rows C (R, d) with int8 queries Q8 (G, d), G <= 64
+    if (C.ndim() != 2 || Q8.ndim() != 2 || Q8.shape(1) != C.shape(1)) throw std::invalid_argument("C must be (R, d), Q8 (G, d)");
+    const std::size_t G = static_cast<std::size_t>(Q8.shape(0)), d = static_cast<std::size_t>(C.shape(1));
+    const std::size_t R = static_cast<std::size_t>(C.shape(0));
+    if (G == 0 || G > 64) throw std::invalid_argument("G must be in [1, 64]");
+    if (d > 65536) throw std::invalid_argument("d must be at most 65536");
+    const Kernels& k = variant(which);
+    if (!k.dot_qt_s8) throw std::invalid_argument(std::string("kernel variant ") + k.name + " has no dot_qt_s8 (needs AVX512-VNNI)");
+    const std::size_t Gp = (G + 7) / 8 * 8;
+    std::vector<std::int8_t> QT8((d + 3) / 4 * Gp * 4);
+    std::vector<std::int32_t> qsum(Gp), out(R * Gp);
+    transpose_queries_s8(Q8.data(), G, d, Gp, QT8.data(), qsum.data());
+    std::vector<const std::int8_t*> xs(R);
+    for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
+    k.dot_qt_s8(xs.data(), R, QT8.data(), qsum.data(), Gp, d, out.data());
+    py::array_t<std::int32_t> res({static_cast<py::ssize_t>(R), static_cast<py::ssize_t>(G)});
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t g = 0; g < G; ++g) res.mutable_data()[r * G + g] = out[r * Gp + g];
+    return res;
+  }, py::arg("C"), py::arg("Q8"), py::arg("variant") = "");
   bind_score(m);
   bind_store(m);
   bind_ppr(m);

@@ -7,6 +7,7 @@ namespace chrono {
 extern const Kernels kKernelsV3;
 #ifdef CHRONO_HAVE_V4
 extern const Kernels kKernelsV4;
+extern const Kernels kKernelsV4Vnni;
 #endif
 
 static bool cpu_has_v4() {
@@ -19,11 +20,20 @@ static bool cpu_has_v4() {
 #endif
 }
 
+static bool cpu_has_vnni() {
+#if defined(CHRONO_HAVE_V4) && (defined(__x86_64__) || defined(_M_X64))
+  return cpu_has_v4() && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 int kernel_variants(const Kernels** out, int max) {
   int n = 0;
   if (n < max) out[n++] = &kKernelsV3;
 #ifdef CHRONO_HAVE_V4
   if (n < max && cpu_has_v4()) out[n++] = &kKernelsV4;
+  if (n < max && cpu_has_vnni()) out[n++] = &kKernelsV4Vnni;
 #endif
   return n;
 }
