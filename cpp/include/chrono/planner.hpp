@@ -414,6 +414,40 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   const AnnIndex& ann = st.ann();
   const bool dense = qs[0].uses_dot();
   const bool product = qs[0].product();
+  // With AVX512-VNNI (Kernels::dot_qt_s8), batched compact caps use the queries quantised
+  // to int8: q = SQ q8 + r with |r| <= RQ, and the row's compact copy x = cs c + e with
+  // |e| <= ce and |x| <= XN, so
+  //   <q, x> <= cs SQ <q8, c> + RQ (XN + ce) + |q| ce,
+  // the usual cap cs raw + |q| ce with raw = SQ <q8, c> + RQ (XN + ce) / cs (exact integer
+  // dots; the compact copy's ce already allows for a float dot's rounding).
+  const bool s8 = dense && k.dot_qt_s8 != nullptr && d <= 65536;
+  thread_local std::vector<std::int8_t> Q8, QT8;
+  alignas(64) std::int32_t qsum[64];
+  double SQ[64] = {}, RQ[64] = {};
+  const double XN = st.max_norm() * (1.0 + 1e-6) + 1e-12;
+  if (s8) {
+    Q8.assign(G * d, 0);
+    for (std::size_t g = 0; g < G; ++g) {
+      const float* q = Q.data() + g * d;
+      double mx = 0.0;
+      for (std::size_t i = 0; i < d; ++i) mx = std::max(mx, static_cast<double>(std::fabs(q[i])));
+      const double sq = mx / 127.0;
+      double r2 = 0.0;
+      if (sq > 0.0) {
+        for (std::size_t i = 0; i < d; ++i) {
+          double c = std::nearbyint(static_cast<double>(q[i]) / sq);
+          c = std::min(127.0, std::max(-127.0, c));
+          Q8[g * d + i] = static_cast<std::int8_t>(c);
+          const double r = static_cast<double>(q[i]) - sq * c;
+          r2 += r * r;
+        }
+      }
+      SQ[g] = sq;
+      RQ[g] = std::sqrt(r2) * (1.0 + 1e-9) + 1e-300;
+    }
+    QT8.resize((d + 3) / 4 * Gp * 4);
+    transpose_queries_s8(Q8.data(), G, d, Gp, QT8.data(), qsum);
+  }
   alignas(64) float A[64], B[64], E[64], B2[64];
   alignas(64) double Ad[64] = {}, Bd[64] = {};  // the bound's coefficients unrounded (metadata pass)
   double NQ[64];  // |q| rounded up (the compact copy's error term scales with it)
@@ -569,10 +603,24 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     std::size_t pend[kBatch];
     const std::int8_t* xs[kBatch];
     alignas(64) float raw[kBatch * 64];
+    alignas(64) std::int32_t iraw[kBatch * 64];
     std::size_t n_pend = 0;
     auto flush = [&] {
       if (n_pend == 0) return;
-      k.dot_qt_i8(xs, n_pend, QT.data(), Gp, d, raw);
+      if (s8) {
+        k.dot_qt_s8(xs, n_pend, QT8.data(), qsum, Gp, d, iraw);
+        for (std::size_t b = 0; b < n_pend; ++b) {
+          const std::uint32_t row = kept[order[pend[b]]];
+          const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
+          const double add = cs > 0.0 ? (XN + ce) / cs : 0.0;  // cs = 0: codes 0, |x| <= ce
+          const std::int32_t* D = iraw + b * Gp;
+          float* out = raw + b * Gp;
+          for (std::size_t g = 0; g < Gp; ++g)
+            out[g] = static_cast<float>(SQ[g] * static_cast<double>(D[g]) + RQ[g] * add);
+        }
+      } else {
+        k.dot_qt_i8(xs, n_pend, QT.data(), Gp, d, raw);
+      }
       for (std::size_t b = 0; b < n_pend; ++b) finish(pend[b], raw + b * Gp);
       n_pend = 0;
     };
