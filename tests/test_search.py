@@ -246,7 +246,9 @@ def test_certified_search_agrees_across_kernel_variants(tmp_path, metric):
     for v in ce.build_info()["simd_available"]:
         out = tmp_path / f"{v}.npz"
         env = dict(os.environ, CHRONO_SIMD=v)
-        subprocess.run([sys.executable, "-c", _VARIANT_SCRIPT, v, metric, str(out)], check=True, env=env)
+        # cwd: away from the checkout, whose source tree would shadow the installed package
+        subprocess.run([sys.executable, "-c", _VARIANT_SCRIPT, v, metric, str(out)], check=True, env=env,
+                       cwd=tmp_path)
         results[v] = dict(np.load(out))
     base = results[ce.build_info()["simd_available"][0]]
     for v, r in results.items():
