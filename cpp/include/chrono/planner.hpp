@@ -93,8 +93,10 @@ class Searcher {
     s_cap_ = s_cap_ * (1.0 + 1e-5) + 1e-6;  // float rounding of computed similarities
   }
 
-  // Step 1: count items in force; seed theta when worthwhile (and always when items out
-  // of force may still qualify, so that the freshness lists can prune them).
+  // Step 1: count items in force; seed theta when more than seed_min are (by default the
+  // scan limit: there the seed is what lets the metadata pass cut the candidates below it;
+  // under it the best-first scan raises theta faster than a walk). Items out of force in
+  // latest mode are bounded later, at theta / penalty, after stage 0 has raised theta.
   void start() {
     r_.in_force = estimate_in_force();
     // The seed admits items in force only: any eligible items give a valid lower bound,
