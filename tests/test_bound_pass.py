@@ -82,7 +82,7 @@ def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask)
             ok.sum(axis=0))
 
 
-def _assert_bound_pass(got, want, rows, theta, rel=1e-9):
+def _assert_bound_pass(got, want, theta, rel=1e-9):
     """`got` equals the reference `want` up to the factorised exponential's upper bound."""
     w_kept, w_best, w_val, w_pen, w_cnt = want
     assert np.isin(w_kept, got["kept"]).all(), "a row the reference keeps was dropped"
@@ -100,7 +100,8 @@ def _assert_bound_pass(got, want, rows, theta, rel=1e-9):
     assert (gv <= np.nextafter(w_val, np.float32(np.inf))).all(), "validity more than one float above"
     np.testing.assert_array_equal(got["penalty"][both], w_pen)
     assert (got["count"] >= w_cnt).all()
-    assert (got["count"] - w_cnt).sum() == (~both).sum() or (~both).sum() > 0
+    if both.all():  # no extra rows: the same counts
+        np.testing.assert_array_equal(got["count"], w_cnt)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -130,7 +131,7 @@ def test_bound_rows_matches_numpy(store, variant, G):
         want = _reference(eng, rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest, mask)
         got = eng._core.bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
                                    mask, variant)
-        _assert_bound_pass(got, want, rows, theta)
+        _assert_bound_pass(got, want, theta)
         assert 0 < len(want[0]) < len(rows) or trial == 5  # both outcomes exercised
 
 

@@ -37,7 +37,7 @@ def random_batch(rng, n_chains=40, max_steps=6, max_facts=5, n_valid=25):
     r = rng.random()
     if r < 0.4:  # coarse grid: ties between steps, facts and γ
         validity = np.round(rng.random(n_valid) * 8) / 8
-    elif r < 0.7:  # equal in float32, apart in float64 (the kernel's float32 sketch ties)
+    elif r < 0.7:  # equal in float32, apart in float64: a float32 shortcut would tie them
         validity = np.round(rng.random(n_valid) * 4) / 4 + rng.integers(0, 3, n_valid) * 1e-12
     else:
         validity = rng.random(n_valid)
@@ -113,7 +113,7 @@ def random_equal_width_batch(rng, width, n_chains=60, max_steps=12, n_valid=30):
     r = rng.random()
     if r < 0.4:  # coarse grid: ties between steps, facts and γ
         validity = np.round(rng.random(n_valid) * 8) / 8
-    elif r < 0.7:  # equal in float32, apart in float64 (the kernel's float32 sketch ties)
+    elif r < 0.7:  # equal in float32, apart in float64: a float32 shortcut would tie them
         validity = np.round(rng.random(n_valid) * 4) / 4 + rng.integers(0, 3, n_valid) * 1e-12
     else:
         validity = rng.random(n_valid)

@@ -3,6 +3,8 @@
 // compiler vectorises; no -ffast-math: exp/log are explicit polynomials, so NaN and inf
 // behave and results do not change between builds.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include "decay.hpp"
@@ -70,6 +72,29 @@ inline void transpose_queries_s8(const std::int8_t* q8, std::size_t G, std::size
       QT8[((i / 4) * Gp + g) * 4 + i % 4] = q8[g * d + i];
       qsum[g] += q8[g * d + i];
     }
+}
+
+// Quantise G row-major queries Q (G x d) to int8 for dot_qt_s8: q = sq[g] q8 + r with
+// sq[g] = max|q| / 127 (0 for a zero query, whose codes are 0), q8 = round(q / sq), and
+// rn[g] >= |r|, the residual's norm rounded up.
+inline void quantise_queries(const float* Q, std::size_t G, std::size_t d, std::int8_t* q8, double* sq,
+                             double* rn) {
+  for (std::size_t g = 0; g < G; ++g) {
+    const float* q = Q + g * d;
+    double mx = 0.0;
+    for (std::size_t i = 0; i < d; ++i) mx = std::max(mx, static_cast<double>(std::fabs(q[i])));
+    const double s = mx / 127.0;
+    double r2 = 0.0;
+    for (std::size_t i = 0; i < d; ++i) {
+      double c = s > 0.0 ? std::nearbyint(static_cast<double>(q[i]) / s) : 0.0;
+      c = std::min(127.0, std::max(-127.0, c));
+      q8[g * d + i] = static_cast<std::int8_t>(c);
+      const double r = static_cast<double>(q[i]) - s * c;
+      r2 += r * r;
+    }
+    sq[g] = s;
+    rn[g] = std::sqrt(r2) * (1.0 + 1e-9) + 1e-300;
+  }
 }
 
 // The metadata pass of a certified group search (planner.hpp, run_group): for each row,

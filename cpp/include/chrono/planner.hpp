@@ -428,25 +428,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   double SQ[64] = {}, RQ[64] = {};
   const double XN = st.max_norm() * (1.0 + 1e-6) + 1e-12;
   if (s8) {
-    Q8.assign(G * d, 0);
-    for (std::size_t g = 0; g < G; ++g) {
-      const float* q = Q.data() + g * d;
-      double mx = 0.0;
-      for (std::size_t i = 0; i < d; ++i) mx = std::max(mx, static_cast<double>(std::fabs(q[i])));
-      const double sq = mx / 127.0;
-      double r2 = 0.0;
-      if (sq > 0.0) {
-        for (std::size_t i = 0; i < d; ++i) {
-          double c = std::nearbyint(static_cast<double>(q[i]) / sq);
-          c = std::min(127.0, std::max(-127.0, c));
-          Q8[g * d + i] = static_cast<std::int8_t>(c);
-          const double r = static_cast<double>(q[i]) - sq * c;
-          r2 += r * r;
-        }
-      }
-      SQ[g] = sq;
-      RQ[g] = std::sqrt(r2) * (1.0 + 1e-9) + 1e-300;
-    }
+    Q8.resize(G * d);
+    quantise_queries(Q.data(), G, d, Q8.data(), SQ, RQ);
     QT8.resize((d + 3) / 4 * Gp * 4);
     transpose_queries_s8(Q8.data(), G, d, Gp, QT8.data(), qsum);
   }

@@ -34,7 +34,6 @@ class SortedRows {
 
   std::size_t size() const { return rows_.size(); }
   row_t operator[](std::size_t i) const { return rows_[i]; }
-  micros key(std::size_t i, const Meta* meta) const { return meta[rows_[i]].*Key; }
 
   // Positions with key <= t (upper_bound) and with key < t (lower_bound).
   std::size_t count_through(micros t, const Meta* meta) const {
