@@ -106,3 +106,25 @@ def test_int8_group_dot_vnni_refuses_variants_without_it():
         _core.dot_qt_s8(C, np.zeros((65, 8), np.int8))
     with pytest.raises(ValueError, match="C must be"):
         _core.dot_qt_s8(C, np.zeros((2, 7), np.int8))
+
+
+def test_query_quantisation_matches_numpy():
+    """The planner's int8 query quantisation (quantise_queries): scale max|q| / 127, codes
+    round(q / scale), and a residual norm no smaller than NumPy's (a zero query: codes 0)."""
+    rng = np.random.default_rng(7)
+    Q = rng.standard_normal((9, 37)).astype(np.float32)
+    Q[3] = 0.0
+    Q[5] *= 1e-30
+    q8, sq, rn = _core.quantise_queries(Q)
+    Qd = Q.astype(np.float64)
+    want_sq = np.abs(Qd).max(axis=1) / 127.0
+    np.testing.assert_array_equal(sq, want_sq)
+    safe = np.where(want_sq > 0, want_sq, 1.0)[:, None]
+    want_q8 = np.where(want_sq[:, None] > 0, np.clip(np.rint(Qd / safe), -127, 127), 0).astype(np.int8)
+    np.testing.assert_array_equal(q8, want_q8)
+    resid = np.linalg.norm(Qd - want_sq[:, None] * want_q8, axis=1)
+    assert (rn >= resid).all()
+    np.testing.assert_allclose(rn, resid, rtol=1e-8, atol=1e-299)
+    assert (q8[3] == 0).all() and sq[3] == 0.0
+    with pytest.raises(ValueError, match="Q must be"):
+        _core.quantise_queries(np.zeros(5, np.float32))

@@ -121,6 +121,15 @@ PYBIND11_MODULE(_core, m) {
       for (std::size_t g = 0; g < G; ++g) res.mutable_data()[r * G + g] = out[r * Gp + g];
     return res;
   }, py::arg("C"), py::arg("Q"), py::arg("variant") = "");
+  m.def("quantise_queries", [](carray<float> Q) {
+    // (q8, sq, rn) of the planner's int8 query quantisation (tests)
+    if (Q.ndim() != 2) throw std::invalid_argument("Q must be (G, d)");
+    const std::size_t G = static_cast<std::size_t>(Q.shape(0)), d = static_cast<std::size_t>(Q.shape(1));
+    py::array_t<std::int8_t> q8({static_cast<py::ssize_t>(G), static_cast<py::ssize_t>(d)});
+    py::array_t<double> sq(static_cast<py::ssize_t>(G)), rn(static_cast<py::ssize_t>(G));
+    quantise_queries(Q.data(), G, d, q8.mutable_data(), sq.mutable_data(), rn.mutable_data());
+    return py::make_tuple(q8, sq, rn);
+  }, py::arg("Q"));
   m.def("dot_qt_s8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> C,
                         py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> Q8, const std::string& which) {
     // exact int32 dots of int8 rows C (R, d) with int8 queries Q8 (G, d), G <= 64
