@@ -7,51 +7,73 @@
 namespace chrono {
 namespace v4 {
 
-// dot_qt_s8 for R rows and a fixed Gp: per 4-dimension block, each row's 4 codes are
-// broadcast (as unsigned: x ^ 0x80 = x + 128) and multiplied into the Gp queries' 4 codes
-// with vpdpbusd, 64 multiply-adds per instruction; 128 * qsum[g] is taken off at the end.
-// Exact in int32 for d <= 65,536 (|sum| <= 255 * 127 * d).
-// One 4-dimension block: acc[r][j] += (xw[r] as 4 unsigned bytes) . (queries 16 j .. 16 j + 15).
-template <std::size_t Gp, std::size_t R>
-__attribute__((target("avx512vnni"), always_inline)) static inline void dot_qt_s8_block(
-    __m512i (&acc)[R][(Gp + 15) / 16], const std::int8_t* q, const std::uint32_t* xw, __mmask16 tail) {
-  constexpr std::size_t J = (Gp + 15) / 16;
-  constexpr bool kTail = Gp % 16 != 0;
-  __m512i qv[J];
-  for (std::size_t j = 0; j < J; ++j)
-    qv[j] = (kTail && j + 1 == J) ? _mm512_maskz_loadu_epi32(tail, q + 64 * j) : _mm512_loadu_si512(q + 64 * j);
-  for (std::size_t r = 0; r < R; ++r) {
-    const __m512i xb = _mm512_set1_epi32(static_cast<int>(xw[r] ^ 0x80808080u));
-    for (std::size_t j = 0; j < J; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], xb, qv[j]);
+// dot_qt_s8 for R <= 4 rows and a fixed Gp <= 64 (J = ceil(Gp / 16) vectors of 16
+// queries): per 4-dimension block, each row's 4 codes are broadcast (as unsigned:
+// x ^ 0x80 = x + 128) and multiplied into the Gp queries' 4 codes with vpdpbusd, 64
+// multiply-adds per instruction; 128 * qsum[g] is taken off at the end. Exact in int32 for
+// d <= 65,536 (|sum| <= 255 * 127 * d).
+// The R x J accumulators are named variables, not an array: GCC 12 keeps an array of
+// vpdpbusd accumulators in registers only by copying each one twice per instruction
+// (measured: ~2.5x slower); unused ones (r >= R or j >= J) are compiled away.
+#define CHRONO_DP(r, j)                                                                 \
+  if constexpr (R > r && J > j) a##r##j = _mm512_dpbusd_epi32(a##r##j, xb, q##j)
+#define CHRONO_ROW(r)                                                                   \
+  if constexpr (R > r) {                                                                \
+    std::uint32_t w;                                                                    \
+    if (partial) { w = 0; std::memcpy(&w, x##r + off, d % 4); }                         \
+    else std::memcpy(&w, x##r + off, 4);                                                \
+    const __m512i xb = _mm512_set1_epi32(static_cast<int>(w ^ 0x80808080u));            \
+    CHRONO_DP(r, 0); CHRONO_DP(r, 1); CHRONO_DP(r, 2); CHRONO_DP(r, 3);                 \
   }
-}
+#define CHRONO_OUT(r, j)                                                                \
+  if constexpr (R > r && J > j) _mm512_store_si512(tmp + (r * 4 + j) * 16, a##r##j)
 
 template <std::size_t Gp, std::size_t R>
 __attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t* const* xs, const std::int8_t* QT8,
                                                               const std::int32_t* qsum, std::size_t d,
                                                               std::int32_t* out) {
+  static_assert(R >= 1 && R <= 4 && Gp >= 1 && Gp <= 64, "dot_qt_s8_n: R <= 4 rows, Gp <= 64 queries");
   constexpr std::size_t J = (Gp + 15) / 16;
   constexpr bool kTail = Gp % 16 != 0;
   const __mmask16 tail = static_cast<__mmask16>(kTail ? (1u << (Gp % 16)) - 1u : 0xffffu);
-  __m512i acc[R][J];
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_si512();
+  const __m512i z = _mm512_setzero_si512();
+  __m512i a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
+  __m512i a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
+  const std::int8_t* x0 = xs[0];
+  const std::int8_t* x1 = R > 1 ? xs[1] : nullptr;
+  const std::int8_t* x2 = R > 2 ? xs[2] : nullptr;
+  const std::int8_t* x3 = R > 3 ? xs[3] : nullptr;
+  auto load = [&](const std::int8_t* q, std::size_t j) {
+    return (kTail && j + 1 == J) ? _mm512_maskz_loadu_epi32(tail, q + 64 * j) : _mm512_loadu_si512(q + 64 * j);
+  };
+#define CHRONO_BLOCK(b, P)                                                              \
+  {                                                                                     \
+    constexpr bool partial = P;                                                         \
+    const std::int8_t* q = QT8 + (b) * Gp * 4;                                          \
+    const std::size_t off = 4 * (b);                                                    \
+    const __m512i q0 = load(q, 0);                                                      \
+    const __m512i q1 = J > 1 ? load(q, 1) : z;                                          \
+    const __m512i q2 = J > 2 ? load(q, 2) : z;                                          \
+    const __m512i q3 = J > 3 ? load(q, 3) : z;                                          \
+    CHRONO_ROW(0) CHRONO_ROW(1) CHRONO_ROW(2) CHRONO_ROW(3)                             \
+  }
+  // The last, partial block first (its padded query codes are 0, so the row's filler is
+  // irrelevant): after the main loop it made GCC copy every accumulator in the loop.
   const std::size_t nb = d / 4;
-  std::uint32_t xw[R];
-  for (std::size_t b = 0; b < nb; ++b) {
-    for (std::size_t r = 0; r < R; ++r) std::memcpy(&xw[r], xs[r] + 4 * b, 4);
-    dot_qt_s8_block<Gp, R>(acc, QT8 + b * Gp * 4, xw, tail);
-  }
-  if (d % 4) {  // the last partial block: its padded query codes are 0, so the row's filler is irrelevant
-    for (std::size_t r = 0; r < R; ++r) { xw[r] = 0; std::memcpy(&xw[r], xs[r] + 4 * nb, d % 4); }
-    dot_qt_s8_block<Gp, R>(acc, QT8 + nb * Gp * 4, xw, tail);
-  }
-  alignas(64) std::int32_t tmp[J * 16];
-  for (std::size_t r = 0; r < R; ++r) {
-    for (std::size_t j = 0; j < J; ++j) _mm512_store_si512(tmp + 16 * j, acc[r][j]);
-    for (std::size_t g = 0; g < Gp; ++g) out[r * Gp + g] = tmp[g] - 128 * qsum[g];
-  }
+  if (d % 4) CHRONO_BLOCK(nb, true)
+  for (std::size_t b = 0; b < nb; ++b) CHRONO_BLOCK(b, false)
+#undef CHRONO_BLOCK
+  alignas(64) std::int32_t tmp[R * 4 * 16];
+  CHRONO_OUT(0, 0); CHRONO_OUT(0, 1); CHRONO_OUT(0, 2); CHRONO_OUT(0, 3);
+  CHRONO_OUT(1, 0); CHRONO_OUT(1, 1); CHRONO_OUT(1, 2); CHRONO_OUT(1, 3);
+  CHRONO_OUT(2, 0); CHRONO_OUT(2, 1); CHRONO_OUT(2, 2); CHRONO_OUT(2, 3);
+  CHRONO_OUT(3, 0); CHRONO_OUT(3, 1); CHRONO_OUT(3, 2); CHRONO_OUT(3, 3);
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t g = 0; g < Gp; ++g) out[r * Gp + g] = tmp[r * 64 + g] - 128 * qsum[g];
 }
+#undef CHRONO_DP
+#undef CHRONO_ROW
+#undef CHRONO_OUT
 
 template <std::size_t Gp>
 __attribute__((target("avx512vnni"))) static void dot_qt_s8_g(const std::int8_t* const* xs, std::size_t nx,
