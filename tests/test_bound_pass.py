@@ -118,7 +118,8 @@ def test_bound_rows_matches_numpy(store, variant, G):
         X1 = t + (rng.integers(0, 60, G) * DAY if window else 0)
         X2 = t - (rng.integers(0, 60, G) * DAY if window else 0)
         theta = rng.uniform(-0.1, 0.6, G)
-        theta[rng.random(G) < 0.2] = -np.inf  # fewer than k rows scored yet
+        if trial < 3:  # fewer than k rows scored yet; later trials keep every theta finite, so
+            theta[rng.random(G) < 0.2] = -np.inf  # the kernel's row-level test can drop rows
         linear = trial % 2 == 1
         a = np.full(G, 0.75 if linear else 0.0)
         b = np.full(G, 0.25 if linear else 1.0)

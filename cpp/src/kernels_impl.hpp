@@ -239,11 +239,32 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
   constexpr std::size_t kFastTypes = 256;
   const std::size_t n_fast = std::min(A.n_specs, kFastTypes);
   const std::size_t G = A.G == 0 ? Gp : std::min(A.G, Gp);
-  thread_local std::vector<double> E;
+  thread_local std::vector<double> E, Emax;
   thread_local std::vector<signed char> fast;  // per type: 0 not looked at, 1 factorised, -1 direct
   fast.assign(n_fast, 0);
   if (E.size() < n_fast * kMax) E.resize(n_fast * kMax);
+  if (Emax.size() < n_fast) Emax.resize(n_fast);
   const double t0 = T[0];
+  // A row-level test before the per-query loops, for factorised rows: every lane's bound
+  // (Ac + Bc val) p is at most (maxA + maxB rel Dmax) pmax, with Dmax = min(1, Emax F +
+  // kTiny) computed by the same monotone operations as each lane's v (Emax = the type's
+  // largest E over the queries) and pmax = out_pen when the row is out of force for every
+  // query of the group (its interval misses [min X2, max X1]), else 1. Below the least
+  // theta the row is kept by no query, so it is dropped without its Gp-lane loops (most
+  // rows of a latest-mode stage 1 or a steep product search). Valid only when every Ac
+  // and Bc is >= 0 (then each step is monotone); otherwise the test is off.
+  double maxA = 0.0, maxB = 0.0, minTH = std::numeric_limits<double>::infinity();
+  std::int64_t maxX1 = std::numeric_limits<std::int64_t>::min(), minX2 = std::numeric_limits<std::int64_t>::max();
+  bool quick = true;
+  for (std::size_t g = 0; g < G; ++g) {
+    quick = quick && Ac[g] >= 0.0 && Bc[g] >= 0.0;
+    maxA = std::max(maxA, Ac[g]);
+    maxB = std::max(maxB, Bc[g]);
+    minTH = std::min(minTH, TH[g]);
+    maxX1 = std::max(maxX1, X1[g]);
+    minX2 = std::min(minX2, X2[g]);
+  }
+  quick = quick && std::isfinite(maxA) && std::isfinite(maxB) && !(minTH != minTH) && out_pen >= 0.0 && out_pen <= 1.0;
   auto factorised = [&](std::size_t j) {
     if (fast[j] != 0) return fast[j] > 0;
     const DecaySpec& s = A.specs[j];
@@ -257,6 +278,9 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
         ok = ok && x >= -kLim && x <= kLim;
         e[g] = vexp(x < -kLim ? -kLim : (x > kLim ? kLim : x));
       }
+      double mx = e[0];
+      for (std::size_t g = 1; g < Gp; ++g) mx = e[g] > mx ? e[g] : mx;
+      Emax[j] = mx;
     }
     fast[j] = ok ? 1 : -1;
     return ok;
@@ -275,6 +299,13 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
       direct = !(y >= -kLim && y <= kLim);
       if (!direct) {
         const double F = vexp(y) * kUp;
+        if (quick) {
+          const double xm = Emax[m.fact_type] * F + kTiny;
+          const double dmax = xm < 1.0 ? xm : 1.0;
+          const bool out_all = m.valid_from > maxX1 || m.valid_to <= minX2 || (A.latest && m.deprecated);
+          const double bm = (maxA + maxB * (rel * dmax)) * (out_all ? out_pen : 1.0);
+          if (bm < minTH) continue;
+        }
         const double* __restrict e = E.data() + m.fact_type * kMax;
         for (std::size_t g = 0; g < Gp; ++g) { const double x = e[g] * F + kTiny; v[g] = x < 1.0 ? x : 1.0; }
       }
