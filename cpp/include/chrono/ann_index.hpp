@@ -157,6 +157,8 @@ class AnnIndex {
   void prefetch_compact(std::size_t row) const {
     const char* p = reinterpret_cast<const char*>(compact(row));
     for (std::size_t off = 0; off < dim_; off += 64) __builtin_prefetch(p + off);
+    __builtin_prefetch(c8_scale_.data() + row);  // read with the codes (two more lines otherwise missed)
+    __builtin_prefetch(c8_err_.data() + row);
   }
   std::size_t compact_bytes() const { return c8_.size() + (c8_scale_.size() + c8_err_.size()) * sizeof(float); }
 

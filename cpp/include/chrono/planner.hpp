@@ -541,6 +541,23 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       }
       return n_needed;
     };
+    // The full similarity and the exact score of row j for the queries with nd[g] set.
+    auto score_needed = [&](std::size_t j, const float* V, const float* P, std::uint32_t row) {
+      (void)j;
+      const float* x = nullptr;
+      for (std::size_t g = 0; g < G; ++g) {
+        if (!nd[g]) continue;
+        qs[g].count_scored();
+        if (x == nullptr) x = ann.vector(row);
+        const float sim = dense ? k.dot(Q.data() + g * d, x, d) : qs[g].similarity(row);
+        float sc;
+        if (product) { float sp = sim < 0.f ? 0.f : (sim > 1.f ? 1.f : sim); sc = sp * V[g] * P[g]; }
+        else sc = (E[g] * sim + B2[g] * V[g]) * P[g];
+        if (!(sc >= TH[g])) continue;
+        qs[g].score(row, sim);
+        refresh(g);
+      }
+    };
     // Row j for the queries that need it: the compact copy's cap first (raw: its dots with
     // the group's queries when computed in a batch, else one dot per query), then the full
     // similarity and the exact score where the cap cannot rule the row out.
@@ -549,7 +566,6 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       const float* V = &val[order[j] * Gp];
       const float* P = &pen[order[j] * Gp];
       const std::uint32_t row = kept[order[j]];
-      const float* x = nullptr;
       if (dense) {
         const std::int8_t* c = ann.compact(row);
         const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
@@ -569,18 +585,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
           for (std::size_t j = 0; j < n; ++j) nd[which[j]] = cut(which[j], some[j]);
         }
       }
-      for (std::size_t g = 0; g < G; ++g) {
-        if (!nd[g]) continue;
-        qs[g].count_scored();
-        if (x == nullptr) x = ann.vector(row);
-        const float sim = dense ? k.dot(Q.data() + g * d, x, d) : qs[g].similarity(row);
-        float sc;
-        if (product) { float sp = sim < 0.f ? 0.f : (sim > 1.f ? 1.f : sim); sc = sp * V[g] * P[g]; }
-        else sc = (E[g] * sim + B2[g] * V[g]) * P[g];
-        if (!(sc >= TH[g])) continue;
-        qs[g].score(row, sim);
-        refresh(g);
-      }
+      score_needed(j, V, P, row);
     };
     // Rows that more than an eighth of the group needs get their compact dots kBatch at a time, with all
     // the queries (one pass over the transposed queries serves the batch).
@@ -590,23 +595,60 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     alignas(64) float raw[kBatch * 64];
     alignas(64) std::int32_t iraw[kBatch * 64];
     std::size_t n_pend = 0;
+    // The batched int8 x int8 caps (s8), in float across the group's queries: for each row
+    // of the batch, nd[g] = (the row's bound reaches TH[g]) & (its cap does), then the full
+    // similarity for the few queries left. Per query, with D the exact integer dot,
+    //   a = SQ D, b = RQ (XN + ce) / cs, cap = cs (a + b) + |q| ce,
+    // every float operation rounds by at most 2^-24 relative (about 8 of them, the float
+    // copies of SQ and cs included), so cap + 1e-6 (cs (|a| + b) + |q| ce) is at least the
+    // double cap; RQ, |q|, ce and the addend are rounded up, so each term is an upper bound.
+    // Bounds then use the rounded-up validities and penalties as before.
+    alignas(64) float SQf[64], RQf[64], NQf[64];
+    for (std::size_t g = 0; g < Gp; ++g) {
+      SQf[g] = g < G ? static_cast<float>(SQ[g]) : 0.0f;
+      RQf[g] = g < G ? round_up(RQ[g]) : 0.0f;
+      NQf[g] = g < G ? round_up(NQ[g]) : 0.0f;
+    }
+    auto finish_s8 = [&](std::size_t j, const std::int32_t* __restrict D) {
+      const float* __restrict V = &val[order[j] * Gp];
+      const float* __restrict P = &pen[order[j] * Gp];
+      const std::uint32_t row = kept[order[j]];
+      const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
+      const float fcs = static_cast<float>(cs), fce = round_up(ce);
+      const float fadd = cs > 0.0 ? round_up((XN + ce) / cs) : 0.0f;  // cs = 0: codes 0, |x| <= ce
+      std::uint32_t any = 0;
+      if (product) {
+        for (std::size_t g = 0; g < G; ++g) {
+          const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
+          const float dd = fcs * (a + b);
+          const float cap = dd + e + 1e-6f * (fcs * (std::fabs(a) + b) + e);
+          const float cc = cap < 0.0f ? 0.0f : (cap > 1.0f ? 1.0f : cap);
+          const float vp = V[g] * P[g];
+          nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f) &
+                  (cc * vp >= TH[g]);
+          any |= nd[g];
+        }
+      } else {
+        for (std::size_t g = 0; g < G; ++g) {
+          const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
+          const float dd = fcs * (a + b);
+          const float cap = dd + e + 1e-6f * (fcs * (std::fabs(a) + b) + e);
+          nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f) &
+                  ((E[g] * cap + B2[g] * V[g]) * P[g] >= TH[g]);
+          any |= nd[g];
+        }
+      }
+      if (any) score_needed(j, V, P, row);
+    };
     auto flush = [&] {
       if (n_pend == 0) return;
       if (s8) {
         k.dot_qt_s8(xs, n_pend, QT8.data(), qsum, Gp, d, iraw);
-        for (std::size_t b = 0; b < n_pend; ++b) {
-          const std::uint32_t row = kept[order[pend[b]]];
-          const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
-          const double add = cs > 0.0 ? (XN + ce) / cs : 0.0;  // cs = 0: codes 0, |x| <= ce
-          const std::int32_t* D = iraw + b * Gp;
-          float* out = raw + b * Gp;
-          for (std::size_t g = 0; g < Gp; ++g)
-            out[g] = static_cast<float>(SQ[g] * static_cast<double>(D[g]) + RQ[g] * add);
-        }
+        for (std::size_t b = 0; b < n_pend; ++b) finish_s8(pend[b], iraw + b * Gp);
       } else {
         k.dot_qt_i8(xs, n_pend, QT.data(), Gp, d, raw);
+        for (std::size_t b = 0; b < n_pend; ++b) finish(pend[b], raw + b * Gp);
       }
-      for (std::size_t b = 0; b < n_pend; ++b) finish(pend[b], raw + b * Gp);
       n_pend = 0;
     };
     for (std::size_t j = 0; j < std::min(order.size(), AHEAD); ++j) prefetch(j);
