@@ -31,7 +31,8 @@ arbitration, decay, fused score, ties by id):
 
 QPS is per query, so peers measured on fewer queries are comparable; the output says
 which ran on fewer queries and on how many threads. Timings take the best of a few
-repeats for fast runs (at least ``--min-time`` seconds in all). The NumPy peer's BLAS is
+repeats: at least ``--min-repeat`` runs and ``--min-time`` seconds in all, the same rule for
+every contender (the engine and each peer). The NumPy peer's BLAS is
 limited to the row's thread count where the OpenBLAS library can be found.
 """
 from __future__ import annotations
@@ -689,19 +690,20 @@ def _agreement(got: Answers, ref: Answers) -> float:
 # timing and the machine
 # --------------------------------------------------------------------------------------
 
-def _best_time(fn: Callable[[], Any], min_time: float, max_repeat: int = 5):
-    """(best seconds, last result): repeat ``fn`` until ``min_time`` has passed in all or
-    ``max_repeat`` runs, whichever first; the best run counts (least disturbed)."""
+def _best_time(fn: Callable[[], Any], min_time: float, max_repeat: int = 5, min_repeat: int = 1):
+    """(best seconds, last result): repeat ``fn`` until ``min_time`` has passed in all and it
+    ran ``min_repeat`` times, or it ran ``max(max_repeat, min_repeat)`` times, whichever
+    first; the best run counts (least disturbed)."""
     best = float("inf")
     spent = 0.0
     out = None
-    for _ in range(max(1, max_repeat)):
+    for i in range(max(1, max_repeat, min_repeat)):
         t0 = time.perf_counter()
         out = fn()
         dt = time.perf_counter() - t0
         best = min(best, dt)
         spent += dt
-        if spent >= min_time:
+        if spent >= min_time and i + 1 >= min_repeat:
             break
     return best, out
 
@@ -824,6 +826,7 @@ class Config:
     engine_ef: int | None = None
     scan_limit: int | None = None
     min_time: float = 0.3
+    min_repeat: int = 1           # every timing runs at least this often (all contenders alike)
     seed: int = 0
     json: str | None = "bench_out/bench_search.json"
     plot: str | None = "auto"     # "auto": beside the JSON, when matplotlib is importable
@@ -931,7 +934,7 @@ def run(cfg: Config) -> dict:
                 qs = q.subset(nslow)
                 # the oracle (NumPy exact on one thread); it is also peer 1's 1-thread row
                 with blas_threads(1):
-                    np1_s, exact = _best_time(lambda: oracle.search(q), cfg.min_time)
+                    np1_s, exact = _best_time(lambda: oracle.search(q), cfg.min_time, min_repeat=cfg.min_repeat)
                 exact_slow = exact.subset(nslow)
                 # warm the engine (first call builds lazy tables) and compile numba on tiny input
                 eng.search_batch(qv[:2], cfg.k, mode=mode, as_of=T[:2], known_at=known[:2], fusion=fusion,
@@ -945,13 +948,14 @@ def run(cfg: Config) -> dict:
                 pre_row = None
                 if pre_peer is not None and mode == "as_of":  # one thread: a Python loop of matvecs
                     with blas_threads(1):
-                        s, a = _best_time(lambda: pre_peer.search(q), cfg.min_time)
+                        s, a = _best_time(lambda: pre_peer.search(q), cfg.min_time, min_repeat=cfg.min_repeat)
                     pre_row = {"qps": cfg.queries / s, "recall": recall_at_k(a, exact),
                                "same_topk": _agreement(a, exact), "queries": cfg.queries, "threads": 1}
                 hnsw_rows = {}
                 if hnsw_peer is not None:  # GIL-bound filter: measured once, on one thread
                     for ef in cfg.efs:
-                        s, a = _best_time(lambda: hnsw_peer.search(qs, ef), cfg.min_time, max_repeat=2)
+                        s, a = _best_time(lambda: hnsw_peer.search(qs, ef), cfg.min_time, max_repeat=2,
+                                          min_repeat=cfg.min_repeat)
                         hnsw_rows[ef] = {"qps": nslow / s, "recall": recall_at_k(a, exact_slow),
                                          "queries": nslow, "threads": 1}
                 for th in cfg.threads:
@@ -963,7 +967,7 @@ def run(cfg: Config) -> dict:
                         return eng.search_batch(qv, cfg.k, mode=mode, as_of=T, known_at=known, fusion=fusion,
                                                 alpha=cfg.alpha, threads=th, exact=exact_flag)
 
-                    s, tab = _best_time(lambda: eng_run(False), cfg.min_time)
+                    s, tab = _best_time(lambda: eng_run(False), cfg.min_time, min_repeat=cfg.min_repeat)
                     got, cert = answers_from_table(tab, cfg.queries)
                     agree = np.array([same_topk(g, gs, r, rs) for g, gs, r, rs
                                       in zip(got.ids, got.scores, exact.ids, exact.scores)])
@@ -972,7 +976,7 @@ def run(cfg: Config) -> dict:
                                      "certified_but_wrong": int((cert & ~agree).sum()),
                                      "same_topk": float(agree.mean())}
                     if cfg.engine_exact:
-                        s, tab = _best_time(lambda: eng_run(True), cfg.min_time)
+                        s, tab = _best_time(lambda: eng_run(True), cfg.min_time, min_repeat=cfg.min_repeat)
                         gx, cx = answers_from_table(tab, cfg.queries)
                         row["engine_exact"] = {"qps": cfg.queries / s, "recall": recall_at_k(gx, exact),
                                                "certified": float(cx.mean()), "same_topk": _agreement(gx, exact)}
@@ -981,7 +985,7 @@ def run(cfg: Config) -> dict:
                             s = np1_s
                         else:
                             with blas_threads(th):
-                                s, a = _best_time(lambda: oracle.search(q), cfg.min_time)
+                                s, a = _best_time(lambda: oracle.search(q), cfg.min_time, min_repeat=cfg.min_repeat)
                             if _agreement(a, exact) < 1.0:  # BLAS threads may only reorder float sums
                                 report["notes"].append(f"NumPy exact on {th} threads differs from one thread "
                                                        f"beyond ties ({regime}, {mode}, {sel})")
@@ -990,7 +994,7 @@ def run(cfg: Config) -> dict:
                     if pre_row is not None:
                         row["peers"]["numpy_prefilter"] = dict(pre_row)
                     if numba_peer is not None:
-                        s, a = _best_time(lambda: numba_peer.search(q, th), cfg.min_time)
+                        s, a = _best_time(lambda: numba_peer.search(q, th), cfg.min_time, min_repeat=cfg.min_repeat)
                         row["peers"]["numba"] = {"qps": cfg.queries / s, "recall": recall_at_k(a, exact),
                                                  "same_topk": _agreement(a, exact), "queries": cfg.queries,
                                                  "threads": th}
@@ -1198,6 +1202,8 @@ def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
     p.add_argument("--engine-ef", type=int, default=d.engine_ef, help="Engine(ef=...) (default: the engine's)")
     p.add_argument("--scan-limit", type=int, default=d.scan_limit, help="Engine(scan_limit=...)")
     p.add_argument("--min-time", type=float, default=d.min_time, help="seconds of repeats per timing")
+    p.add_argument("--min-repeat", type=int, default=d.min_repeat,
+                   help="runs per timing at least (the best counts; the same for every contender)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--json", default=d.json, help="where to write the JSON report ('' = nowhere)")
     p.add_argument("--plot", default=d.plot,
@@ -1215,7 +1221,8 @@ def config_from_args(ns: argparse.Namespace) -> Config:
                  efs=tup(ns.ef, _ints), fusion=ns.fusion, alpha=ns.alpha, k=ns.k, M=ns.M,
                  ef_construction=ns.ef_construction, build_threads=ns.build_threads,
                  engine_exact=not ns.no_engine_exact, engine_ef=ns.engine_ef, scan_limit=ns.scan_limit,
-                 min_time=ns.min_time, seed=ns.seed, json=ns.json or None, plot=ns.plot, quiet=ns.quiet)
+                 min_time=ns.min_time, min_repeat=ns.min_repeat, seed=ns.seed, json=ns.json or None,
+                 plot=ns.plot, quiet=ns.quiet)
     for r in cfg.regimes:
         if r not in REGIMES:
             raise SystemExit(f"--regime: unknown regime {r!r} (steep, gentle)")

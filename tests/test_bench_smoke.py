@@ -154,3 +154,20 @@ def _has(mod: str) -> bool:
         return True
     except ImportError:
         return False
+
+
+def test_best_time_repeats_at_least_min_repeat_and_keeps_the_best(monkeypatch):
+    ticks = iter([0.0, 5.0, 10.0, 12.0, 20.0, 29.0, 30.0, 31.0])  # runs of 5, 2, 9, 1 s
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks))
+    calls = []
+    best, out = bench._best_time(lambda: calls.append(1) or len(calls), min_time=0.3, min_repeat=3)
+    assert len(calls) == 3 and out == 3 and best == 2.0  # min_time alone would stop after one run
+    ticks = iter([0.0, 5.0, 10.0, 12.0, 20.0, 29.0, 30.0, 31.0])
+    calls.clear()
+    best, out = bench._best_time(lambda: calls.append(1) or len(calls), min_time=0.3)
+    assert len(calls) == 1 and best == 5.0
+    ticks = iter([0.0, 0.1, 1.0, 1.1, 2.0, 2.1, 3.0, 3.1])  # fast runs: min_time decides
+    calls.clear()
+    best, out = bench._best_time(lambda: calls.append(1) or len(calls), min_time=0.25, max_repeat=2,
+                                 min_repeat=1)
+    assert len(calls) == 2 and abs(best - 0.1) < 1e-12
