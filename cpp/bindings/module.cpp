@@ -141,12 +141,12 @@ PYBIND11_MODULE(_core, m) {
     const Kernels& k = variant(which);
     if (!k.dot_qt_s8) throw std::invalid_argument(std::string("kernel variant ") + k.name + " has no dot_qt_s8 (needs AVX512-VNNI)");
     const std::size_t Gp = (G + 7) / 8 * 8;
-    std::vector<std::int8_t> QT8((d + 3) / 4 * Gp * 4);
-    std::vector<std::int32_t> qsum(Gp), out(R * Gp);
-    transpose_queries_s8(Q8.data(), G, d, Gp, QT8.data(), qsum.data());
+    std::vector<std::uint8_t> QU((d + 3) / 4 * Gp * 4);
+    std::vector<std::int32_t> out(R * Gp);
+    transpose_queries_s8(Q8.data(), G, d, Gp, QU.data());
     std::vector<const std::int8_t*> xs(R);
     for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
-    k.dot_qt_s8(xs.data(), R, QT8.data(), qsum.data(), Gp, d, out.data());
+    k.dot_qt_s8(xs.data(), R, QU.data(), Gp, d, out.data());
     py::array_t<std::int32_t> res({static_cast<py::ssize_t>(R), static_cast<py::ssize_t>(G)});
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t g = 0; g < G; ++g) res.mutable_data()[r * G + g] = out[r * Gp + g];

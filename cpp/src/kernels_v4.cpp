@@ -8,30 +8,39 @@ namespace chrono {
 namespace v4 {
 
 // dot_qt_s8 for R <= 4 rows and a fixed Gp <= 64 (J = ceil(Gp / 16) vectors of 16
-// queries): per 4-dimension block, each row's 4 codes are broadcast (as unsigned:
-// x ^ 0x80 = x + 128) and multiplied into the Gp queries' 4 codes with vpdpbusd, 64
-// multiply-adds per instruction; 128 * qsum[g] is taken off at the end. Exact in int32 for
-// d <= 65,536 (|sum| <= 255 * 127 * d).
+// queries): per 4-dimension block, each row's 4 codes (signed) are broadcast straight from
+// memory and multiplied into the Gp queries' 4 codes (unsigned, q8 + 128) with vpdpbusd,
+// 64 multiply-adds per instruction; 128 * (the row's code sum) is taken off at the end.
+// Exact in int32 for d <= 65,536 (|sum| <= 255 * 127 * d).
 // The R x J accumulators are named variables, not an array: GCC 12 keeps an array of
-// vpdpbusd accumulators in registers only by copying each one twice per instruction
-// (measured: ~2.5x slower); unused ones (r >= R or j >= J) are compiled away.
+// vpdpbusd accumulators in registers only by copying each one twice per instruction;
+// unused ones (r >= R or j >= J) are compiled away.
 #define CHRONO_DP(r, j)                                                                 \
-  if constexpr (R > r && J > j) a##r##j = _mm512_dpbusd_epi32(a##r##j, xb, q##j)
+  if constexpr (R > r && J > j) a##r##j = _mm512_dpbusd_epi32(a##r##j, q##j, xb)
 #define CHRONO_ROW(r)                                                                   \
   if constexpr (R > r) {                                                                \
-    std::uint32_t w;                                                                    \
+    std::int32_t w;                                                                     \
     if (partial) { w = 0; std::memcpy(&w, x##r + off, d % 4); }                         \
     else std::memcpy(&w, x##r + off, 4);                                                \
-    const __m512i xb = _mm512_set1_epi32(static_cast<int>(w ^ 0x80808080u));            \
+    const __m512i xb = _mm512_set1_epi32(w);                                            \
     CHRONO_DP(r, 0); CHRONO_DP(r, 1); CHRONO_DP(r, 2); CHRONO_DP(r, 3);                 \
   }
 #define CHRONO_OUT(r, j)                                                                \
   if constexpr (R > r && J > j) _mm512_store_si512(tmp + (r * 4 + j) * 16, a##r##j)
 
+// sum of d signed codes (vpdpbusd with unsigned ones)
+__attribute__((target("avx512vnni"))) static inline std::int32_t code_sum(const std::int8_t* x, std::size_t d) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i acc = _mm512_setzero_si512();
+  std::size_t i = 0;
+  for (; i + 64 <= d; i += 64) acc = _mm512_dpbusd_epi32(acc, ones, _mm512_loadu_si512(x + i));
+  if (i < d) acc = _mm512_dpbusd_epi32(acc, ones, _mm512_maskz_loadu_epi8(~0ULL >> (64 - (d - i)), x + i));
+  return _mm512_reduce_add_epi32(acc);
+}
+
 template <std::size_t Gp, std::size_t R>
-__attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t* const* xs, const std::int8_t* QT8,
-                                                              const std::int32_t* qsum, std::size_t d,
-                                                              std::int32_t* out) {
+__attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t* const* xs, const std::uint8_t* QU,
+                                                              std::size_t d, std::int32_t* out) {
   static_assert(R >= 1 && R <= 4 && Gp >= 1 && Gp <= 64, "dot_qt_s8_n: R <= 4 rows, Gp <= 64 queries");
   constexpr std::size_t J = (Gp + 15) / 16;
   constexpr bool kTail = Gp % 16 != 0;
@@ -43,13 +52,13 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t*
   const std::int8_t* x1 = R > 1 ? xs[1] : nullptr;
   const std::int8_t* x2 = R > 2 ? xs[2] : nullptr;
   const std::int8_t* x3 = R > 3 ? xs[3] : nullptr;
-  auto load = [&](const std::int8_t* q, std::size_t j) {
+  auto load = [&](const std::uint8_t* q, std::size_t j) {
     return (kTail && j + 1 == J) ? _mm512_maskz_loadu_epi32(tail, q + 64 * j) : _mm512_loadu_si512(q + 64 * j);
   };
 #define CHRONO_BLOCK(b, P)                                                              \
   {                                                                                     \
     constexpr bool partial = P;                                                         \
-    const std::int8_t* q = QT8 + (b) * Gp * 4;                                          \
+    const std::uint8_t* q = QU + (b) * Gp * 4;                                          \
     const std::size_t off = 4 * (b);                                                    \
     const __m512i q0 = load(q, 0);                                                      \
     const __m512i q1 = J > 1 ? load(q, 1) : z;                                          \
@@ -57,8 +66,8 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t*
     const __m512i q3 = J > 3 ? load(q, 3) : z;                                          \
     CHRONO_ROW(0) CHRONO_ROW(1) CHRONO_ROW(2) CHRONO_ROW(3)                             \
   }
-  // The last, partial block first (its padded query codes are 0, so the row's filler is
-  // irrelevant): after the main loop it made GCC copy every accumulator in the loop.
+  // The last, partial block first (its query bytes past d are 0, so the row's filler adds
+  // nothing): after the main loop it made GCC copy every accumulator in the loop.
   const std::size_t nb = d / 4;
   if (d % 4) CHRONO_BLOCK(nb, true)
   for (std::size_t b = 0; b < nb; ++b) CHRONO_BLOCK(b, false)
@@ -68,8 +77,10 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t*
   CHRONO_OUT(1, 0); CHRONO_OUT(1, 1); CHRONO_OUT(1, 2); CHRONO_OUT(1, 3);
   CHRONO_OUT(2, 0); CHRONO_OUT(2, 1); CHRONO_OUT(2, 2); CHRONO_OUT(2, 3);
   CHRONO_OUT(3, 0); CHRONO_OUT(3, 1); CHRONO_OUT(3, 2); CHRONO_OUT(3, 3);
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t g = 0; g < Gp; ++g) out[r * Gp + g] = tmp[r * 64 + g] - 128 * qsum[g];
+  for (std::size_t r = 0; r < R; ++r) {
+    const std::int32_t c = 128 * code_sum(xs[r], d);
+    for (std::size_t g = 0; g < Gp; ++g) out[r * Gp + g] = tmp[r * 64 + g] - c;
+  }
 }
 #undef CHRONO_DP
 #undef CHRONO_ROW
@@ -77,25 +88,24 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8_n(const std::int8_t*
 
 template <std::size_t Gp>
 __attribute__((target("avx512vnni"))) static void dot_qt_s8_g(const std::int8_t* const* xs, std::size_t nx,
-                                                              const std::int8_t* QT8, const std::int32_t* qsum,
-                                                              std::size_t d, std::int32_t* out) {
+                                                              const std::uint8_t* QU, std::size_t d, std::int32_t* out) {
   std::size_t r = 0;
-  for (; r + 4 <= nx; r += 4) dot_qt_s8_n<Gp, 4>(xs + r, QT8, qsum, d, out + r * Gp);
-  for (; r < nx; ++r) dot_qt_s8_n<Gp, 1>(xs + r, QT8, qsum, d, out + r * Gp);
+  for (; r + 4 <= nx; r += 4) dot_qt_s8_n<Gp, 4>(xs + r, QU, d, out + r * Gp);
+  for (; r < nx; ++r) dot_qt_s8_n<Gp, 1>(xs + r, QU, d, out + r * Gp);
 }
 
 __attribute__((target("avx512vnni"))) static void dot_qt_s8(const std::int8_t* const* xs, std::size_t nx,
-                                                            const std::int8_t* QT8, const std::int32_t* qsum,
-                                                            std::size_t Gp, std::size_t d, std::int32_t* out) {
+                                                            const std::uint8_t* QU, std::size_t Gp, std::size_t d,
+                                                            std::int32_t* out) {
   switch (Gp) {
-    case 8: dot_qt_s8_g<8>(xs, nx, QT8, qsum, d, out); break;
-    case 16: dot_qt_s8_g<16>(xs, nx, QT8, qsum, d, out); break;
-    case 24: dot_qt_s8_g<24>(xs, nx, QT8, qsum, d, out); break;
-    case 32: dot_qt_s8_g<32>(xs, nx, QT8, qsum, d, out); break;
-    case 40: dot_qt_s8_g<40>(xs, nx, QT8, qsum, d, out); break;
-    case 48: dot_qt_s8_g<48>(xs, nx, QT8, qsum, d, out); break;
-    case 56: dot_qt_s8_g<56>(xs, nx, QT8, qsum, d, out); break;
-    case 64: dot_qt_s8_g<64>(xs, nx, QT8, qsum, d, out); break;
+    case 8: dot_qt_s8_g<8>(xs, nx, QU, d, out); break;
+    case 16: dot_qt_s8_g<16>(xs, nx, QU, d, out); break;
+    case 24: dot_qt_s8_g<24>(xs, nx, QU, d, out); break;
+    case 32: dot_qt_s8_g<32>(xs, nx, QU, d, out); break;
+    case 40: dot_qt_s8_g<40>(xs, nx, QU, d, out); break;
+    case 48: dot_qt_s8_g<48>(xs, nx, QU, d, out); break;
+    case 56: dot_qt_s8_g<56>(xs, nx, QU, d, out); break;
+    case 64: dot_qt_s8_g<64>(xs, nx, QU, d, out); break;
     default: for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0;  // callers pad to a multiple of 8
   }
 }

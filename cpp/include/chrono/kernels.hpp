@@ -44,12 +44,12 @@ struct Kernels {
                     float* out);
   // Exact integer form of dot_qt_i8 for queries quantised to int8:
   //   out[r * Gp + g] = sum_i xs[r][i] * q8[g][i]
-  // with the queries in QT8 as ceil(d / 4) blocks of Gp x 4 bytes (QT8[(b * Gp + g) * 4 + j]
-  // = q8[g][4 b + j], zero past d: see transpose_queries_s8) and qsum[g] = sum_i q8[g][i].
-  // Null unless the CPU has AVX512-VNNI (variant "x86-64-v4-vnni"): 64 multiply-adds per
-  // instruction where the float form does 16.
-  void (*dot_qt_s8)(const std::int8_t* const* xs, std::size_t nx, const std::int8_t* QT8, const std::int32_t* qsum,
-                    std::size_t Gp, std::size_t d, std::int32_t* out);
+  // with the queries in QU as ceil(d / 4) blocks of Gp x 4 unsigned bytes, q8 + 128
+  // (QU[(b * Gp + g) * 4 + j] = q8[g][4 b + j] + 128; 128 for lanes g >= G, 0 past d: see
+  // transpose_queries_s8). Null unless the CPU has AVX512-VNNI (variant "x86-64-v4-vnni"):
+  // 64 multiply-adds per instruction where the float form does 16.
+  void (*dot_qt_s8)(const std::int8_t* const* xs, std::size_t nx, const std::uint8_t* QU, std::size_t Gp,
+                    std::size_t d, std::int32_t* out);
 };
 
 // The layout dot_qt_i8 reads: G row-major queries Q (G x d) transposed into QT (d x Gp),
@@ -60,18 +60,20 @@ inline void transpose_queries(const float* Q, std::size_t G, std::size_t d, std:
     for (std::size_t i = 0; i < d; ++i) QT[i * Gp + g] = Q[g * d + i];
 }
 
-// The layout dot_qt_s8 reads: G row-major int8 queries q8 (G x d) into QT8 (ceil(d/4) blocks
-// of Gp x 4 bytes, zero past d and for lanes g >= G), and qsum[g] = sum_i q8[g][i].
+// The layout dot_qt_s8 reads: G row-major int8 queries q8 (G x d) into QU, ceil(d/4) blocks
+// of Gp x 4 unsigned bytes q8 + 128 (the unsigned operand of vpdpbusd, so the rows are the
+// signed one and are read straight from memory); lanes g >= G hold 128 (q8 = 0), bytes past
+// d hold 0, so a row's filler there adds nothing and its sum is taken over d only.
 inline void transpose_queries_s8(const std::int8_t* q8, std::size_t G, std::size_t d, std::size_t Gp,
-                                 std::int8_t* QT8, std::int32_t* qsum) {
+                                 std::uint8_t* QU) {
   const std::size_t nb = (d + 3) / 4;
-  for (std::size_t i = 0; i < nb * Gp * 4; ++i) QT8[i] = 0;
-  for (std::size_t g = 0; g < Gp; ++g) qsum[g] = 0;
-  for (std::size_t g = 0; g < G; ++g)
-    for (std::size_t i = 0; i < d; ++i) {
-      QT8[((i / 4) * Gp + g) * 4 + i % 4] = q8[g * d + i];
-      qsum[g] += q8[g * d + i];
-    }
+  for (std::size_t b = 0; b < nb; ++b)
+    for (std::size_t g = 0; g < Gp; ++g)
+      for (std::size_t j = 0; j < 4; ++j) {
+        const std::size_t i = 4 * b + j;
+        QU[(b * Gp + g) * 4 + j] =
+            i >= d ? 0 : static_cast<std::uint8_t>((g < G ? static_cast<int>(q8[g * d + i]) : 0) + 128);
+      }
 }
 
 // Quantise G row-major queries Q (G x d) to int8 for dot_qt_s8: q = sq[g] q8 + r with

@@ -423,15 +423,15 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   // the usual cap cs raw + |q| ce with raw = SQ <q8, c> + RQ (XN + ce) / cs (exact integer
   // dots; the compact copy's ce already allows for a float dot's rounding).
   const bool s8 = dense && k.dot_qt_s8 != nullptr && d <= 65536;
-  thread_local std::vector<std::int8_t> Q8, QT8;
-  alignas(64) std::int32_t qsum[64];
+  thread_local std::vector<std::int8_t> Q8;
+  thread_local std::vector<std::uint8_t> QU;
   double SQ[64] = {}, RQ[64] = {};
   const double XN = st.max_norm() * (1.0 + 1e-6) + 1e-12;
   if (s8) {
     Q8.resize(G * d);
     quantise_queries(Q.data(), G, d, Q8.data(), SQ, RQ);
-    QT8.resize((d + 3) / 4 * Gp * 4);
-    transpose_queries_s8(Q8.data(), G, d, Gp, QT8.data(), qsum);
+    QU.resize((d + 3) / 4 * Gp * 4);
+    transpose_queries_s8(Q8.data(), G, d, Gp, QU.data());
   }
   alignas(64) float A[64], B[64], E[64], B2[64];
   alignas(64) double Ad[64] = {}, Bd[64] = {};  // the bound's coefficients unrounded (metadata pass)
@@ -643,7 +643,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     auto flush = [&] {
       if (n_pend == 0) return;
       if (s8) {
-        k.dot_qt_s8(xs, n_pend, QT8.data(), qsum, Gp, d, iraw);
+        k.dot_qt_s8(xs, n_pend, QU.data(), Gp, d, iraw);
         for (std::size_t b = 0; b < n_pend; ++b) finish_s8(pend[b], iraw + b * Gp);
       } else {
         k.dot_qt_i8(xs, n_pend, QT.data(), Gp, d, raw);
