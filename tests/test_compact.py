@@ -83,8 +83,9 @@ VNNI = [v for v in VARIANTS if "vnni" in v]
 @pytest.mark.parametrize("G", [1, 8, 13, 16, 37, 64])
 @pytest.mark.parametrize("R", [1, 4, 6])
 def test_int8_group_dot_vnni_is_exact(d, G, R):
-    """dot_qt_s8 (vpdpbusd on x ^ 0x80, minus 128 * qsum) equals the int64 NumPy product,
-    extreme codes (-128, 127) included."""
+    """dot_qt_s8 (vpdpbusd of the queries as unsigned q8 + 128 with the signed row codes,
+    minus 128 * the row's code sum) equals the int64 NumPy product, extreme codes (-128,
+    127) and partial 4-byte blocks included."""
     rng = np.random.default_rng(1000 * d + 10 * G + R)
     C = rng.integers(-128, 128, (R, d)).astype(np.int8)
     Q8 = rng.integers(-127, 128, (G, d)).astype(np.int8)
