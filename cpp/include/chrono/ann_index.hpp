@@ -15,6 +15,7 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#include "huge_pages.hpp"
 #include "kernels.hpp"
 
 namespace chrono {
@@ -227,7 +228,7 @@ class AnnIndex {
   }
 
   char* huge_block_ = nullptr;
-  std::vector<std::int8_t> c8_;
+  huge_vector<std::int8_t> c8_;  // read in random row order by the certified scan
   std::vector<float> c8_scale_, c8_err_;
   std::size_t dim_;
   Metric metric_;

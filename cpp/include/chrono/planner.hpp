@@ -402,7 +402,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   // work buffers, reused across groups on this thread (fresh multi-MB buffers per group
   // cost page faults)
   thread_local std::vector<std::uint32_t> rows, kept, order;
-  thread_local std::vector<float> val, pen;
+  thread_local huge_vector<float> val, pen;
   thread_local std::vector<double> best;
   rows.clear();
   // per-group constants of the scoring pass: the queries row-major (Q) and transposed (QT), and,
