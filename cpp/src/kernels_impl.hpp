@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 #include "chrono/columns.hpp"
 #include "chrono/kernels.hpp"
@@ -279,7 +280,7 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
         e[g] = vexp(x < -kLim ? -kLim : (x > kLim ? kLim : x));
       }
       double mx = e[0];
-      for (std::size_t g = 1; g < Gp; ++g) mx = e[g] > mx ? e[g] : mx;
+      for (std::size_t g = 1; g < G; ++g) mx = e[g] > mx ? e[g] : mx;  // padding lanes are not queries
       Emax[j] = mx;
     }
     fast[j] = ok ? 1 : -1;
@@ -388,19 +389,27 @@ static void dot_qt_i8_g(const std::int8_t* const* xs, std::size_t nx, const floa
   for (; r < nx; ++r) dot_qt_i8_n<Gp, 1>(xs + r, QT, d, out + r * Gp);
 }
 
+// The group dots are compiled per padded group size: f(std::integral_constant<Gp>) for
+// Gp in {8, 16, ..., 64}; false for any other Gp (callers pad to a multiple of 8).
+template <class F>
+static bool with_group_size(std::size_t Gp, F&& f) {
+  switch (Gp) {
+    case 8: f(std::integral_constant<std::size_t, 8>{}); return true;
+    case 16: f(std::integral_constant<std::size_t, 16>{}); return true;
+    case 24: f(std::integral_constant<std::size_t, 24>{}); return true;
+    case 32: f(std::integral_constant<std::size_t, 32>{}); return true;
+    case 40: f(std::integral_constant<std::size_t, 40>{}); return true;
+    case 48: f(std::integral_constant<std::size_t, 48>{}); return true;
+    case 56: f(std::integral_constant<std::size_t, 56>{}); return true;
+    case 64: f(std::integral_constant<std::size_t, 64>{}); return true;
+    default: return false;
+  }
+}
+
 static void dot_qt_i8(const std::int8_t* const* xs, std::size_t nx, const float* QT, std::size_t Gp, std::size_t d,
                       float* out) {
-  switch (Gp) {
-    case 8: dot_qt_i8_g<8>(xs, nx, QT, d, out); break;
-    case 16: dot_qt_i8_g<16>(xs, nx, QT, d, out); break;
-    case 24: dot_qt_i8_g<24>(xs, nx, QT, d, out); break;
-    case 32: dot_qt_i8_g<32>(xs, nx, QT, d, out); break;
-    case 40: dot_qt_i8_g<40>(xs, nx, QT, d, out); break;
-    case 48: dot_qt_i8_g<48>(xs, nx, QT, d, out); break;
-    case 56: dot_qt_i8_g<56>(xs, nx, QT, d, out); break;
-    case 64: dot_qt_i8_g<64>(xs, nx, QT, d, out); break;
-    default: for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0.0f;  // callers pad to a multiple of 8
-  }
+  if (!with_group_size(Gp, [&](auto gp) { dot_qt_i8_g<decltype(gp)::value>(xs, nx, QT, d, out); }))
+    for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0.0f;
 }
 
 static float l2sq(const float* a, const float* b, std::size_t d) {

@@ -97,17 +97,8 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8_g(const std::int8_t*
 __attribute__((target("avx512vnni"))) static void dot_qt_s8(const std::int8_t* const* xs, std::size_t nx,
                                                             const std::uint8_t* QU, std::size_t Gp, std::size_t d,
                                                             std::int32_t* out) {
-  switch (Gp) {
-    case 8: dot_qt_s8_g<8>(xs, nx, QU, d, out); break;
-    case 16: dot_qt_s8_g<16>(xs, nx, QU, d, out); break;
-    case 24: dot_qt_s8_g<24>(xs, nx, QU, d, out); break;
-    case 32: dot_qt_s8_g<32>(xs, nx, QU, d, out); break;
-    case 40: dot_qt_s8_g<40>(xs, nx, QU, d, out); break;
-    case 48: dot_qt_s8_g<48>(xs, nx, QU, d, out); break;
-    case 56: dot_qt_s8_g<56>(xs, nx, QU, d, out); break;
-    case 64: dot_qt_s8_g<64>(xs, nx, QU, d, out); break;
-    default: for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0;  // callers pad to a multiple of 8
-  }
+  if (!with_group_size(Gp, [&](auto gp) { dot_qt_s8_g<decltype(gp)::value>(xs, nx, QU, d, out); }))
+    for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0;
 }
 
 }  // namespace v4

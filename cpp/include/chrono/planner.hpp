@@ -441,6 +441,12 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t i = 0; i < d; ++i) n2 += static_cast<double>(Q[g * d + i]) * Q[g * d + i];
     NQ[g] = std::sqrt(n2) * (1.0 + 1e-12);
   }
+  alignas(64) float SQf[64], RQf[64], NQf[64];  // float copies for the s8 batches (finish_s8)
+  for (std::size_t g = 0; g < G; ++g) {
+    SQf[g] = static_cast<float>(SQ[g]);
+    RQf[g] = round_up(RQ[g]);
+    NQf[g] = round_up(NQ[g]);
+  }
   for (std::size_t g = 0; g < G; ++g) {
     double a, b, c, e, b2;
     qs[g].linear_form(a, b, c, e, b2);
@@ -531,19 +537,21 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       if (dense) ann.prefetch_compact(kept[order[jj]]); else ann.prefetch(kept[order[jj]]);
     };
     // Which queries still need row j: its bound reaches their (float, lowered) threshold.
+    auto bound_reaches = [&](const float* V, const float* P, std::size_t g) -> std::uint32_t {
+      return (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
+    };
     auto needs = [&](std::size_t j) {
       const float* V = &val[order[j] * Gp];
       const float* P = &pen[order[j] * Gp];
       std::uint32_t n_needed = 0;
       for (std::size_t g = 0; g < G; ++g) {
-        nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f);
+        nd[g] = bound_reaches(V, P, g);
         n_needed += nd[g];
       }
       return n_needed;
     };
     // The full similarity and the exact score of row j for the queries with nd[g] set.
-    auto score_needed = [&](std::size_t j, const float* V, const float* P, std::uint32_t row) {
-      (void)j;
+    auto score_needed = [&](const float* V, const float* P, std::uint32_t row) {
       const float* x = nullptr;
       for (std::size_t g = 0; g < G; ++g) {
         if (!nd[g]) continue;
@@ -585,7 +593,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
           for (std::size_t j = 0; j < n; ++j) nd[which[j]] = cut(which[j], some[j]);
         }
       }
-      score_needed(j, V, P, row);
+      score_needed(V, P, row);
     };
     // Rows that more than an eighth of the group needs get their compact dots kBatch at a time, with all
     // the queries (one pass over the transposed queries serves the batch).
@@ -603,12 +611,6 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // copies of SQ and cs included), so cap + 1e-6 (cs (|a| + b) + |q| ce) is at least the
     // double cap; RQ, |q|, ce and the addend are rounded up, so each term is an upper bound.
     // Bounds then use the rounded-up validities and penalties as before.
-    alignas(64) float SQf[64], RQf[64], NQf[64];
-    for (std::size_t g = 0; g < Gp; ++g) {
-      SQf[g] = g < G ? static_cast<float>(SQ[g]) : 0.0f;
-      RQf[g] = g < G ? round_up(RQ[g]) : 0.0f;
-      NQf[g] = g < G ? round_up(NQ[g]) : 0.0f;
-    }
     auto finish_s8 = [&](std::size_t j, const std::int32_t* __restrict D) {
       const float* __restrict V = &val[order[j] * Gp];
       const float* __restrict P = &pen[order[j] * Gp];
@@ -616,29 +618,24 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
       const float fcs = static_cast<float>(cs), fce = round_up(ce);
       const float fadd = cs > 0.0 ? round_up((XN + ce) / cs) : 0.0f;  // cs = 0: codes 0, |x| <= ce
+      auto cap = [&](std::size_t g) {
+        const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
+        return fcs * (a + b) + e + 1e-6f * (fcs * (std::fabs(a) + b) + e);
+      };
       std::uint32_t any = 0;
-      if (product) {
+      if (product) {  // two loops, so that each vectorises without a per-lane branch
         for (std::size_t g = 0; g < G; ++g) {
-          const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
-          const float dd = fcs * (a + b);
-          const float cap = dd + e + 1e-6f * (fcs * (std::fabs(a) + b) + e);
-          const float cc = cap < 0.0f ? 0.0f : (cap > 1.0f ? 1.0f : cap);
-          const float vp = V[g] * P[g];
-          nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f) &
-                  (cc * vp >= TH[g]);
+          const float c = cap(g), cc = c < 0.0f ? 0.0f : (c > 1.0f ? 1.0f : c);
+          nd[g] = bound_reaches(V, P, g) & (cc * (V[g] * P[g]) >= TH[g]);
           any |= nd[g];
         }
       } else {
         for (std::size_t g = 0; g < G; ++g) {
-          const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
-          const float dd = fcs * (a + b);
-          const float cap = dd + e + 1e-6f * (fcs * (std::fabs(a) + b) + e);
-          nd[g] = (ON[g] * P[g] * (A[g] + B[g] * V[g]) >= TH[g]) & (P[g] > 0.0f) & (ON[g] > 0.0f) &
-                  ((E[g] * cap + B2[g] * V[g]) * P[g] >= TH[g]);
+          nd[g] = bound_reaches(V, P, g) & ((E[g] * cap(g) + B2[g] * V[g]) * P[g] >= TH[g]);
           any |= nd[g];
         }
       }
-      if (any) score_needed(j, V, P, row);
+      if (any) score_needed(V, P, row);
     };
     auto flush = [&] {
       if (n_pend == 0) return;
