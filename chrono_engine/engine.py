@@ -144,6 +144,15 @@ def _choice(value: str, options: dict, name: str) -> int:
     return options[value]
 
 
+_SCAN_ORDERS = {"auto": 0, "bounds": 1, "similarity": 2}
+
+
+def _scan_code(scan: Any) -> int:
+    if not isinstance(scan, str) or scan not in _SCAN_ORDERS:
+        raise QueryError(f"scan must be 'auto', 'similarity' or 'bounds', got {scan!r}")
+    return _SCAN_ORDERS[scan]
+
+
 class Engine:
     """A temporal-validity store and search engine.
 
@@ -165,6 +174,11 @@ class Engine:
         The seed lets the metadata pass prune candidates below ``scan_limit``; below that
         the scan's best-first order raises the threshold faster than a walk does.
     group : queries of a batch that share vector loads (sorted by T, at most 64).
+    scan : the order of the certified scan. "similarity" (the default for cosine / ip, "auto"):
+        rows in storage order, each row's compact int8 copy dotted with every query of the
+        group first; its validity, penalty and the full vector are read only for the
+        queries whose similarity cap still reaches their k-th score. "bounds": every row's
+        metadata bound per query first, then rows best bound first (what l2 always uses).
     seed : HNSW level generator seed (ingest in one thread is then deterministic).
 
     Times are UTC: naive datetimes and strings without an offset are read as UTC.
@@ -174,7 +188,7 @@ class Engine:
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
                  ef_max: int = 4096, scan_limit: int = 150_000, seed_ef: int = 32,
                  seed_min: int = 150_000, group: int = 64, seed: int = 100,
-                 embedder: Any = None) -> None:
+                 scan: str = "auto", embedder: Any = None) -> None:
         if embedder is not None and hasattr(embedder, "embed"):
             if dim is None:
                 dim = embedder.dim
@@ -196,6 +210,8 @@ class Engine:
         self.threads = int(threads) if threads else (os.cpu_count() or 1)
         self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)
         self.seed_ef, self.seed_min, self.group = int(seed_ef), int(seed_min), int(group)
+        _scan_code(scan)
+        self.scan = scan
         self._core = _core.Store(self._dim, metric, int(M), int(ef_construction), int(seed))
         self._fact_types: list[str] = []
         self._fact_code: dict[str, int] = {}
@@ -439,7 +455,7 @@ class Engine:
                                       float(deprecation_penalty), bool(arbitrate), mask, int(k),
                                       bool(exact), max(self.ef, 4 * int(k)), self.ef_max,
                                       self.scan_limit, self.seed_ef, self.seed_min, self.group,
-                                      max(threads, 1))
+                                      _scan_code(self.scan), max(threads, 1))
         table = self._result_table(out, explain, lang, t, m)
         if verify is not None:
             table = _gate(table, verify, nq)
@@ -663,7 +679,8 @@ class Engine:
                 "format": _FORMAT, "format_version": _FORMAT_VERSION, "chrono_engine": "0.1.0",
                 "dim": self._dim, "metric": self._metric, "params": self._params,
                 "search": {"ef": self.ef, "ef_max": self.ef_max, "scan_limit": self.scan_limit,
-                           "seed_ef": self.seed_ef, "seed_min": self.seed_min, "group": self.group},
+                           "seed_ef": self.seed_ef, "seed_min": self.seed_min, "group": self.group,
+                           "scan": self.scan},
                 "decay": self._policy.to_dict(), "fact_types": self._fact_types, "stems": self._stems,
                 "rows": int(len(table)),
                 "files": {name: _sha256(snap / name) for name in ("graph.bin", "meta.arrow")},

@@ -29,8 +29,9 @@ def small_corpus():
     return make_corpus(4000, 32, clusters=24, seed=7)
 
 
-@pytest.fixture(scope="session")
-def small_engine(small_corpus):
-    eng = ce.Engine(32, decay=policy_for(small_corpus), threads=2)
+@pytest.fixture(scope="session", params=["similarity", "bounds"])
+def small_engine(small_corpus, request):
+    """The small corpus in an engine, once for each order of the certified scan."""
+    eng = ce.Engine(32, decay=policy_for(small_corpus), threads=2, scan=request.param)
     eng.ingest(small_corpus.to_dict())
     return eng

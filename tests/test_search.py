@@ -224,12 +224,14 @@ eng.ingest(d)
 q = c.queries(70, seed=3) * 1.3  # two groups: 64 and a padded 6
 t = times_for_selectivity(c, 0.5, 70)
 out = {}
-for fusion in ("product", "linear"):
-    for mode in ("as_of", "latest"):
-        r = eng.search_batch(q, 10, mode=mode, as_of=t, fusion=fusion, exact=True, threads=1)
-        out[f"{fusion}_{mode}_id"] = r.column("id").to_numpy()
-        out[f"{fusion}_{mode}_score"] = r.column("score").to_numpy()
-        out[f"{fusion}_{mode}_query"] = r.column("query").to_numpy()
+for scan in ("similarity", "bounds"):
+    eng.scan = scan
+    for fusion in ("product", "linear"):
+        for mode in ("as_of", "latest"):
+            r = eng.search_batch(q, 10, mode=mode, as_of=t, fusion=fusion, exact=True, threads=1)
+            out[f"{scan}_{fusion}_{mode}_id"] = r.column("id").to_numpy()
+            out[f"{scan}_{fusion}_{mode}_score"] = r.column("score").to_numpy()
+            out[f"{scan}_{fusion}_{mode}_query"] = r.column("query").to_numpy()
 np.savez(sys.argv[3], **out)
 """
 
@@ -237,8 +239,9 @@ np.savez(sys.argv[3], **out)
 @pytest.mark.parametrize("metric", ["cosine", "ip"])
 def test_certified_search_agrees_across_kernel_variants(tmp_path, metric):
     """The planner's compact caps take a different path per variant (float group dots, or
-    int8 x int8 with quantised queries on AVX512-VNNI): every variant must return the same
-    certified top-10 (d = 13: a partial 4-byte block; a zero vector under ip; a padded group)."""
+    int8 x int8 with quantised queries on AVX512-VNNI), and per scan order: every variant
+    and both orders must return the same certified top-10 (d = 13: a partial 4-byte block;
+    a zero vector under ip; a padded group)."""
     import os
     import subprocess
     import sys
@@ -257,6 +260,47 @@ def test_certified_search_agrees_across_kernel_variants(tmp_path, metric):
                 stem = key[:-3]
                 got = [r[key][r[stem + "_query"] == i] for i in range(70)]
                 gs = [r[stem + "_score"][r[stem + "_query"] == i] for i in range(70)]
-                exp = [(base[key][base[stem + "_query"] == i], base[stem + "_score"][base[stem + "_query"] == i])
+                b = "bounds_" + stem.split("_", 1)[1]  # base variant, bounds order
+                exp = [(base[b + "_id"][base[b + "_query"] == i], base[b + "_score"][base[b + "_query"] == i])
                        for i in range(70)]
                 assert_same_topk(got, gs, exp, tol=1e-5)
+
+
+@pytest.mark.parametrize("scan", ["similarity", "bounds"])
+@pytest.mark.parametrize("fusion", ["product", "linear"])
+def test_scan_orders_bitemporal_against_reference(small_corpus, scan, fusion):
+    """Both scan orders against the reference with everything that removes or penalises
+    a row per query at once: retractions and a different known_at per query, tau,
+    deprecated rows (latest mode), a fact-type mask, and groups of 64 with mixed times."""
+    from conftest import policy_for
+    c = small_corpus
+    eng = ce.Engine(32, decay=policy_for(c), threads=2, scan=scan)
+    eng.ingest(c.to_dict())
+    rng = np.random.default_rng(17)
+    ids = np.arange(len(c), dtype=np.uint64)
+    gone = rng.choice(len(c), len(c) // 8, replace=False)
+    at = c.ingested_at[gone] + rng.integers(1, 400, len(gone)) * US_PER_DAY
+    for i, a in zip(gone, at):
+        eng.retract([int(ids[i])], at=np.datetime64(int(a), "us"))
+    nq = 70
+    q = c.queries(nq, seed=21)
+    t = times_for_selectivity(c, 0.3, nq)
+    lo, hi = int(c.ingested_at.min()), int(c.ingested_at.max()) + 500 * US_PER_DAY
+    known = rng.integers(lo, hi, nq).astype(np.int64)
+    types = sorted(set(eng._fact_types))[::2]
+    mask = np.zeros(len(eng._fact_types), bool)
+    mask[[eng._fact_code[n] for n in types]] = True
+    cols = core_cols(eng)
+    vecs = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
+    sims = ref.similarities(q, vecs, eng.metric)
+    for mode in ("as_of", "latest"):
+        for kw in ({"tau": 0.2}, {"fact_types": types}):
+            res = eng.search_batch(q, 10, mode=mode, as_of=t, known_at=known, fusion=fusion, exact=True, **kw)
+            assert res.column("certified").to_numpy().all()
+            exp = ref.search(cols, vecs, decay_fn(eng), q, 10, mode=mode, t=t, known_at=known, fusion=fusion,
+                             tau=kw.get("tau", 0.0), type_mask=mask if "fact_types" in kw else None,
+                             metric=eng.metric, sims=sims)
+            qcol = res.column("query").to_numpy()
+            got = [res.column("id").to_numpy()[qcol == i] for i in range(nq)]
+            gs = [res.column("score").to_numpy()[qcol == i] for i in range(nq)]
+            assert_same_topk(got, gs, exp)

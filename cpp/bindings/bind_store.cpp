@@ -62,7 +62,7 @@ struct PyStore {
                         double alpha, double tau, int invalid, double penalty, bool arbitrate,
                         std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
                         std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
-                        std::size_t seed_min, std::size_t group, int threads) {
+                        std::size_t seed_min, std::size_t group, int scan, int threads) {
     if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
       throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
     const std::size_t nq = static_cast<std::size_t>(queries.shape(0));
@@ -87,6 +87,8 @@ struct PyStore {
     base.scan_limit = scan_limit;
     base.seed_ef = seed_ef;
     base.seed_min = seed_min;
+    if (scan < 0 || scan > 2) throw std::invalid_argument("bad scan order code");
+    base.scan = static_cast<ScanOrder>(scan);
     std::vector<QueryResult> results(nq);
     const float* Q = queries.data();
     const std::size_t d = s->dim();
