@@ -365,6 +365,24 @@ def test_unknown_choice(eng, arg, value):
     reject_query(eng, lambda e: e.search(QUERIES[0], **{arg: value}), words=(arg, repr(value)))
 
 
+@pytest.mark.parametrize("value", ["fast", None, 2])
+def test_unknown_scan_order(eng, value):
+    """The scan order is an engine attribute: a bad one set later fails the search, named."""
+    with pytest.raises(QueryError, match="scan"):
+        ce.Engine(4, scan=value)
+    search = lambda: eng.search(QUERIES[0], mode="as_of", as_of="2024-06-01")  # noqa: E731
+    before = search()
+    old = eng.scan
+    eng.scan = value
+    try:
+        with pytest.raises(QueryError) as info:
+            search()
+        assert "scan" in str(info.value) and repr(value) in str(info.value)
+    finally:
+        eng.scan = old
+    assert search().equals(before)
+
+
 def test_window_mode_without_window(eng):
     reject_query(eng, lambda e: e.search(QUERIES[0], mode="window"), words=("window",))
 

@@ -207,6 +207,14 @@ def test_round_trip_open_takes_threads(saved):
     assert ce.Engine.open(saved, threads=1).threads == 1
 
 
+def test_round_trip_keeps_search_knobs(corpus, tmp_path):
+    e = ce.Engine(corpus.vector.shape[1], scan="bounds", seed_min=7, group=16)
+    e.ingest({k: v[:50] for k, v in corpus.to_dict().items()})
+    e.save(tmp_path / "knobs")
+    o = ce.Engine.open(tmp_path / "knobs")
+    assert (o.scan, o.seed_min, o.group) == ("bounds", 7, 16)
+
+
 def test_opened_engine_keeps_ingesting_like_the_original(corpus, saved, tmp_path):
     """New rows (no ids: assigned after the largest) and new versions of saved stems behave
     as if the store had never been closed."""
