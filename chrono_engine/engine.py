@@ -174,11 +174,14 @@ class Engine:
         The seed lets the metadata pass prune candidates below ``scan_limit``; below that
         the scan's best-first order raises the threshold faster than a walk does.
     group : queries of a batch that share vector loads (sorted by T, at most 64).
-    scan : the order of the certified scan. "similarity" (the default for cosine / ip, "auto"):
-        rows in storage order, each row's compact int8 copy dotted with every query of the
-        group first; its validity, penalty and the full vector are read only for the
-        queries whose similarity cap still reaches their k-th score. "bounds": every row's
-        metadata bound per query first, then rows best bound first (what l2 always uses).
+    scan : the order of the certified scan (answers are the same; only speed differs).
+        "similarity": rows in storage order, each row's compact int8 copy dotted with every
+        query of the group first; its validity, penalty and full vector are read only for
+        the queries whose similarity cap still reaches their k-th score. "bounds": every
+        row's metadata bound per query first, then rows best bound first (l2 always uses
+        it). "auto" (default): similarity for cosine / ip when a stage of the scan has at
+        least 8,192 rows and they are to be scanned anyway (``exact=True`` or at most
+        ``scan_limit`` of them), else bounds.
     seed : HNSW level generator seed (ingest in one thread is then deterministic).
 
     Times are UTC: naive datetimes and strings without an offset are read as UTC.
