@@ -147,12 +147,6 @@ def _choice(value: str, options: dict, name: str) -> int:
 _SCAN_ORDERS = {"auto": 0, "bounds": 1, "similarity": 2}
 
 
-def _scan_code(scan: Any) -> int:
-    if not isinstance(scan, str) or scan not in _SCAN_ORDERS:
-        raise QueryError(f"scan must be 'auto', 'similarity' or 'bounds', got {scan!r}")
-    return _SCAN_ORDERS[scan]
-
-
 class Engine:
     """A temporal-validity store and search engine.
 
@@ -213,7 +207,7 @@ class Engine:
         self.threads = int(threads) if threads else (os.cpu_count() or 1)
         self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)
         self.seed_ef, self.seed_min, self.group = int(seed_ef), int(seed_min), int(group)
-        _scan_code(scan)
+        _choice(scan, _SCAN_ORDERS, "scan")
         self.scan = scan
         self._core = _core.Store(self._dim, metric, int(M), int(ef_construction), int(seed))
         self._fact_types: list[str] = []
@@ -458,7 +452,7 @@ class Engine:
                                       float(deprecation_penalty), bool(arbitrate), mask, int(k),
                                       bool(exact), max(self.ef, 4 * int(k)), self.ef_max,
                                       self.scan_limit, self.seed_ef, self.seed_min, self.group,
-                                      _scan_code(self.scan), max(threads, 1))
+                                      _choice(self.scan, _SCAN_ORDERS, "scan"), max(threads, 1))
         table = self._result_table(out, explain, lang, t, m)
         if verify is not None:
             table = _gate(table, verify, nq)

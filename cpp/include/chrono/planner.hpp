@@ -402,6 +402,14 @@ inline float round_up(double x) {
   return static_cast<double>(f) < x ? std::nextafter(f, INFINITY) : f;
 }
 
+// A float no larger than theta lowered by a relative and an absolute margin: the float
+// tests of the scans only gate the exact (double) comparison in offer(), never replace it.
+inline float lowered_threshold(double theta) {
+  const double lowered = theta - 1e-5 * std::fabs(theta) - 1e-6;
+  const float f = static_cast<float>(lowered);
+  return static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+}
+
 // Run the certified plan for a group of queries (at most 64) so that metadata and vectors
 // needed by several of them are loaded once:
 //  - one pass over the group's rows computes, per (row, query), penalty, validity and
@@ -473,6 +481,38 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     Ad[g] = a; Bd[g] = b;
     A[g] = round_up(a); B[g] = round_up(b); E[g] = round_up(e); B2[g] = round_up(b2);
   }
+  // per query, padded to 64 lanes (never known, never in force): in force <=> valid_from <= X1
+  // && valid_to > X2 (and not deprecated in latest mode); known <=> ingested_at <= KA < retracted_at
+  const Mode mode = qs[0].params().time.mode;
+  alignas(64) micros X1[64], X2[64], KA[64];
+  for (std::size_t g = 0; g < 64; ++g) { KA[g] = kOpenStart; X1[g] = kOpenStart; X2[g] = kOpenEnd; }
+  for (std::size_t g = 0; g < G; ++g) {
+    const TimeContext& tc = qs[g].params().time;
+    KA[g] = tc.known_at;
+    switch (mode) {
+      case Mode::Latest: case Mode::AsOf: X1[g] = tc.t; X2[g] = tc.t; break;
+      case Mode::Window:
+        if (tc.win_end == kOpenStart) { X1[g] = kOpenStart; X2[g] = kOpenEnd; }  // empty
+        else { X1[g] = tc.win_end - 1; X2[g] = tc.win_start; }
+        break;
+      case Mode::All: X1[g] = kOpenEnd; X2[g] = kOpenStart; break;
+    }
+  }
+  // A row's compact-copy constants for the caps: cs, ce in double; in float cs, ce rounded up
+  // and the residual addend (XN + ce) / cs rounded up (cs = 0: codes 0, |x| <= ce).
+  struct CompactRow { double cs, ce; float fcs, fce, fadd; };
+  auto compact_row = [&](std::uint32_t row) {
+    const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
+    return CompactRow{cs, ce, static_cast<float>(cs), round_up(ce), cs > 0.0 ? round_up((XN + ce) / cs) : 0.0f};
+  };
+  // Query g's float cap from the exact integer dot D (s8; see finish_s8), and in double.
+  auto cap_s8 = [&](std::size_t g, std::int32_t D, const CompactRow& c) {
+    const float a = SQf[g] * static_cast<float>(D), b = RQf[g] * c.fadd, e = NQf[g] * c.fce;
+    return c.fcs * (a + b) + e + 1e-6f * (c.fcs * (std::fabs(a) + b) + e);
+  };
+  auto cap_s8_exact = [&](std::size_t g, std::int32_t D, const CompactRow& c) {
+    return c.cs * SQ[g] * static_cast<double>(D) + RQ[g] * (XN + c.ce) + NQ[g] * c.ce;
+  };
   auto process = [&](int stage) {
     // --- metadata pass
     // per kept row: G validities / penalties, as floats rounded up (bounds only; scores are
@@ -485,32 +525,16 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     {
       // per query, padded to Gp lanes with neutral values (never known, theta = +inf)
       alignas(64) double Td[64], th[64];
-      alignas(64) micros Ki[64], X1[64], X2[64];
       alignas(64) std::uint32_t cnt[64];
       const SearchParams& p0 = qs[0].params();
-      const Mode mode = p0.time.mode;
-      for (std::size_t g = 0; g < Gp; ++g) {
-        Td[g] = 0.0; th[g] = std::numeric_limits<double>::infinity();
-        Ki[g] = kOpenStart; X1[g] = kOpenStart; X2[g] = kOpenEnd; cnt[g] = 0;
-      }
+      for (std::size_t g = 0; g < Gp; ++g) { Td[g] = 0.0; th[g] = std::numeric_limits<double>::infinity(); cnt[g] = 0; }
       for (std::size_t g = 0; g < G; ++g) {
-        const TimeContext& tc = qs[g].params().time;
         th[g] = qs[g].current_theta();
-        Td[g] = static_cast<double>(tc.t);
-        Ki[g] = tc.known_at;
-        // in force <=> valid_from <= X1 && valid_to > X2 (and not deprecated in latest mode)
-        switch (mode) {
-          case Mode::Latest: case Mode::AsOf: X1[g] = tc.t; X2[g] = tc.t; break;
-          case Mode::Window:
-            if (tc.win_end == kOpenStart) { X1[g] = kOpenStart; X2[g] = kOpenEnd; }  // empty
-            else { X1[g] = tc.win_end - 1; X2[g] = tc.win_start; }
-            break;
-          case Mode::All: X1[g] = kOpenEnd; X2[g] = kOpenStart; break;
-        }
+        Td[g] = static_cast<double>(qs[g].params().time.t);
       }
       if (kept.size() < rows.size()) { kept.resize(rows.size()); best.resize(rows.size()); }
       BoundArgs ba;
-      ba.Gp = Gp; ba.G = G; ba.t = Td; ba.known_at = Ki; ba.x1 = X1; ba.x2 = X2; ba.theta = th; ba.a = Ad; ba.b = Bd;
+      ba.Gp = Gp; ba.G = G; ba.t = Td; ba.known_at = KA; ba.x1 = X1; ba.x2 = X2; ba.theta = th; ba.a = Ad; ba.b = Bd;
       ba.tau = p0.tau; ba.out_pen = qs[0].out_of_force_penalty(); ba.latest = mode == Mode::Latest;
       ba.specs = specs.data(); ba.n_specs = specs.size();
       if (!p0.type_mask.empty()) { ba.type_mask = p0.type_mask.data(); ba.mask_n = p0.type_mask.size(); }
@@ -537,10 +561,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // validities (rows come best bound first, so most of the tail goes this way).
     float min_th = INFINITY;
     auto refresh = [&](std::size_t g) {
-      double t = qs[g].current_theta();
-      double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
-      float f = static_cast<float>(lowered);
-      TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+      TH[g] = lowered_threshold(qs[g].current_theta());
       min_th = INFINITY;
       for (std::size_t a : act) min_th = std::min(min_th, TH[a]);
     };
@@ -635,13 +656,8 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       const float* __restrict V = &val[order[j] * Gp];
       const float* __restrict P = &pen[order[j] * Gp];
       const std::uint32_t row = kept[order[j]];
-      const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
-      const float fcs = static_cast<float>(cs), fce = round_up(ce);
-      const float fadd = cs > 0.0 ? round_up((XN + ce) / cs) : 0.0f;  // cs = 0: codes 0, |x| <= ce
-      auto cap = [&](std::size_t g) {
-        const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
-        return fcs * (a + b) + e + 1e-6f * (fcs * (std::fabs(a) + b) + e);
-      };
+      const CompactRow cr = compact_row(row);
+      auto cap = [&](std::size_t g) { return cap_s8(g, D[g], cr); };
       std::uint32_t any = 0;
       if (product) {  // two loops, so that each vectorises without a per-lane branch
         for (std::size_t g = 0; g < G; ++g) {
@@ -705,28 +721,12 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g = 0; g < G; ++g) if (active[g]) act.push_back(g);
     if (act.empty()) return;
     const SearchParams& p0 = qs[0].params();
-    const Mode mode = p0.time.mode;
     const bool latest = mode == Mode::Latest;
     const double out_pen = qs[0].out_of_force_penalty();
     const float out_pen_f = round_up(out_pen);
-    // per lane: in force <=> valid_from <= X1 && valid_to > X2; known <=> ingested_at <= K < retracted_at
-    alignas(64) micros X1[64], X2[64], KA[64];
-    for (std::size_t g = 0; g < 64; ++g) { X1[g] = kOpenStart; X2[g] = kOpenEnd; KA[g] = kOpenStart; }
     micros t_min = kOpenEnd, t_max = kOpenStart, k_min = kOpenEnd, k_max = kOpenStart;
     micros maxX1 = std::numeric_limits<micros>::min(), minX2 = std::numeric_limits<micros>::max();
     double maxA = 0.0, maxB = 0.0;
-    for (std::size_t g = 0; g < G; ++g) {
-      const TimeContext& tc = qs[g].params().time;
-      KA[g] = tc.known_at;
-      switch (mode) {
-        case Mode::Latest: case Mode::AsOf: X1[g] = tc.t; X2[g] = tc.t; break;
-        case Mode::Window:
-          if (tc.win_end == kOpenStart) { X1[g] = kOpenStart; X2[g] = kOpenEnd; }
-          else { X1[g] = tc.win_end - 1; X2[g] = tc.win_start; }
-          break;
-        case Mode::All: X1[g] = kOpenEnd; X2[g] = kOpenStart; break;
-      }
-    }
     for (std::size_t g : act) {
       const TimeContext& tc = qs[g].params().time;
       t_min = std::min(t_min, tc.t); t_max = std::max(t_max, tc.t);
@@ -739,10 +739,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     for (std::size_t g : act) ON[g] = 1.0f;
     float min_th = INFINITY;
     auto refresh = [&](std::size_t g) {
-      double t = qs[g].current_theta();
-      double lowered = t - 1e-5 * std::fabs(t) - 1e-6;
-      float f = static_cast<float>(lowered);
-      TH[g] = static_cast<double>(f) > lowered ? std::nextafter(f, -INFINITY) : f;
+      TH[g] = lowered_threshold(qs[g].current_theta());
       min_th = INFINITY;
       for (std::size_t a : act) min_th = std::min(min_th, TH[a]);
     };
@@ -788,9 +785,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
           PL[g] = known ? (inf ? 1.0f : out_pen_f) : 0.0f;
         }
       }
-      const double cs = ann.compact_scale(row), ce = ann.compact_err(row);
-      const float fcs = static_cast<float>(cs), fce = round_up(ce);
-      const float fadd = cs > 0.0 ? round_up((XN + ce) / cs) : 0.0f;
+      const CompactRow cr = compact_row(row);
       std::uint32_t any = 0;
       auto test = [&](std::size_t g, float c) {  // c: the lane's float cap, rounded up
         const float pm = PL[g];
@@ -801,20 +796,16 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
         any |= nd[g];
       };
       if (D) {
-        for (std::size_t g = 0; g < G; ++g) {
-          const float a = SQf[g] * static_cast<float>(D[g]), b = RQf[g] * fadd, e = NQf[g] * fce;
-          test(g, fcs * (a + b) + e + 1e-6f * (fcs * (std::fabs(a) + b) + e));
-        }
+        for (std::size_t g = 0; g < G; ++g) test(g, cap_s8(g, D[g], cr));
       } else {
         for (std::size_t g = 0; g < G; ++g) {
-          const float a = fcs * R[g], e = NQf[g] * fce;
+          const float a = cr.fcs * R[g], e = NQf[g] * cr.fce;
           test(g, a + e + 1e-6f * (std::fabs(a) + e));
         }
       }
       if (!any) return;
       for (std::size_t g = 0; g < G; ++g)
-        if (nd[g]) capd[g] = D ? cs * SQ[g] * static_cast<double>(D[g]) + RQ[g] * (XN + ce) + NQ[g] * ce
-                               : cs * static_cast<double>(R[g]) + NQ[g] * ce;
+        if (nd[g]) capd[g] = D ? cap_s8_exact(g, D[g], cr) : cr.cs * static_cast<double>(R[g]) + NQ[g] * cr.ce;
       exact(row, capd);
     };
     auto flush = [&] {
