@@ -215,7 +215,7 @@ struct PyStore {
     ba.specs = s->decay_specs().data(); ba.n_specs = s->decay_specs().size();
     if (mask) { ba.type_mask = mask->data(); ba.mask_n = static_cast<std::size_t>(mask->size()); }
     ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt.data();
-    const std::size_t nk = variant(which).bound_rows(ba, s->meta().data(), rows.data(), n);
+    const std::size_t nk = variant(which).bound_rows(ba, &s->meta(), rows.data(), n);
     py::array_t<float> V({static_cast<py::ssize_t>(nk), static_cast<py::ssize_t>(G)}),
         P({static_cast<py::ssize_t>(nk), static_cast<py::ssize_t>(G)});
     for (std::size_t r = 0; r < nk; ++r)
@@ -248,11 +248,11 @@ struct PyStore {
     py::array_t<std::uint16_t> ft(n);
     py::array_t<std::uint8_t> dep(n);
     for (py::ssize_t i = 0; i < n; ++i) {
-      const Meta& x = m[rows[i]];
-      vf.mutable_data()[i] = x.valid_from; vt.mutable_data()[i] = x.valid_to; ob.mutable_data()[i] = x.observed_at;
-      ing.mutable_data()[i] = x.ingested_at; ret.mutable_data()[i] = x.retracted_at; ver.mutable_data()[i] = x.version;
-      rel.mutable_data()[i] = x.reliability; stem.mutable_data()[i] = x.stem; ft.mutable_data()[i] = x.fact_type;
-      dep.mutable_data()[i] = x.deprecated; ids.mutable_data()[i] = s->id_of(rows[i]);
+      const std::uint32_t r = rows[i];
+      vf.mutable_data()[i] = m.valid_from(r); vt.mutable_data()[i] = m.valid_to(r); ob.mutable_data()[i] = m.observed_at(r);
+      ing.mutable_data()[i] = m.ingested_at(r); ret.mutable_data()[i] = m.retracted_at(r); ver.mutable_data()[i] = m.version(r);
+      rel.mutable_data()[i] = m.reliability(r); stem.mutable_data()[i] = m.stem(r); ft.mutable_data()[i] = m.fact_type(r);
+      dep.mutable_data()[i] = m.deprecated(r) ? 1 : 0; ids.mutable_data()[i] = s->id_of(r);
     }
     py::dict d;
     d["valid_from"] = vf; d["valid_to"] = vt; d["observed_at"] = ob; d["ingested_at"] = ing; d["retracted_at"] = ret;

@@ -210,7 +210,7 @@ __attribute__((always_inline)) static inline float round_up_nonneg(double x) {
 
 // See BoundArgs. Each per-query loop below is a straight line over Gp lanes (selects, no
 // branches, one element width per loop), so it vectorises.
-static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::uint32_t* rows, std::size_t n) {
+static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const std::uint32_t* rows, std::size_t n) {
   constexpr std::size_t kMax = 64;
   const std::size_t Gp = A.Gp;
   if (Gp == 0 || Gp > kMax || Gp % 8 != 0) return 0;
@@ -287,27 +287,36 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
     return ok;
   };
   constexpr std::size_t AHEAD = 16;
+  const MetaTable::Times* __restrict times = meta->times_data();
+  const MetaTable::Info* __restrict info = meta->info_data();
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + AHEAD < n) __builtin_prefetch(meta + rows[i + AHEAD]);
-    const Meta& m = meta[rows[i]];
-    if (A.type_mask && (m.fact_type >= A.mask_n || !A.type_mask[m.fact_type])) continue;
-    const double obs = static_cast<double>(m.observed_at);
-    const double rel = static_cast<double>(m.reliability);
+    if (i + AHEAD < n) {
+      __builtin_prefetch(times + rows[i + AHEAD]);
+      __builtin_prefetch(info + rows[i + AHEAD]);
+    }
+    const std::uint32_t row = rows[i];
+    const MetaTable::Times tm = times[row];
+    const std::uint16_t tf = info[row].type_flags;
+    const std::uint16_t type = tf & MetaTable::kTypeMask;
+    const bool deprecated = (tf & MetaTable::kDeprecated) != 0;
+    if (A.type_mask && (type >= A.mask_n || !A.type_mask[type])) continue;
+    const double obs = static_cast<double>(tm.observed_at);
+    const double rel = static_cast<double>(info[row].reliability);
     bool direct = true;
-    if (m.fact_type < n_fast && factorised(m.fact_type)) {
-      const DecaySpec& s = A.specs[m.fact_type];
+    if (type < n_fast && factorised(type)) {
+      const DecaySpec& s = A.specs[type];
       const double y = -(s.p0 * s.scale) * ((t0 - obs) / kMicrosPerDay) + s.p0 * s.p1;
       direct = !(y >= -kLim && y <= kLim);
       if (!direct) {
         const double F = vexp(y) * kUp;
         if (quick) {
-          const double xm = Emax[m.fact_type] * F + kTiny;
+          const double xm = Emax[type] * F + kTiny;
           const double dmax = xm < 1.0 ? xm : 1.0;
-          const bool out_all = m.valid_from > maxX1 || m.valid_to <= minX2 || (A.latest && m.deprecated);
+          const bool out_all = tm.valid_from > maxX1 || tm.valid_to <= minX2 || (A.latest && deprecated);
           const double bm = (maxA + maxB * (rel * dmax)) * (out_all ? out_pen : 1.0);
           if (bm < minTH) continue;
         }
-        const double* __restrict e = E.data() + m.fact_type * kMax;
+        const double* __restrict e = E.data() + type * kMax;
         for (std::size_t g = 0; g < Gp; ++g) { const double x = e[g] * F + kTiny; v[g] = x < 1.0 ? x : 1.0; }
       }
       if (!direct && tau > 0.0) {  // a validity within the margin of tau: this row takes the direct path
@@ -321,10 +330,11 @@ static std::size_t bound_rows(const BoundArgs& A, const Meta* meta, const std::u
     }
     if (direct) {
       for (std::size_t g = 0; g < Gp; ++g) ages[g] = (T[g] - obs) / kMicrosPerDay;  // = age_days
-      decay_batch(A.specs[m.fact_type], ages, v, Gp);
+      decay_batch(A.specs[type], ages, v, Gp);
     }
-    const std::int64_t live = (A.latest && m.deprecated) ? 0 : 1;
-    const std::int64_t vf = m.valid_from, vt = m.valid_to, ing = m.ingested_at, ret = m.retracted_at;
+    const std::int64_t live = (A.latest && deprecated) ? 0 : 1;
+    const std::int64_t vf = tm.valid_from, vt = tm.valid_to, ing = tm.ingested_at,
+                       ret = (tf & MetaTable::kRetracted) ? meta->retracted_at(row) : kOpenEnd;
     for (std::size_t g = 0; g < Gp; ++g) {
       const std::int64_t known = (ing <= K[g]) & (K[g] < ret);
       const std::int64_t inf = (vf <= X1[g]) & (vt > X2[g]) & live;

@@ -4,6 +4,7 @@
 // window), never on similarity, so it acts as a filter. It is checked lazily: only for an
 // item that would otherwise enter the top-k, which keeps it off the hot path.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -21,11 +22,11 @@ struct TimeContext {
 };
 
 // Does the item count as "in force" for the mode (before penalties)?
-inline bool in_force(const Meta& m, const TimeContext& c) {
+inline bool in_force(const MetaTable& m, std::size_t r, const TimeContext& c) {
   switch (c.mode) {
-    case Mode::Latest: return m.valid_at(c.t) && !m.deprecated;
-    case Mode::AsOf: return m.valid_at(c.t);
-    case Mode::Window: return m.overlaps(c.win_start, c.win_end);
+    case Mode::Latest: return m.valid_at(r, c.t) && !m.deprecated(r);
+    case Mode::AsOf: return m.valid_at(r, c.t);
+    case Mode::Window: return m.overlaps(r, c.win_start, c.win_end);
     case Mode::All: return true;
   }
   return true;
@@ -37,9 +38,15 @@ inline bool in_force(const Meta& m, const TimeContext& c) {
 class StemRows {
  public:
   static constexpr std::uint32_t kNone = 0xffffffffu;
+  // Room for rows < n_rows and stems < n_stems: exact the first time, else at least
+  // double (amortised O(1) appends).
+  void reserve(std::size_t n_rows, std::size_t n_stems) {
+    grow(next_, n_rows);
+    grow(head_, n_stems);
+  }
   void add(std::uint32_t stem, std::uint32_t row) {
-    if (stem >= head_.size()) head_.resize(static_cast<std::size_t>(stem) + 1, kNone);
-    if (row >= next_.size()) next_.resize(static_cast<std::size_t>(row) + 1, kNone);
+    if (stem >= head_.size()) { grow(head_, static_cast<std::size_t>(stem) + 1); head_.resize(static_cast<std::size_t>(stem) + 1, kNone); }
+    if (row >= next_.size()) { grow(next_, static_cast<std::size_t>(row) + 1); next_.resize(static_cast<std::size_t>(row) + 1, kNone); }
     next_[row] = head_[stem];
     head_[stem] = row;
   }
@@ -51,19 +58,23 @@ class StemRows {
   std::size_t memory_bytes() const { return (head_.capacity() + next_.capacity()) * sizeof(std::uint32_t); }
 
  private:
+  static void grow(std::vector<std::uint32_t>& v, std::size_t n) {
+    if (v.capacity() >= n) return;
+    v.reserve(v.capacity() == 0 ? n : std::max(n, 2 * v.capacity()));
+  }
+
   std::vector<std::uint32_t> head_, next_;
 };
 
 // The winning version of a stem: among rows known at known_at, the maximum of
 // (in force for the mode, version). Every row (chunk) of that version wins; rows of a stem
 // are few (1-5 versions, a few chunks each). Returns false if no row of the stem is known.
-inline bool stem_winner_key(const StemRows& stems, std::uint32_t stem, const std::vector<Meta>& meta,
+inline bool stem_winner_key(const StemRows& stems, std::uint32_t stem, const MetaTable& meta,
                             const TimeContext& c, std::pair<int, std::uint64_t>& best) {
   bool found = false;
   stems.for_each(stem, [&](std::uint32_t r) {
-    const Meta& m = meta[r];
-    if (!m.known_at(c.known_at)) return;
-    std::pair<int, std::uint64_t> key{in_force(m, c) ? 1 : 0, m.version};
+    if (!meta.known_at(r, c.known_at)) return;
+    std::pair<int, std::uint64_t> key{in_force(meta, r, c) ? 1 : 0, meta.version(r)};
     if (!found || key > best) { best = key; found = true; }
   });
   return found;
@@ -71,11 +82,10 @@ inline bool stem_winner_key(const StemRows& stems, std::uint32_t stem, const std
 
 // Is `row` part of its stem's winning version?
 inline bool is_stem_winner(std::uint32_t row, const StemRows& stems, std::uint32_t stem,
-                           const std::vector<Meta>& meta, const TimeContext& c) {
+                           const MetaTable& meta, const TimeContext& c) {
   std::pair<int, std::uint64_t> best;
   if (!stem_winner_key(stems, stem, meta, c, best)) return false;
-  const Meta& m = meta[row];
-  return m.known_at(c.known_at) && best == std::make_pair(in_force(m, c) ? 1 : 0, m.version);
+  return meta.known_at(row, c.known_at) && best == std::make_pair(in_force(meta, row, c) ? 1 : 0, meta.version(row));
 }
 
 }  // namespace chrono

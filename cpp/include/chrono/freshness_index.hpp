@@ -2,7 +2,7 @@
 // threshold algorithm. Decay is monotone in age within a fact type, so "every item whose
 // decay is at least L" is a suffix (or, for symmetric profiles, a slice) of its list,
 // found by binary search instead of a scan. The lists hold 4-byte row numbers; observed_at
-// is read from the records.
+// is read from the metadata column.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -41,27 +41,27 @@ class FreshnessIndex {
  public:
   using row_t = std::uint32_t;
 
-  // `meta` is the owner's record array; it must outlive the index (the store owns both).
-  explicit FreshnessIndex(const std::vector<Meta>& meta) : meta_(&meta) {}
+  // `meta` is the owner's metadata; it must outlive the index (the store owns both).
+  explicit FreshnessIndex(const MetaTable& meta) : meta_(&meta) {}
   FreshnessIndex(const FreshnessIndex&) = delete;
   FreshnessIndex& operator=(const FreshnessIndex&) = delete;
 
-  // The row's record must already hold its fact type and observed_at.
+  // The row's metadata must already hold its fact type and observed_at.
   bool append(row_t row) {
     delta_.push_back(row);
-    const std::uint16_t type = (*meta_)[row].fact_type;
+    const std::uint16_t type = meta_->fact_type(row);
     if (type >= n_types_) n_types_ = type + 1u;
     return delta_.size() > std::max<std::size_t>(4096, n_static_ / 8);
   }
 
   void rebuild() {
-    const Meta* m = meta_->data();
-    const std::size_t n = meta_->size();
+    const MetaTable& m = *meta_;
+    const std::size_t n = m.size();
     delta_.clear();
     delta_.shrink_to_fit();
     std::vector<std::vector<row_t>> rows;
     for (std::size_t i = 0; i < n; ++i) {
-      const std::uint16_t type = m[i].fact_type;
+      const std::uint16_t type = m.fact_type(i);
       if (type >= rows.size()) rows.resize(type + 1u);
       if (type >= n_types_) n_types_ = type + 1u;
       rows[type].push_back(static_cast<row_t>(i));
@@ -69,7 +69,7 @@ class FreshnessIndex {
     lists_.clear();
     lists_.resize(rows.size());
     for (std::size_t j = 0; j < rows.size(); ++j) {
-      lists_[j].build(std::move(rows[j]), m);
+      lists_[j].build(std::move(rows[j]), m.times_data());
     }
     n_static_ = n;
   }
@@ -80,28 +80,30 @@ class FreshnessIndex {
   // Rows of fact type `type` with observed_at in [lo, hi] (closed), plus matching delta rows.
   template <class F>
   void for_each_observed_between(std::uint16_t type, micros lo, micros hi, F&& emit) const {
-    const Meta* m = meta_->data();
+    const MetaTable& m = *meta_;
+    const MetaTable::Times* obs = m.times_data();
     if (type < lists_.size()) {
       const auto& l = lists_[type];
-      for (std::size_t i = l.count_before(lo, m); i < l.size(); ++i) {
+      for (std::size_t i = l.count_before(lo, obs); i < l.size(); ++i) {
         const row_t r = l[i];
-        if (m[r].observed_at > hi) break;
+        if (obs[r].observed_at > hi) break;
         emit(r);
       }
     }
     for (row_t r : delta_)
-      if (m[r].fact_type == type && m[r].observed_at >= lo && m[r].observed_at <= hi) emit(r);
+      if (m.fact_type(r) == type && obs[r].observed_at >= lo && obs[r].observed_at <= hi) emit(r);
   }
 
   std::size_t count_observed_between(std::uint16_t type, micros lo, micros hi) const {
-    const Meta* m = meta_->data();
+    const MetaTable& m = *meta_;
+    const MetaTable::Times* obs = m.times_data();
     std::size_t c = 0;
     if (type < lists_.size()) {
       const auto& l = lists_[type];
-      std::size_t a = l.count_before(lo, m), b = l.count_through(hi, m);
+      std::size_t a = l.count_before(lo, obs), b = l.count_through(hi, obs);
       c = b > a ? b - a : 0;
     }
-    for (row_t r : delta_) c += (m[r].fact_type == type && m[r].observed_at >= lo && m[r].observed_at <= hi);
+    for (row_t r : delta_) c += (m.fact_type(r) == type && obs[r].observed_at >= lo && obs[r].observed_at <= hi);
     return c;
   }
 
@@ -112,8 +114,8 @@ class FreshnessIndex {
   }
 
  private:
-  const std::vector<Meta>* meta_;
-  std::vector<SortedRows<&Meta::observed_at>> lists_;  // per fact type, rows by observed_at
+  const MetaTable* meta_;
+  std::vector<SortedRows<&MetaTable::Times::observed_at>> lists_;  // per fact type, rows by observed_at
   std::vector<row_t> delta_;
   std::size_t n_static_ = 0;
   std::size_t n_types_ = 0;

@@ -1,23 +1,25 @@
 // Interval index over valid time: stabbing ("valid at T") and overlap ("valid during
 // [a, b)") queries over the half-open intervals [valid_from, valid_to) of the store's
-// metadata records.
+// metadata.
 //
-// Counting is two binary searches over rows sorted by each endpoint:
-//   #{from <= T < to} = #{from <= T} - #{to <= T}     (every interval has from < to),
-// so a stabbing count over 10^6 intervals costs ~40 comparisons. Enumeration uses a
-// centred interval tree flattened into arrays (output-sensitive, O(log n + k)). Every array
-// holds 4-byte row numbers; the endpoints are read from the records (16 bytes per item in
-// all, where (time, row) pairs took 44). Rows appended since the last rebuild live in a
-// small unsorted delta that queries scan; the tree is rebuilt when the delta outgrows
-// max(4096, n/8), keeping appends amortised O(log n) and queries within a constant of the
-// static tree.
+// A centred interval tree flattened into arrays: each node holds the intervals that
+// contain its centre, once sorted by start (ascending) and once by end (descending), as
+// 4-byte row numbers (8 bytes per item in all; the endpoints are read from the metadata
+// columns), and the size of its subtree.
+//   - Enumeration is output-sensitive, O(log n + k).
+//   - Counting walks one root-to-leaf path with a binary search per node, O(log^2 n):
+//     valid at T = per node, the intervals started by T (if T < centre) or not ended by T;
+//     overlapping [a, b) = #{from < b} - #{to <= a}, each a path walk where whole
+//     subtrees on one side count by their stored size.
+// Rows appended since the last rebuild live in a small unsorted delta that queries scan;
+// the tree is rebuilt when the delta outgrows max(4096, n/8), keeping appends amortised
+// O(log n) and queries within a constant of the static tree.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
 #include "columns.hpp"
-#include "sorted_rows.hpp"
 
 namespace chrono {
 
@@ -25,79 +27,98 @@ class IntervalIndex {
  public:
   using row_t = std::uint32_t;
 
-  // `meta` is the owner's record array; it must outlive the index (the store owns both).
-  explicit IntervalIndex(const std::vector<Meta>& meta) : meta_(&meta) {}
+  // `meta` is the owner's metadata; it must outlive the index (the store owns both).
+  explicit IntervalIndex(const MetaTable& meta) : meta_(&meta) {}
   IntervalIndex(const IntervalIndex&) = delete;
   IntervalIndex& operator=(const IntervalIndex&) = delete;
 
-  // Appends go to the delta (the row's record must already hold its interval); returns
+  // Appends go to the delta (the row's metadata must already hold its interval); returns
   // true when the owner should rebuild() (the delta outgrew max(4096, n/8)).
   bool append(row_t row) {
     delta_.push_back(row);
     return delta_.size() > std::max<std::size_t>(4096, size() / 8);
   }
 
-  std::size_t size() const { return by_from_.size() + delta_.size(); }
+  std::size_t size() const { return n_static_ + delta_.size(); }
 
   std::size_t count_valid_at(micros t) const {
-    const Meta* m = meta_->data();
-    std::size_t c = by_from_.count_through(t, m) - by_to_.count_through(t, m);
-    for (row_t r : delta_) c += m[r].valid_at(t);
+    const MetaTable::Times* tm = meta_->times_data();
+    std::size_t c = 0;
+    for (std::int32_t id = root_; id >= 0;) {
+      const Node& nd = nodes_[static_cast<std::size_t>(id)];
+      if (t < nd.center) {  // intervals here started by t: a prefix of by_start_
+        c += prefix(by_start_, nd, [&](row_t r) { return tm[r].valid_from <= t; });
+        id = nd.left;
+      } else {  // not ended by t: a prefix of by_end_
+        c += prefix(by_end_, nd, [&](row_t r) { return tm[r].valid_to > t; });
+        id = nd.right;
+      }
+    }
+    for (row_t r : delta_) c += meta_->valid_at(r, t);
     return c;
   }
 
   std::size_t count_overlapping(micros a, micros b) const {
     if (a >= b) return 0;
-    const Meta* m = meta_->data();
-    // overlap [from, to) with [a, b): from < b and to > a
-    std::size_t started = by_from_.count_before(b, m);
-    std::size_t ended = by_to_.count_through(a, m);
+    const MetaTable::Times* tm = meta_->times_data();
+    // overlap [from, to) with [a, b): from < b and to > a; every interval with to <= a
+    // (< b) also has from < b, so the count is #{from < b} - #{to <= a}.
+    std::size_t started = 0, ended = 0;
+    for (std::int32_t id = root_; id >= 0;) {  // #{from < b}
+      const Node& nd = nodes_[static_cast<std::size_t>(id)];
+      if (b <= nd.center) {  // the right subtree starts after the centre
+        started += prefix(by_start_, nd, [&](row_t r) { return tm[r].valid_from < b; });
+        id = nd.left;
+      } else {  // the left subtree and this node start before the centre
+        started += subtree(nd.left) + (nd.end - nd.begin);
+        id = nd.right;
+      }
+    }
+    for (std::int32_t id = root_; id >= 0;) {  // #{to <= a}
+      const Node& nd = nodes_[static_cast<std::size_t>(id)];
+      if (a < nd.center) {  // this node and the right subtree end after the centre
+        id = nd.left;
+      } else {  // the left subtree ends by the centre
+        ended += subtree(nd.left) + (nd.end - nd.begin) - prefix(by_end_, nd, [&](row_t r) { return tm[r].valid_to > a; });
+        id = nd.right;
+      }
+    }
     std::size_t c = started - std::min(started, ended);
-    for (row_t r : delta_) c += m[r].overlaps(a, b);
+    for (row_t r : delta_) c += meta_->overlaps(r, a, b);
     return c;
   }
 
   template <class F>
   void for_each_valid_at(micros t, F&& emit) const {
-    const Meta* m = meta_->data();
     stab(root_, t, emit);
-    for (row_t r : delta_) if (m[r].valid_at(t)) emit(r);
+    for (row_t r : delta_) if (meta_->valid_at(r, t)) emit(r);
   }
 
   template <class F>
   void for_each_overlapping(micros a, micros b, F&& emit) const {
     if (a >= b) return;
-    const Meta* m = meta_->data();
     stab(root_, a, emit);
-    // intervals starting inside (a, b) overlap and were not stabbed at a
-    for (std::size_t i = by_from_.count_through(a, m); i < by_from_.size(); ++i) {
-      const row_t r = by_from_[i];
-      if (!(m[r].valid_from < b)) break;
-      emit(r);
-    }
-    for (row_t r : delta_) if (m[r].overlaps(a, b)) emit(r);
+    starting_in(root_, a, b, emit);  // intervals starting inside (a, b) were not stabbed at a
+    for (row_t r : delta_) if (meta_->overlaps(r, a, b)) emit(r);
   }
 
-  // Rebuild the static part from every record. Not safe concurrently with queries (the
-  // owner holds a write lock).
+  // Rebuild the static part from all of the metadata. Not safe concurrently with queries
+  // (the owner holds a write lock).
   void rebuild() {
-    const Meta* m = meta_->data();
     const std::size_t n = meta_->size();
     delta_.clear();
     delta_.shrink_to_fit();
     std::vector<row_t> all(n);
     for (std::size_t i = 0; i < n; ++i) all[i] = static_cast<row_t>(i);
-    by_from_.build(all, m);
-    by_to_.build(all, m);
     nodes_.clear(); by_start_.clear(); by_end_.clear();
     by_start_.reserve(n); by_end_.reserve(n);
     root_ = build(all);
+    n_static_ = n;
     nodes_.shrink_to_fit(); by_start_.shrink_to_fit(); by_end_.shrink_to_fit();
   }
 
   std::size_t memory_bytes() const {
-    return by_from_.memory_bytes() + by_to_.memory_bytes() +
-           (by_start_.capacity() + by_end_.capacity() + delta_.capacity()) * sizeof(row_t) +
+    return (by_start_.capacity() + by_end_.capacity() + delta_.capacity()) * sizeof(row_t) +
            nodes_.capacity() * sizeof(Node);
   }
 
@@ -106,27 +127,43 @@ class IntervalIndex {
     micros center;
     std::uint32_t begin, end;  // slice of by_start_ / by_end_
     std::int32_t left, right;
+    std::uint32_t total;       // intervals in this subtree
   };
+
+  std::size_t subtree(std::int32_t id) const { return id < 0 ? 0 : nodes_[static_cast<std::size_t>(id)].total; }
+
+  // Length of the prefix of the node's slice of `v` on which `pred` holds (it holds on a
+  // prefix by the slice's order).
+  template <class P>
+  static std::size_t prefix(const std::vector<row_t>& v, const Node& nd, P pred) {
+    std::size_t lo = nd.begin, hi = nd.end;
+    while (lo < hi) {
+      std::size_t mid = lo + (hi - lo) / 2;
+      if (pred(v[mid])) lo = mid + 1; else hi = mid;
+    }
+    return lo - nd.begin;
+  }
 
   std::int32_t build(std::vector<row_t>& items) {
     if (items.empty()) return -1;
-    const Meta* m = meta_->data();
+    const MetaTable::Times* tm = meta_->times_data();
+    const std::uint32_t total = static_cast<std::uint32_t>(items.size());
     // centre: median start point, a cheap balanced split for interval data
     std::size_t mid = items.size() / 2;
     std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(mid), items.end(),
-                     [m](row_t x, row_t y) { return m[x].valid_from < m[y].valid_from; });
-    micros c = m[items[mid]].valid_from;
+                     [tm](row_t x, row_t y) { return tm[x].valid_from < tm[y].valid_from; });
+    micros c = tm[items[mid]].valid_from;
     std::vector<row_t> left, right, here;
     for (row_t r : items) {
-      if (m[r].valid_to <= c) left.push_back(r);
-      else if (m[r].valid_from > c) right.push_back(r);
+      if (tm[r].valid_to <= c) left.push_back(r);
+      else if (tm[r].valid_from > c) right.push_back(r);
       else here.push_back(r);
     }
     items.clear(); items.shrink_to_fit();
-    Node node{c, static_cast<std::uint32_t>(by_start_.size()), 0, -1, -1};
-    std::sort(here.begin(), here.end(), [m](row_t x, row_t y) { return m[x].valid_from < m[y].valid_from; });
+    Node node{c, static_cast<std::uint32_t>(by_start_.size()), 0, -1, -1, total};
+    std::sort(here.begin(), here.end(), [tm](row_t x, row_t y) { return tm[x].valid_from < tm[y].valid_from; });
     by_start_.insert(by_start_.end(), here.begin(), here.end());
-    std::sort(here.begin(), here.end(), [m](row_t x, row_t y) { return m[x].valid_to > m[y].valid_to; });
+    std::sort(here.begin(), here.end(), [tm](row_t x, row_t y) { return tm[x].valid_to > tm[y].valid_to; });
     by_end_.insert(by_end_.end(), here.begin(), here.end());
     node.end = static_cast<std::uint32_t>(by_start_.size());
     std::int32_t id = static_cast<std::int32_t>(nodes_.size());
@@ -140,26 +177,41 @@ class IntervalIndex {
 
   template <class F>
   void stab(std::int32_t id, micros t, F& emit) const {
-    const Meta* m = meta_->data();
+    const MetaTable::Times* tm = meta_->times_data();
     while (id >= 0) {
       const Node& nd = nodes_[static_cast<std::size_t>(id)];
       if (t < nd.center) {
-        for (std::uint32_t i = nd.begin; i < nd.end && m[by_start_[i]].valid_from <= t; ++i) emit(by_start_[i]);
+        for (std::uint32_t i = nd.begin; i < nd.end && tm[by_start_[i]].valid_from <= t; ++i) emit(by_start_[i]);
         id = nd.left;
       } else {
-        for (std::uint32_t i = nd.begin; i < nd.end && m[by_end_[i]].valid_to > t; ++i) emit(by_end_[i]);
+        for (std::uint32_t i = nd.begin; i < nd.end && tm[by_end_[i]].valid_to > t; ++i) emit(by_end_[i]);
         id = nd.right;
       }
     }
   }
 
-  const std::vector<Meta>* meta_;
-  SortedRows<&Meta::valid_from> by_from_;  // every static row by from (counting, overlap starts)
-  SortedRows<&Meta::valid_to> by_to_;      // every static row by to (counting)
+  // Intervals with a < from < b. A node's intervals start by its centre, its left
+  // subtree's before it and its right subtree's after it; each visited node with its
+  // centre inside (a, b) emits at least the interval its centre came from.
+  template <class F>
+  void starting_in(std::int32_t id, micros a, micros b, F& emit) const {
+    const MetaTable::Times* tm = meta_->times_data();
+    while (id >= 0) {
+      const Node& nd = nodes_[static_cast<std::size_t>(id)];
+      const std::size_t i0 = nd.begin + prefix(by_start_, nd, [&](row_t r) { return tm[r].valid_from <= a; });
+      for (std::size_t i = i0; i < nd.end && tm[by_start_[i]].valid_from < b; ++i) emit(by_start_[i]);
+      const bool go_left = a < nd.center, go_right = b > nd.center;
+      if (go_left && go_right) starting_in(nd.left, a, b, emit);
+      id = go_right ? nd.right : (go_left ? nd.left : -1);
+    }
+  }
+
+  const MetaTable* meta_;
   std::vector<Node> nodes_;
   std::vector<row_t> by_start_, by_end_;   // per tree node: rows by from, and by to descending
   std::vector<row_t> delta_;
   std::int32_t root_ = -1;
+  std::size_t n_static_ = 0;
 };
 
 }  // namespace chrono

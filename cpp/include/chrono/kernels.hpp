@@ -11,7 +11,7 @@
 
 namespace chrono {
 
-struct Meta;
+class MetaTable;
 struct BoundArgs;
 
 struct Kernels {
@@ -36,7 +36,7 @@ struct Kernels {
   // fused score; see ScoreArgs.
   void (*score)(const struct ScoreArgs& a, std::size_t begin, std::size_t end);
   // The certified plan's metadata pass for a group of queries: see BoundArgs.
-  std::size_t (*bound_rows)(const BoundArgs& a, const Meta* meta, const std::uint32_t* rows, std::size_t n);
+  std::size_t (*bound_rows)(const BoundArgs& a, const MetaTable* meta, const std::uint32_t* rows, std::size_t n);
   // out[r * Gp + g] = sum_i QT[i * Gp + g] * xs[r][i] for nx int8 vectors xs[r] and g < Gp
   // (Gp a multiple of 8, at most 64): the queries transposed (d x Gp), so one pass over
   // them serves several vectors and all the queries.

@@ -87,7 +87,7 @@ struct QueryResult {
   bool certified = false;
   Plan plan = Plan::Scan;
   std::size_t scored = 0;      // similarities computed
-  std::size_t in_force = 0;    // interval-index count
+  std::size_t in_force = 0;    // interval-index count (taken only to decide the seed; else 0)
   std::size_t candidates = 0;  // rows whose bound reached theta after the metadata pass
 };
 
@@ -104,16 +104,18 @@ class Searcher {
     s_cap_ = s_cap_ * (1.0 + 1e-5) + 1e-6;  // float rounding of computed similarities
   }
 
-  // Step 1: count items in force; seed theta when more than seed_min are (by default the
-  // scan limit: there the seed is what lets the metadata pass cut the candidates below it;
-  // under it the best-first scan raises theta faster than a walk). Items out of force in
-  // latest mode are bounded later, at theta / penalty, after stage 0 has raised theta.
+  // Step 1: seed theta when more than seed_min items are in force (by default the scan
+  // limit: there the seed is what lets the metadata pass cut the candidates below it; under
+  // it the best-first scan raises theta faster than a walk). The count (a few microseconds
+  // at 10^6 items) is taken only when the store is larger than seed_min. Items out of force
+  // in latest mode are bounded later, at theta / penalty, after stage 0 has raised theta.
   void start() {
+    if (p_.seed_ef == 0 || meta_.size() <= p_.seed_min) return;
     r_.in_force = estimate_in_force();
     // The seed admits items in force only: any eligible items give a valid lower bound,
     // and in latest mode penalised ones would drag it down to ~penalty x score, which lets
     // every out-of-force item through the metadata pass.
-    if (p_.seed_ef > 0 && r_.in_force > p_.seed_min) walk(std::max(p_.seed_ef, 2 * p_.k), true);
+    if (r_.in_force > p_.seed_min) walk(std::max(p_.seed_ef, 2 * p_.k), true);
   }
   // After the group's metadata pass: `candidates` rows can still reach theta. Returns
   // false if this query goes to the graph plan instead (then it is finished).
@@ -133,18 +135,17 @@ class Searcher {
   // Offer a row whose similarity is known: penalty, decay and validity are recomputed in
   // double from its metadata, so a row scores identically whichever path found it.
   void score(std::uint32_t row, float sim) {
-    const Meta& m = meta_[row];
-    double pen = admit(m);
+    double pen = admit(row);
     if (pen == 0.0) return;
-    double d = decay_of(m);
-    offer(row, sim, static_cast<double>(m.reliability) * d, d, pen);
+    double d = decay_of(row);
+    offer(row, sim, static_cast<double>(meta_.reliability(row)) * d, d, pen);
   }
   void count_scored() { ++r_.scored; }
   // The exact penalty of a row (0: ineligible, tau included) and its validity v.
-  double eligibility(const Meta& m, double& v) const {
-    double pen = admit(m);
+  double eligibility(std::uint32_t row, double& v) const {
+    double pen = admit(row);
     if (pen == 0.0) return 0.0;
-    v = static_cast<double>(m.reliability) * decay_of(m);
+    v = static_cast<double>(meta_.reliability(row)) * decay_of(row);
     if (p_.tau > 0.0 && !(v >= p_.tau)) return 0.0;
     return pen;
   }
@@ -188,10 +189,10 @@ class Searcher {
   }
 
  private:
-  double decay_of(const Meta& m) const {
-    double age = age_days(p_.time.t, m.observed_at);
+  double decay_of(std::uint32_t row) const {
+    double age = age_days(p_.time.t, meta_.observed_at(row));
     double d;
-    kernels().decay(specs_[m.fact_type], &age, &d, 1);
+    kernels().decay(specs_[meta_.fact_type(row)], &age, &d, 1);
     return d;
   }
   double fuse(double s, double v) const {
@@ -205,17 +206,20 @@ class Searcher {
     return (theta - p_.alpha * s_cap_) / (1.0 - p_.alpha);
   }
   // Eligibility before similarity and arbitration; returns the penalty (0 = ineligible).
-  double admit(const Meta& m) const {
-    if (!m.known_at(p_.time.known_at)) return 0.0;
-    if (!p_.type_mask.empty() && (m.fact_type >= p_.type_mask.size() || !p_.type_mask[m.fact_type])) return 0.0;
-    if (in_force(m, p_.time)) return 1.0;
+  double admit(std::uint32_t row) const {
+    if (!meta_.known_at(row, p_.time.known_at)) return 0.0;
+    if (!p_.type_mask.empty()) {
+      const std::uint16_t type = meta_.fact_type(row);
+      if (type >= p_.type_mask.size() || !p_.type_mask[type]) return 0.0;
+    }
+    if (in_force(meta_, row, p_.time)) return 1.0;
     if (p_.time.mode != Mode::Latest) return 0.0;
     if (p_.invalid == InvalidPolicy::Exclude) return 0.0;
     return p_.invalid == InvalidPolicy::Penalize ? p_.penalty : 1.0;
   }
   bool is_winner(std::uint32_t row) const {
     if (!p_.arbitrate) return true;
-    std::int32_t stem = meta_[row].stem;
+    std::int32_t stem = meta_.stem(row);
     if (stem < 0) return true;
     return is_stem_winner(row, st_.stems(), static_cast<std::uint32_t>(stem), meta_, p_.time);
   }
@@ -265,10 +269,10 @@ class Searcher {
     const Searcher* s;
     bool in_force_only = false;
     bool operator()(hnswlib::labeltype label) override {
-      const Meta& m = s->meta_[label];
-      double pen = s->admit(m);
+      const std::uint32_t row = static_cast<std::uint32_t>(label);
+      double pen = s->admit(row);
       if (pen == 0.0 || (in_force_only && pen != 1.0)) return false;
-      if (s->p_.tau > 0.0 && static_cast<double>(m.reliability) * s->decay_of(m) < s->p_.tau) return false;
+      if (s->p_.tau > 0.0 && static_cast<double>(s->meta_.reliability(row)) * s->decay_of(row) < s->p_.tau) return false;
       return s->is_winner(static_cast<std::uint32_t>(label));
     }
   };
@@ -281,9 +285,8 @@ class Searcher {
     for (const auto& hit : last_walk_) {
       // rescored with the engine's own kernel, so a row scores identically in every plan
       std::uint32_t row = hit.second;
-      const Meta& m = meta_[row];
-      double d = decay_of(m);
-      offer(row, similarity(row), static_cast<double>(m.reliability) * d, d, admit(m));
+      double d = decay_of(row);
+      offer(row, similarity(row), static_cast<double>(meta_.reliability(row)) * d, d, admit(row));
     }
   }
   void graph() {
@@ -302,7 +305,7 @@ class Searcher {
   const Store& st_;
   SearchParams p_;
   const float* q_;
-  const std::vector<Meta>& meta_;
+  const MetaTable& meta_;
   const std::vector<DecaySpec>& specs_;
   double s_cap_;
   std::vector<Hit> heap_;
@@ -361,10 +364,10 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
     const double out_pen = qs[0].out_of_force_penalty();
     if (out_pen <= 0.0) return false;
     if (!seeded) {  // fewer than k eligible rows in force: every other row may count
-      for (std::uint32_t r = 0; r < meta.size(); ++r) if (!meta[r].overlaps(a, b)) emit(r);
+      for (std::uint32_t r = 0; r < meta.size(); ++r) if (!meta.overlaps(r, a, b)) emit(r);
       return false;
     }
-    if (ranges_for(out_pen) > 0) emit_ranges([&](std::uint32_t r) { return !meta[r].overlaps(a, b); });
+    if (ranges_for(out_pen) > 0) emit_ranges([&](std::uint32_t r) { return !meta.overlaps(r, a, b); });
     return false;
   }
   if (mode == Mode::All && !seeded) { for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r); return true; }
@@ -539,7 +542,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       ba.specs = specs.data(); ba.n_specs = specs.size();
       if (!p0.type_mask.empty()) { ba.type_mask = p0.type_mask.data(); ba.mask_n = p0.type_mask.size(); }
       ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt;
-      const std::size_t nk = k.bound_rows(ba, meta.data(), rows.data(), rows.size());
+      const std::size_t nk = k.bound_rows(ba, &meta, rows.data(), rows.size());
       kept.resize(nk); best.resize(nk);
       for (std::size_t g = 0; g < G; ++g) counts[g] = cnt[g];
     }
@@ -754,12 +757,11 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     std::size_t n_pend = 0;
     // The exact phase for the lanes with nd[g] set, given their similarity caps.
     auto exact = [&](std::uint32_t row, const double* capd) {
-      const Meta& m = meta[row];
       const float* x = nullptr;
       for (std::size_t g = 0; g < G; ++g) {
         if (!nd[g]) continue;
         double v = 0.0;
-        const double pen = qs[g].eligibility(m, v);
+        const double pen = qs[g].eligibility(row, v);
         if (pen == 0.0) continue;
         if (!(qs[g].fused(capd[g], v) * pen >= TH[g])) continue;
         qs[g].count_scored();
@@ -776,9 +778,9 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
     // with the float queries (dot_qt_i8); the cap is as in finish_s8 and finish.
     auto finish_row = [&](std::uint32_t row, float vmax, const std::int32_t* __restrict D, const float* __restrict R) {
       {  // per lane: the penalty (0: not known at K)
-        const Meta& m = meta[row];
-        const micros vf = m.valid_from, vt = m.valid_to, ing = m.ingested_at, ret = m.retracted_at;
-        const bool live = !(latest && m.deprecated);
+        const micros vf = meta.valid_from(row), vt = meta.valid_to(row), ing = meta.ingested_at(row),
+                     ret = meta.retracted_at(row);
+        const bool live = !(latest && meta.deprecated(row));
         for (std::size_t g = 0; g < G; ++g) {
           const bool known = (ing <= KA[g]) & (KA[g] < ret);
           const bool inf = (vf <= X1[g]) & (vt > X2[g]) & live;
@@ -819,25 +821,28 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       }
       n_pend = 0;
     };
-    constexpr std::size_t AHEAD = 16;
+    const MetaTable::Times* times = meta.times_data();
+    const MetaTable::Info* info = meta.info_data();
     for (std::size_t i = 0; i < n; ++i) {
-      if (i + AHEAD < n) __builtin_prefetch(&meta[rows[i + AHEAD]]);
       if (i + 8 < n) ann.prefetch_compact(rows[i + 8]);
       const std::uint32_t row = rows[i];
-      const Meta& m = meta[row];
-      if (!p0.type_mask.empty() && (m.fact_type >= p0.type_mask.size() || !p0.type_mask[m.fact_type])) continue;
-      const bool out_all = m.valid_from > maxX1 || m.valid_to <= minX2 || (latest && m.deprecated);
+      const MetaTable::Times tm = times[row];
+      const std::uint16_t tf = info[row].type_flags;
+      const std::uint16_t type = tf & MetaTable::kTypeMask;
+      if (!p0.type_mask.empty() && (type >= p0.type_mask.size() || !p0.type_mask[type])) continue;
+      const bool out_all = tm.valid_from > maxX1 || tm.valid_to <= minX2 || (latest && (tf & MetaTable::kDeprecated));
       const double pm = out_all ? out_pen : 1.0;
       if (pm <= 0.0) continue;
-      if (m.ingested_at > k_max || m.retracted_at <= k_min) continue;  // known to no query
+      if (tm.ingested_at > k_max || ((tf & MetaTable::kRetracted) && meta.retracted_at(row) <= k_min)) continue;  // known to no query
       // the largest decay over the group's times: decay is non-increasing in |age|
-      double ages[3] = {age_days(t_min, m.observed_at), age_days(t_max, m.observed_at), 0.0}, dd[3];
-      const DecaySpec& spec = specs[m.fact_type];
-      const std::size_t na = spec.symmetric && m.observed_at >= t_min && m.observed_at <= t_max ? 3 : 2;
+      const micros obs = tm.observed_at;
+      double ages[3] = {age_days(t_min, obs), age_days(t_max, obs), 0.0}, dd[3];
+      const DecaySpec& spec = specs[type];
+      const std::size_t na = spec.symmetric && obs >= t_min && obs <= t_max ? 3 : 2;
       k.decay(spec, ages, dd, na);
       double dmax = std::max(dd[0], dd[1]);
       if (na == 3) dmax = std::max(dmax, dd[2]);
-      const double vmax = static_cast<double>(m.reliability) * dmax * (1.0 + 1e-9);
+      const double vmax = static_cast<double>(info[row].reliability) * dmax * (1.0 + 1e-9);
       if (!(vmax >= p0.tau)) continue;
       if ((maxA + maxB * vmax) * pm < min_th) continue;
       pend[n_pend] = row;

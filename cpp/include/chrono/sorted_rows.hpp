@@ -1,9 +1,9 @@
-// Rows sorted by one time field of their metadata record, stored as 4-byte row numbers
-// (the time is read back from the record, which the caller loads anyway).
+// Rows sorted by one time field of the metadata's time records, stored as 4-byte row
+// numbers (the time is read back from the records, passed to each call).
 //
-// A binary search over a permutation would read a record per step; a fence holding the
-// key of every 64th position keeps that to one search of a small cached array plus at
-// most 6 record reads.
+// A binary search over a permutation would read a record at random per step; a fence
+// holding the key of every 64th position keeps that to one search of a small cached array
+// plus at most 6 record reads.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -13,16 +13,16 @@
 
 namespace chrono {
 
-template <micros Meta::*Key>
+template <micros MetaTable::Times::*Key>
 class SortedRows {
  public:
   using row_t = std::uint32_t;
   static constexpr std::size_t kFence = 64;
 
   // Sort `rows` by (key, row) and take them over.
-  void build(std::vector<row_t> rows, const Meta* meta) {
+  void build(std::vector<row_t> rows, const MetaTable::Times* key) {
     std::vector<std::pair<micros, row_t>> tmp(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i) tmp[i] = {meta[rows[i]].*Key, rows[i]};
+    for (std::size_t i = 0; i < rows.size(); ++i) tmp[i] = {key[rows[i]].*Key, rows[i]};
     std::sort(tmp.begin(), tmp.end());
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = tmp[i].second;
     rows_ = std::move(rows);
@@ -36,11 +36,11 @@ class SortedRows {
   row_t operator[](std::size_t i) const { return rows_[i]; }
 
   // Positions with key <= t (upper_bound) and with key < t (lower_bound).
-  std::size_t count_through(micros t, const Meta* meta) const {
-    return search(t, meta, [](micros k, micros v) { return k <= v; });
+  std::size_t count_through(micros t, const MetaTable::Times* key) const {
+    return search(t, key, [](micros k, micros v) { return k <= v; });
   }
-  std::size_t count_before(micros t, const Meta* meta) const {
-    return search(t, meta, [](micros k, micros v) { return k < v; });
+  std::size_t count_before(micros t, const MetaTable::Times* key) const {
+    return search(t, key, [](micros k, micros v) { return k < v; });
   }
 
   std::size_t memory_bytes() const { return rows_.capacity() * sizeof(row_t) + fence_.capacity() * sizeof(micros); }
@@ -49,7 +49,7 @@ class SortedRows {
   // The first position whose key fails `below(key, t)` (keys are sorted, so `below` holds
   // on a prefix).
   template <class Below>
-  std::size_t search(micros t, const Meta* meta, Below below) const {
+  std::size_t search(micros t, const MetaTable::Times* key, Below below) const {
     // blocks whose first key is below t: the answer lies in the last of them
     auto fb = std::partition_point(fence_.begin(), fence_.end(), [&](micros k) { return below(k, t); });
     std::size_t nb = static_cast<std::size_t>(fb - fence_.begin());
@@ -57,7 +57,7 @@ class SortedRows {
     std::size_t lo = (nb - 1) * kFence + 1, hi = std::min(nb * kFence, rows_.size());
     while (lo < hi) {  // first position in [lo, hi) failing `below`, else hi
       std::size_t mid = lo + (hi - lo) / 2;
-      if (below(meta[rows_[mid]].*Key, t)) lo = mid + 1; else hi = mid;
+      if (below(key[rows_[mid]].*Key, t)) lo = mid + 1; else hi = mid;
     }
     return lo;
   }

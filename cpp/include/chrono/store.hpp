@@ -3,6 +3,7 @@
 // lifecycle update) takes it exclusively and validates before it mutates, so a rejected
 // call changes nothing and each query sees a consistent snapshot.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -36,8 +37,8 @@ class Store {
   // Decay profile per fact-type code; codes are assigned by the Python layer.
   void set_decay(std::vector<DecaySpec> specs) {
     std::unique_lock<std::shared_mutex> g(mu_);
-    for (const Meta& m : meta_)
-      if (m.fact_type >= specs.size()) throw std::invalid_argument("decay table lacks a fact type in use");
+    for (std::size_t r = 0; r < meta_.size(); ++r)
+      if (meta_.fact_type(r) >= specs.size()) throw std::invalid_argument("decay table lacks a fact type in use");
     specs_ = std::move(specs);
   }
   const std::vector<DecaySpec>& decay_specs() const { return specs_; }
@@ -52,6 +53,7 @@ class Store {
     // --- validate everything before touching any state
     for (std::size_t i = 0; i < c.n; ++i) {
       if (c.fact_type[i] >= specs_.size()) throw std::invalid_argument("fact type code without a decay profile at row " + std::to_string(i));
+      if (c.fact_type[i] >= MetaTable::kMaxTypes) throw std::invalid_argument("fact type code " + std::to_string(c.fact_type[i]) + " at row " + std::to_string(i) + ": a store holds at most 16,384 fact types");
       if (!(c.valid_from[i] < c.valid_to[i])) throw std::invalid_argument("valid_to <= valid_from at row " + std::to_string(i));
     }
     std::vector<std::uint64_t> new_ids(c.n);
@@ -72,24 +74,8 @@ class Store {
       double nn = std::sqrt(static_cast<double>(kernels().dot(v, v, dim())));
       if (nn > max_norm_) max_norm_ = nn;
     }
-    meta_.resize(first + c.n);
-    for (std::size_t i = 0; i < c.n; ++i) {
-      Meta& m = meta_[first + i];
-      m = Meta{};
-      m.valid_from = c.valid_from[i];
-      m.valid_to = c.valid_to[i];
-      m.observed_at = c.observed_at[i];
-      m.ingested_at = c.ingested_at[i];
-      m.retracted_at = c.retracted_at[i];
-      m.version = c.version[i];
-      m.reliability = c.reliability[i];
-      m.stem = c.stem[i];
-      m.fact_type = c.fact_type[i];
-      m.deprecated = c.deprecated[i];
-      if (m.stem >= 0) {
-        stems_.add(static_cast<std::uint32_t>(m.stem), static_cast<std::uint32_t>(first + i));
-      }
-    }
+    meta_.append(c);
+    add_stems(c, first);
     append_ids(new_ids, first);
     bool rebuild = false, refresh = false;
     for (std::size_t i = 0; i < c.n; ++i) {
@@ -108,16 +94,16 @@ class Store {
     std::unique_lock<std::shared_mutex> g(mu_);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (rows[i] >= meta_.size()) throw std::out_of_range("row " + std::to_string(rows[i]) + " out of range");
-      const Meta& m = meta_[rows[i]];
-      if (valid_to && !(m.valid_from < valid_to[i])) throw std::invalid_argument("valid_to <= valid_from for row " + std::to_string(rows[i]));
-      if (retracted_at && !(m.ingested_at < retracted_at[i])) throw std::invalid_argument("retracted_at <= ingested_at for row " + std::to_string(rows[i]));
+      const std::uint32_t r = rows[i];
+      if (valid_to && !(meta_.valid_from(r) < valid_to[i])) throw std::invalid_argument("valid_to <= valid_from for row " + std::to_string(r));
+      if (retracted_at && !(meta_.ingested_at(r) < retracted_at[i])) throw std::invalid_argument("retracted_at <= ingested_at for row " + std::to_string(r));
     }
     bool intervals_changed = false;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      Meta& m = meta_[rows[i]];
-      if (valid_to && m.valid_to != valid_to[i]) { m.valid_to = valid_to[i]; intervals_changed = true; }
-      if (deprecated) m.deprecated = deprecated[i];
-      if (retracted_at) m.retracted_at = retracted_at[i];
+      const std::uint32_t r = rows[i];
+      if (valid_to && meta_.valid_to(r) != valid_to[i]) { meta_.set_valid_to(r, valid_to[i]); intervals_changed = true; }
+      if (deprecated) meta_.set_deprecated(r, deprecated[i] != 0);
+      if (retracted_at) meta_.set_retracted_at(r, retracted_at[i]);
     }
     if (intervals_changed) rebuild_intervals();
   }
@@ -133,7 +119,7 @@ class Store {
   }
 
   // Unlocked accessors for code that already holds the lock (the planner, exports).
-  const std::vector<Meta>& meta() const { return meta_; }
+  const MetaTable& meta() const { return meta_; }
   // User id of a row (ids equal to rows are not stored).
   std::uint64_t id_of(std::uint32_t row) const { return identity_ids_ ? row : ids_[row]; }
   const StemRows& stems() const { return stems_; }
@@ -146,18 +132,11 @@ class Store {
     std::unique_lock<std::shared_mutex> g(mu_);
     if (!meta_.empty()) throw std::logic_error("restore into a non-empty store");
     ann_.load(graph_path, c.n);
-    meta_.resize(c.n);
+    for (std::size_t i = 0; i < c.n; ++i)
+      if (c.fact_type[i] >= MetaTable::kMaxTypes) throw std::invalid_argument("fact type code " + std::to_string(c.fact_type[i]) + " at row " + std::to_string(i) + ": a store holds at most 16,384 fact types");
+    meta_.append(c);
+    add_stems(c, 0);
     std::vector<std::uint64_t> ids(c.ids, c.ids + c.n);
-    for (std::size_t i = 0; i < c.n; ++i) {
-      Meta& m = meta_[i];
-      m = Meta{};
-      m.valid_from = c.valid_from[i]; m.valid_to = c.valid_to[i]; m.observed_at = c.observed_at[i];
-      m.ingested_at = c.ingested_at[i]; m.retracted_at = c.retracted_at[i]; m.version = c.version[i];
-      m.reliability = c.reliability[i]; m.stem = c.stem[i]; m.fact_type = c.fact_type[i]; m.deprecated = c.deprecated[i];
-      if (m.stem >= 0) {
-        stems_.add(static_cast<std::uint32_t>(m.stem), static_cast<std::uint32_t>(i));
-      }
-    }
     append_ids(ids, 0);
     rebuild_fresh();
     for (std::size_t i = 0; i < c.n; ++i) {
@@ -171,7 +150,7 @@ class Store {
   std::size_t metadata_bytes() const {
     std::shared_lock<std::shared_mutex> g(mu_);
     const std::size_t stem_bytes = stems_.memory_bytes();
-    return meta_.capacity() * sizeof(Meta) + ids_.capacity() * sizeof(std::uint64_t) +
+    return meta_.memory_bytes() + ids_.capacity() * sizeof(std::uint64_t) +
            id_to_row_.size() * (sizeof(std::uint64_t) + sizeof(std::uint32_t) + 2 * sizeof(void*)) +
            stem_bytes;
   }
@@ -207,12 +186,20 @@ class Store {
       if (id + 1 > next_id_) next_id_ = id + 1;
     }
   }
+  // Link rows [first, first + c.n) into their stems' lists.
+  void add_stems(const MetaColumns& c, std::size_t first) {
+    std::int32_t top = -1;
+    for (std::size_t i = 0; i < c.n; ++i) top = std::max(top, c.stem[i]);
+    if (top >= 0) stems_.reserve(first + c.n, static_cast<std::size_t>(top) + 1);
+    for (std::size_t i = 0; i < c.n; ++i)
+      if (c.stem[i] >= 0) stems_.add(static_cast<std::uint32_t>(c.stem[i]), static_cast<std::uint32_t>(first + i));
+  }
   void rebuild_fresh() { fresh_.rebuild(); }
   void rebuild_intervals() { intervals_.rebuild(); }
 
   mutable std::shared_mutex mu_;
   AnnIndex ann_;
-  std::vector<Meta> meta_;
+  MetaTable meta_;
   std::vector<std::uint64_t> ids_;  // empty while identity_ids_
   std::unordered_map<std::uint64_t, std::uint32_t> id_to_row_;
   bool identity_ids_ = true;
