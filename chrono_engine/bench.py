@@ -898,7 +898,8 @@ def run(cfg: Config) -> dict:
             raise AssertionError("engine ids are not 0..n-1 in ingest order; the harness relies on it")
         mem = eng.memory()
         _log(cfg, f"corpus {gen_s:.1f} s; engine ingest {ingest_s:.1f} s on {build_threads} threads; "
-                  f"metadata {mem.get('metadata_per_item', float('nan')):.1f} B/item")
+                  f"temporal metadata + indexes {mem.get('temporal_per_item', float('nan')):.1f} B/item, "
+                  f"string columns {mem.get('strings_per_item', float('nan')):.1f} B/item")
 
         t0 = time.perf_counter()
         oracle = NumpyExact(w)

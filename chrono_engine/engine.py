@@ -789,15 +789,28 @@ class Engine:
 
     # ------------------------------------------------------------------ introspection
     def memory(self) -> dict:
-        """Bytes used by the parts of the store, and metadata bytes per item.
+        """Bytes used by the parts of the store, and bytes per item.
 
-        ``compact_vectors`` is the int8 copy of the vectors (plus a scale and an error
-        bound per item) that certified scans read before the full vectors."""
+        - ``metadata``: the core's per-item metadata (times, reliability, fact type and
+          flags, version codes, stems; ids only when they differ from rows), with the stem
+          lists; ``interval_index`` and ``freshness_index``: the two indexes over it.
+          ``temporal_per_item`` is the three together per item: what the engine keeps
+          beyond the vectors and the graph to answer temporal queries.
+        - ``strings``: the Arrow table of string columns (content, title, source,
+          modality, fact_type, stem_id, version, supersedes) returned with results and
+          saved with the store; its size follows the user's text.
+        - ``compact_vectors``: the int8 copy of the vectors (plus a scale and an error
+          bound per item) that certified scans read before the full vectors.
+        """
         m = dict(self._core.memory())
+        strings = self._strings()
+        m["strings"] = int(strings.nbytes) if strings is not None else 0
         n = max(len(self), 1)
         m["metadata_per_item"] = m["metadata"] / n
         m["interval_index_per_item"] = m["interval_index"] / n
         m["freshness_index_per_item"] = m["freshness_index"] / n
+        m["temporal_per_item"] = (m["metadata"] + m["interval_index"] + m["freshness_index"]) / n
+        m["strings_per_item"] = m["strings"] / n
         return m
 
     def validity(self, at: Any, ids: Any = None) -> np.ndarray:

@@ -110,6 +110,7 @@ def test_metadata_bytes_per_item_within_goal():
     eng = ce.Engine(8, decay=ce.DecayPolicy(default=ce.HalfLife(365.0)), M=4, ef_construction=16)
     eng.ingest(c.to_dict())
     m = eng.memory()
-    per_item = m["metadata_per_item"] + m["interval_index_per_item"] + m["freshness_index_per_item"]
+    per_item = m["temporal_per_item"]
+    assert per_item == pytest.approx(m["metadata_per_item"] + m["interval_index_per_item"] + m["freshness_index_per_item"])
     assert 44 <= m["metadata_per_item"] <= 52, m
     assert per_item <= 64, m
