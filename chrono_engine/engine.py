@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -212,8 +213,9 @@ class Engine:
         self._core = _core.Store(self._dim, metric, int(M), int(ef_construction), int(seed))
         self._fact_types: list[str] = []
         self._fact_code: dict[str, int] = {}
-        self._stems: list[str] = []
-        self._stem_code: dict[str, int] = {}
+        # stem names by code (the core's stem column holds the codes): one character
+        # buffer and a hash table in the core, not a Python list and dict
+        self._stems = _core.Names()
         # String columns by row: an immutable table replaced (never mutated) by writers, so
         # a reader holding a reference always sees every row the core had when it read.
         self._table: pa.Table | None = None
@@ -310,15 +312,11 @@ class Engine:
         code_of = {t: i for i, t in enumerate(types)}
         remap = np.array([code_of[t] for t in batch.fact_type_names], dtype=np.uint16)
         ft = remap[batch.fact_type_codes] if n else np.zeros(0, np.uint16)
-        stem_names = [s for s in batch.stem_names if s not in self._stem_code]
-        stem_code = dict(self._stem_code)
-        base = len(self._stems)
-        for i, s in enumerate(stem_names):
-            stem_code[s] = base + i
-        smap = np.array([stem_code[s] for s in batch.stem_names] + [-1], dtype=np.int32)
-        stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
         if new_types:
             self._core.set_decay(self._policy.kernel_table(types))
+        n_stems = len(self._stems)  # new stem names get the next codes; forgotten on failure
+        smap = np.append(self._stems.add_all(batch.stem_names), np.int32(-1))
+        stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
         # Publish the strings first: readers may see the new rows in the table before the
         # core has them (harmless), never the reverse.
         old_table = self._table
@@ -333,6 +331,7 @@ class Engine:
                 batch.deprecated.astype(np.uint8), batch.ids, self.threads)
         except ValueError as e:
             self._table = old_table
+            self._stems.truncate(n_stems)
             msg = str(e)
             if msg.startswith("duplicate id"):
                 row = int(msg.rsplit(" ", 1)[1])
@@ -341,11 +340,10 @@ class Engine:
             raise SchemaError(msg) from None
         except BaseException:
             self._table = old_table
+            self._stems.truncate(n_stems)
             raise
         self._fact_types = types
         self._fact_code = code_of
-        self._stems.extend(stem_names)
-        self._stem_code = stem_code
         # ids given, or assigned by the core (largest id so far + 1 onwards)
         return self._core.columns_at(np.arange(first, first + n, dtype=np.uint32))["id"]
 
@@ -678,7 +676,7 @@ class Engine:
                 "search": {"ef": self.ef, "ef_max": self.ef_max, "scan_limit": self.scan_limit,
                            "seed_ef": self.seed_ef, "seed_min": self.seed_min, "group": self.group,
                            "scan": self.scan},
-                "decay": self._policy.to_dict(), "fact_types": self._fact_types, "stems": self._stems,
+                "decay": self._policy.to_dict(), "fact_types": self._fact_types, "stems": self._stems.tolist(),
                 "rows": int(len(table)),
                 "files": {name: _sha256(snap / name) for name in ("graph.bin", "meta.arrow")},
             }
@@ -769,8 +767,12 @@ class Engine:
             raise CorruptStoreError(f"{root}: meta.arrow has {len(table)} rows, manifest says {rows}")
         eng._fact_types = fact_types
         eng._fact_code = {t: i for i, t in enumerate(eng._fact_types)}
-        eng._stems = stems
-        eng._stem_code = {s: i for i, s in enumerate(eng._stems)}
+        try:
+            eng._stems.add_all(stems)
+        except TypeError as e:
+            raise CorruptStoreError(f"{root}: manifest.json lists a stem that is not a string ({e})") from None
+        if len(eng._stems) != len(stems):
+            raise CorruptStoreError(f"{root}: manifest.json lists a stem id twice")
         if eng._fact_types:
             eng._core.set_decay(eng._policy.kernel_table(eng._fact_types))
         col = lambda name, dt: np.ascontiguousarray(table.column(name).to_numpy(), dtype=dt)  # noqa: E731
@@ -799,18 +801,23 @@ class Engine:
         - ``strings``: the Arrow table of string columns (content, title, source,
           modality, fact_type, stem_id, version, supersedes) returned with results and
           saved with the store; its size follows the user's text.
+        - ``names``: the stem names behind the stem codes (a character buffer and a hash
+          table in the core, ~len + 16 bytes per stem) and the fact-type names.
         - ``compact_vectors``: the int8 copy of the vectors (plus a scale and an error
           bound per item) that certified scans read before the full vectors.
         """
         m = dict(self._core.memory())
         strings = self._strings()
         m["strings"] = int(strings.nbytes) if strings is not None else 0
+        m["names"] = (self._stems.memory_bytes() + sys.getsizeof(self._fact_types) + sys.getsizeof(self._fact_code)
+                      + sum(sys.getsizeof(x) for x in self._fact_types))
         n = max(len(self), 1)
         m["metadata_per_item"] = m["metadata"] / n
         m["interval_index_per_item"] = m["interval_index"] / n
         m["freshness_index_per_item"] = m["freshness_index"] / n
         m["temporal_per_item"] = (m["metadata"] + m["interval_index"] + m["freshness_index"]) / n
         m["strings_per_item"] = m["strings"] / n
+        m["names_per_item"] = m["names"] / n
         return m
 
     def validity(self, at: Any, ids: Any = None) -> np.ndarray:

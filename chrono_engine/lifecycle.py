@@ -114,8 +114,8 @@ def _check_stem(stem_id: Any) -> str:
 
 
 def _stem_rows(engine: Engine, stem_id: str, cols: dict) -> np.ndarray:
-    code = engine._stem_code.get(stem_id)
-    if code is None:
+    code = engine._stems.find(stem_id)
+    if code < 0:
         raise NotFoundError(f"unknown stem {stem_id!r} (a new lineage starts with Engine.ingest)")
     return np.flatnonzero(cols["stem"] == code)
 

@@ -11,6 +11,7 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine import _core
+from chrono_engine.errors import CorruptStoreError
 from chrono_engine.schema import parse_version
 from chrono_engine.synthetic import US_PER_DAY, make_corpus
 
@@ -114,3 +115,42 @@ def test_metadata_bytes_per_item_within_goal():
     assert per_item == pytest.approx(m["metadata_per_item"] + m["interval_index_per_item"] + m["freshness_index_per_item"])
     assert 44 <= m["metadata_per_item"] <= 52, m
     assert per_item <= 64, m
+    # reported apart: the Arrow string columns and the Python name dictionaries
+    assert m["strings"] == eng._strings().nbytes > 0
+    chars = sum(len(s.encode()) for s in eng._stems)
+    assert m["names_per_item"] * len(eng) == m["names"]
+    assert chars <= m["names"] <= chars + 24 * len(eng._stems) + 4096
+
+
+def test_stem_names_intern_in_order_and_roll_back(tmp_path):
+    names = _core.Names()
+    batch = ["a", "b", "a", "ünïcödé", "", "b", "c" * 1000]
+    assert names.add_all(batch).tolist() == [0, 1, 0, 2, 3, 1, 4]
+    assert names.tolist() == ["a", "b", "ünïcödé", "", "c" * 1000] == list(names)
+    assert [names.find(s) for s in ("ünïcödé", "c" * 1000, "zz", "c")] == [2, 4, -1, -1]
+    many = [f"s{i}" for i in range(50_000)]  # past several rehashes
+    assert names.add_all(many).tolist() == list(range(5, 50_005))
+    assert names.find("s49999") == 50_004 and names[50_004] == "s49999"
+    with pytest.raises(TypeError, match="name must be str"):
+        names.add_all(["new1", "new2", 7])  # all or nothing: new1 and new2 are forgotten
+    assert len(names) == 50_005 and names.find("new1") == -1
+    names.truncate(3)
+    assert names.tolist() == ["a", "b", "ünïcödé"] and names.find("s0") == -1 and names.find("b") == 1
+    with pytest.raises(IndexError):
+        names[3]
+
+
+def test_open_refuses_a_manifest_naming_a_stem_twice(tmp_path):
+    import json
+    eng = ce.Engine(4, M=4, ef_construction=16)
+    eng.ingest({"vector": np.eye(4, dtype=np.float32), "valid_from": np.full(4, T0).astype("datetime64[us]"),
+                "stem_id": ["x", "y", "x", "z"], "version": ["v1", "v1", "v2", "v1"]})
+    eng.save(tmp_path / "e")
+    again = ce.Engine.open(tmp_path / "e")
+    assert again._stems.tolist() == ["x", "y", "z"]
+    snap = tmp_path / "e" / (tmp_path / "e" / "CURRENT").read_text().strip()
+    man = json.loads((snap / "manifest.json").read_text())
+    man["stems"] = ["x", "y", "x"]
+    (snap / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(CorruptStoreError, match="stem id twice"):
+        ce.Engine.open(tmp_path / "e")

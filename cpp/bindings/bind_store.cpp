@@ -1,12 +1,23 @@
 // Bindings of the store and the planner: array conversion, GIL release, thread pool.
 #include <optional>
 #include <pybind11/stl.h>
+#include "chrono/names.hpp"
 #include "chrono/planner.hpp"
 #include "common.hpp"
 
 using namespace chrono;
 
 namespace {
+
+std::string_view utf8(const py::handle& h, const char* what) {
+  if (!PyUnicode_Check(h.ptr())) throw py::type_error(std::string(what) + " must be str");
+  Py_ssize_t len = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(h.ptr(), &len);
+  if (p == nullptr) throw py::error_already_set();
+  return {p, static_cast<std::size_t>(len)};
+}
+
+py::str to_py(std::string_view s) { return py::str(s.data(), s.size()); }
 
 struct PyStore {
   std::unique_ptr<Store> s;
@@ -301,6 +312,39 @@ struct PyStore {
 }  // namespace
 
 void bind_store(py::module_& m) {
+  // The GIL stays held in every method: a table is read and extended under it only.
+  py::class_<NameTable>(m, "Names")
+      .def(py::init<>())
+      .def("__len__", &NameTable::size)
+      .def("__getitem__", [](const NameTable& t, std::int64_t code) {
+        if (code < 0 || static_cast<std::size_t>(code) >= t.size()) throw py::index_error("name code out of range");
+        return to_py(t.name(static_cast<std::size_t>(code)));
+      })
+      .def("find", [](const NameTable& t, py::handle s) { return t.find(utf8(s, "name")); })
+      .def("add_all", [](NameTable& t, const py::sequence& names) {
+        // codes of `names`, adding the new ones in order; all or nothing
+        const std::size_t n0 = t.size();
+        py::array_t<std::int32_t> out(static_cast<py::ssize_t>(names.size()));
+        try {
+          for (std::size_t i = 0; i < names.size(); ++i) {
+            const std::uint32_t c = t.add(utf8(names[i], "name"));
+            if (c > 0x7fffffffu) throw std::length_error("more than 2^31 - 1 stems");
+            out.mutable_data()[i] = static_cast<std::int32_t>(c);
+          }
+        } catch (...) {
+          t.truncate(n0);
+          throw;
+        }
+        return out;
+      })
+      .def("truncate", &NameTable::truncate)
+      .def("tolist", [](const NameTable& t) {
+        py::list out(t.size());
+        for (std::size_t i = 0; i < t.size(); ++i) out[i] = to_py(t.name(i));
+        return out;
+      })
+      .def("memory_bytes", &NameTable::memory_bytes);
+
   py::class_<PyStore>(m, "Store")
       .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t>(), py::arg("dim"),
            py::arg("metric"), py::arg("M"), py::arg("ef_construction"), py::arg("seed"))
