@@ -45,7 +45,8 @@ _FUSIONS = {"product": 0, "linear": 1}
 _INVALID = {"penalize": 0, "exclude": 1, "include": 2}
 _FORMAT = "chrono_engine.store"
 _FORMAT_VERSION = 1
-_STRING_COLUMNS = ("content", "title", "source", "modality", "fact_type", "stem_id", "version", "supersedes")
+# String columns kept by row (fact_type and stem_id names are not: the core holds their codes)
+_STRING_COLUMNS = ("content", "title", "source", "modality", "version", "supersedes")
 # engine.query fills mode / as_of / window from the query's intent; these pass through
 _QUERY_OPTIONS = ("known_at", "fusion", "alpha", "tau", "deprecated", "deprecation_penalty", "arbitrate",
                   "fact_types", "exact", "explain")
@@ -320,7 +321,8 @@ class Engine:
         # Publish the strings first: readers may see the new rows in the table before the
         # core has them (harmless), never the reverse.
         old_table = self._table
-        new_table = batch.table if old_table is None else pa.concat_tables([old_table, batch.table])
+        kept = batch.table.select(list(_STRING_COLUMNS))
+        new_table = kept if old_table is None else pa.concat_tables([old_table, kept])
         if new_table.column(0).num_chunks > 64:
             new_table = new_table.combine_chunks()
         self._table = new_table
@@ -349,6 +351,14 @@ class Engine:
 
     def _strings(self) -> pa.Table | None:
         return self._table
+
+    def _stem_names(self, codes: np.ndarray) -> pa.Array:
+        """The stem ids of stem codes (-1: null) as an Arrow string array."""
+        codes = np.ascontiguousarray(codes, dtype=np.int32)
+        offsets, data = self._stems.take(codes)
+        valid = codes >= 0
+        bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
 
     # ------------------------------------------------------------------ search
     def search(self, vector: Any, k: int = 10, *, mode: str = "latest", as_of: Any = None,
@@ -480,7 +490,7 @@ class Engine:
             "score": pa.array(out["score"], pa.float64()),
             "similarity": pa.array(out["similarity"], pa.float32()),
             "validity": pa.array(out["validity"], pa.float32()),
-            "stem_id": s.column("stem_id"),
+            "stem_id": self._stem_names(cols["stem"]),
             "version": version,
             "valid_from": vf_ts,
             "valid_to": vt_ts,
@@ -667,6 +677,11 @@ class Engine:
                 strings = strings.slice(0, len(table))
                 for name in strings.column_names:
                     table = table.append_column(name, strings.column(name))
+                # the names behind the codes, so that meta.arrow reads on its own
+                types = np.asarray(self._fact_types, dtype=object)
+                table = table.append_column("fact_type", pa.array(types[cols["fact_type"]] if len(types) else
+                                                                  np.full(len(table), None, object), pa.string()))
+                table = table.append_column("stem_id", self._stem_names(cols["stem"]))
             with pa.OSFile(str(snap / "meta.arrow"), "wb") as sink:
                 with ipc.new_file(sink, table.schema) as w:
                     w.write_table(table)
@@ -799,8 +814,8 @@ class Engine:
           ``temporal_per_item`` is the three together per item: what the engine keeps
           beyond the vectors and the graph to answer temporal queries.
         - ``strings``: the Arrow table of string columns (content, title, source,
-          modality, fact_type, stem_id, version, supersedes) returned with results and
-          saved with the store; its size follows the user's text.
+          modality, version, supersedes) returned with results and saved with the store;
+          its size follows the user's text.
         - ``names``: the stem names behind the stem codes (a character buffer and a hash
           table in the core, ~len + 16 bytes per stem) and the fact-type names.
         - ``compact_vectors``: the int8 copy of the vectors (plus a scale and an error

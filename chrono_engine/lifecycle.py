@@ -358,7 +358,7 @@ def history(engine: Engine, stem_id: str) -> pa.Table:
     s = strings.take(pa.array(order, pa.int64()))
     return pa.table([
         pa.array(cols["id"][order], pa.uint64()),
-        s.column("stem_id").cast(pa.string()),
+        pa.array([stem_id] * len(order), pa.string()),
         s.column("version").cast(pa.string()),
         s.column("supersedes").cast(pa.string()),
         _ts(cols["valid_from"][order], False),

@@ -154,3 +154,33 @@ def test_open_refuses_a_manifest_naming_a_stem_twice(tmp_path):
     (snap / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(CorruptStoreError, match="stem id twice"):
         ce.Engine.open(tmp_path / "e")
+
+
+def test_stem_and_fact_type_names_come_back_from_codes(tmp_path):
+    """fact_type and stem_id are kept as codes only: results and meta.arrow rebuild the
+    strings (null stems stay null)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    rng = np.random.default_rng(5)
+    n = 300
+    stems = [None if i % 7 == 0 else f"doc-{i % 40}-é" for i in range(n)]
+    types = [f"type{i % 3}" for i in range(n)]
+    eng = ce.Engine(8, decay=ce.DecayPolicy(default=ce.HalfLife(365.0)), M=4, ef_construction=16)
+    ids = eng.ingest({"vector": rng.normal(size=(n, 8)).astype(np.float32),
+                      "valid_from": np.full(n, T0).astype("datetime64[us]"),
+                      "stem_id": stems, "fact_type": types, "version": [f"v{i}" for i in range(n)]})
+    res = eng.search(rng.normal(size=8).astype(np.float32), n, mode="all", arbitrate=False, exact=True)
+    assert len(res) == n
+    got = dict(zip(res.column("id").to_pylist(), res.column("stem_id").to_pylist()))
+    assert [got[int(i)] for i in ids] == stems
+    assert "fact_type" not in eng._strings().column_names and "stem_id" not in eng._strings().column_names
+    eng.save(tmp_path / "e")
+    snap = tmp_path / "e" / (tmp_path / "e" / "CURRENT").read_text().strip()
+    with pa.memory_map(str(snap / "meta.arrow")) as src:
+        table = ipc.open_file(src).read_all()
+    assert table.column("stem_id").to_pylist() == stems
+    assert table.column("fact_type").to_pylist() == types
+    again = ce.Engine.open(tmp_path / "e")
+    res2 = again.search(np.ones(8, np.float32), n, mode="all", arbitrate=False, exact=True)
+    got2 = dict(zip(res2.column("id").to_pylist(), res2.column("stem_id").to_pylist()))
+    assert [got2[int(i)] for i in ids] == stems
