@@ -192,6 +192,7 @@ def _check_index(eng, rng, label):
         assert got.dtype == np.uint32
         np.testing.assert_array_equal(got, want, err_msg=f"{label}: rows_valid_at({t})")
         assert eng._core.count_valid_at(t) == len(want), f"{label}: count_valid_at({t})"
+        assert eng._core.valid_at_upper_bound(t) >= len(want), f"{label}: valid_at_upper_bound({t})"
     for _ in range(50):
         a, b = np.sort(rng.choice(ts, 2, replace=False))
         a, b = int(a), int(b)

@@ -405,6 +405,10 @@ void bind_store(py::module_& m) {
       .def("rows_valid_at", &PyStore::rows_valid_at)
       .def("rows_overlapping", &PyStore::rows_overlapping)
       .def("rows_observed_between", &PyStore::rows_observed_between, py::arg("type"), py::arg("lo"), py::arg("hi"))
+      .def("valid_at_upper_bound", [](PyStore& p, std::int64_t t) {
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        return p.s->intervals().valid_at_upper_bound(t);
+      })
       .def("count_valid_at", [](PyStore& p, std::int64_t t) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         return p.s->intervals().count_valid_at(t);

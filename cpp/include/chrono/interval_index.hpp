@@ -58,6 +58,18 @@ class IntervalIndex {
     return c;
   }
 
+  // An upper bound on count_valid_at(t) without reading any endpoint: only the nodes on
+  // t's path hold intervals that can contain t, so their sizes (and the delta) bound it.
+  std::size_t valid_at_upper_bound(micros t) const {
+    std::size_t c = delta_.size();
+    for (std::int32_t id = root_; id >= 0;) {
+      const Node& nd = nodes_[static_cast<std::size_t>(id)];
+      c += nd.end - nd.begin;
+      id = t < nd.center ? nd.left : nd.right;
+    }
+    return c;
+  }
+
   std::size_t count_overlapping(micros a, micros b) const {
     if (a >= b) return 0;
     const MetaTable::Times* tm = meta_->times_data();

@@ -107,10 +107,14 @@ class Searcher {
   // Step 1: seed theta when more than seed_min items are in force (by default the scan
   // limit: there the seed is what lets the metadata pass cut the candidates below it; under
   // it the best-first scan raises theta faster than a walk). The count (a few microseconds
-  // at 10^6 items) is taken only when the store is larger than seed_min. Items out of force
+  // at 10^6 items) is taken only when the store is larger than seed_min and, for a stabbing
+  // query, the sizes of the tree nodes on T's path exceed it. Items out of force
   // in latest mode are bounded later, at theta / penalty, after stage 0 has raised theta.
   void start() {
     if (p_.seed_ef == 0 || meta_.size() <= p_.seed_min) return;
+    if ((p_.time.mode == Mode::Latest || p_.time.mode == Mode::AsOf) &&
+        st_.intervals().valid_at_upper_bound(p_.time.t) <= p_.seed_min)
+      return;  // the tree path's sizes already rule the seed out (no endpoint read)
     r_.in_force = estimate_in_force();
     // The seed admits items in force only: any eligible items give a valid lower bound,
     // and in latest mode penalised ones would drag it down to ~penalty x score, which lets
