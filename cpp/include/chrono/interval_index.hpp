@@ -4,8 +4,8 @@
 //
 // A centred interval tree flattened into arrays: each node holds the intervals that
 // contain its centre, once sorted by start (ascending) and once by end (descending), as
-// 4-byte row numbers (8 bytes per item in all; the endpoints are read from the metadata
-// columns), and the size of its subtree.
+// 4-byte row numbers (8 bytes per item; the endpoints are read from the metadata), the
+// size of its subtree, and for long slices the key of every 64th position (~0.25 B/item).
 //   - Enumeration is output-sensitive, O(log n + k).
 //   - Counting walks one root-to-leaf path with a binary search per node, O(log^2 n):
 //     valid at T = per node, the intervals started by T (if T < centre) or not ended by T;
@@ -47,10 +47,10 @@ class IntervalIndex {
     for (std::int32_t id = root_; id >= 0;) {
       const Node& nd = nodes_[static_cast<std::size_t>(id)];
       if (t < nd.center) {  // intervals here started by t: a prefix of by_start_
-        c += prefix(by_start_, nd, [&](row_t r) { return tm[r].valid_from <= t; });
+        c += start_prefix(nd, tm, [&](micros k) { return k <= t; });
         id = nd.left;
       } else {  // not ended by t: a prefix of by_end_
-        c += prefix(by_end_, nd, [&](row_t r) { return tm[r].valid_to > t; });
+        c += end_prefix(nd, tm, [&](micros k) { return k > t; });
         id = nd.right;
       }
     }
@@ -79,7 +79,7 @@ class IntervalIndex {
     for (std::int32_t id = root_; id >= 0;) {  // #{from < b}
       const Node& nd = nodes_[static_cast<std::size_t>(id)];
       if (b <= nd.center) {  // the right subtree starts after the centre
-        started += prefix(by_start_, nd, [&](row_t r) { return tm[r].valid_from < b; });
+        started += start_prefix(nd, tm, [&](micros k) { return k < b; });
         id = nd.left;
       } else {  // the left subtree and this node start before the centre
         started += subtree(nd.left) + (nd.end - nd.begin);
@@ -91,7 +91,7 @@ class IntervalIndex {
       if (a < nd.center) {  // this node and the right subtree end after the centre
         id = nd.left;
       } else {  // the left subtree ends by the centre
-        ended += subtree(nd.left) + (nd.end - nd.begin) - prefix(by_end_, nd, [&](row_t r) { return tm[r].valid_to > a; });
+        ended += subtree(nd.left) + (nd.end - nd.begin) - end_prefix(nd, tm, [&](micros k) { return k > a; });
         id = nd.right;
       }
     }
@@ -122,16 +122,17 @@ class IntervalIndex {
     delta_.shrink_to_fit();
     std::vector<row_t> all(n);
     for (std::size_t i = 0; i < n; ++i) all[i] = static_cast<row_t>(i);
-    nodes_.clear(); by_start_.clear(); by_end_.clear();
+    nodes_.clear(); by_start_.clear(); by_end_.clear(); fence_start_.clear(); fence_end_.clear();
     by_start_.reserve(n); by_end_.reserve(n);
     root_ = build(all);
     n_static_ = n;
     nodes_.shrink_to_fit(); by_start_.shrink_to_fit(); by_end_.shrink_to_fit();
+    fence_start_.shrink_to_fit(); fence_end_.shrink_to_fit();
   }
 
   std::size_t memory_bytes() const {
     return (by_start_.capacity() + by_end_.capacity() + delta_.capacity()) * sizeof(row_t) +
-           nodes_.capacity() * sizeof(Node);
+           nodes_.capacity() * sizeof(Node) + (fence_start_.capacity() + fence_end_.capacity()) * sizeof(micros);
   }
 
  private:
@@ -140,18 +141,44 @@ class IntervalIndex {
     std::uint32_t begin, end;  // slice of by_start_ / by_end_
     std::int32_t left, right;
     std::uint32_t total;       // intervals in this subtree
+    std::uint32_t fence;       // first fence key in fence_start_ / fence_end_ (slices > kFence)
   };
+  static constexpr std::size_t kFence = 64;
 
   std::size_t subtree(std::int32_t id) const { return id < 0 ? 0 : nodes_[static_cast<std::size_t>(id)].total; }
 
-  // Length of the prefix of the node's slice of `v` on which `pred` holds (it holds on a
-  // prefix by the slice's order).
+  // Length of the prefix of the node's slice of by_start_ (by_end_) whose valid_from
+  // (valid_to) satisfies `pred` (it holds on a prefix by the slice's order).
   template <class P>
-  static std::size_t prefix(const std::vector<row_t>& v, const Node& nd, P pred) {
+  std::size_t start_prefix(const Node& nd, const MetaTable::Times* tm, P pred) const {
+    return prefix(by_start_, fence_start_, nd, pred, [tm](row_t r) { return tm[r].valid_from; });
+  }
+  template <class P>
+  std::size_t end_prefix(const Node& nd, const MetaTable::Times* tm, P pred) const {
+    return prefix(by_end_, fence_end_, nd, pred, [tm](row_t r) { return tm[r].valid_to; });
+  }
+  // A slice longer than kFence keeps the key of every kFence-th position (its fence): a
+  // binary search of those few contiguous keys finds the block, then at most log2(kFence)
+  // random reads of the metadata finish the search.
+  template <class P, class K>
+  static std::size_t prefix(const std::vector<row_t>& v, const std::vector<micros>& fence, const Node& nd, P pred,
+                            K key) {
     std::size_t lo = nd.begin, hi = nd.end;
+    const std::size_t m = hi - lo;
+    if (m > kFence) {
+      const micros* f = fence.data() + nd.fence;
+      std::size_t a = 0, b = (m + kFence - 1) / kFence;  // a: fence keys satisfying pred
+      while (a < b) {
+        std::size_t mid = a + (b - a) / 2;
+        if (pred(f[mid])) a = mid + 1; else b = mid;
+      }
+      if (a == 0) return 0;
+      lo = nd.begin + (a - 1) * kFence + 1;
+      hi = std::min<std::size_t>(nd.end, nd.begin + a * kFence);
+    }
     while (lo < hi) {
       std::size_t mid = lo + (hi - lo) / 2;
-      if (pred(v[mid])) lo = mid + 1; else hi = mid;
+      if (pred(key(v[mid]))) lo = mid + 1; else hi = mid;
     }
     return lo - nd.begin;
   }
@@ -172,11 +199,15 @@ class IntervalIndex {
       else here.push_back(r);
     }
     items.clear(); items.shrink_to_fit();
-    Node node{c, static_cast<std::uint32_t>(by_start_.size()), 0, -1, -1, total};
+    Node node{c, static_cast<std::uint32_t>(by_start_.size()), 0, -1, -1, total,
+              static_cast<std::uint32_t>(fence_start_.size())};
+    const bool fenced = here.size() > kFence;
     std::sort(here.begin(), here.end(), [tm](row_t x, row_t y) { return tm[x].valid_from < tm[y].valid_from; });
     by_start_.insert(by_start_.end(), here.begin(), here.end());
+    if (fenced) for (std::size_t i = 0; i < here.size(); i += kFence) fence_start_.push_back(tm[here[i]].valid_from);
     std::sort(here.begin(), here.end(), [tm](row_t x, row_t y) { return tm[x].valid_to > tm[y].valid_to; });
     by_end_.insert(by_end_.end(), here.begin(), here.end());
+    if (fenced) for (std::size_t i = 0; i < here.size(); i += kFence) fence_end_.push_back(tm[here[i]].valid_to);
     node.end = static_cast<std::uint32_t>(by_start_.size());
     std::int32_t id = static_cast<std::int32_t>(nodes_.size());
     nodes_.push_back(node);
@@ -210,7 +241,7 @@ class IntervalIndex {
     const MetaTable::Times* tm = meta_->times_data();
     while (id >= 0) {
       const Node& nd = nodes_[static_cast<std::size_t>(id)];
-      const std::size_t i0 = nd.begin + prefix(by_start_, nd, [&](row_t r) { return tm[r].valid_from <= a; });
+      const std::size_t i0 = nd.begin + start_prefix(nd, tm, [&](micros k) { return k <= a; });
       for (std::size_t i = i0; i < nd.end && tm[by_start_[i]].valid_from < b; ++i) emit(by_start_[i]);
       const bool go_left = a < nd.center, go_right = b > nd.center;
       if (go_left && go_right) starting_in(nd.left, a, b, emit);
@@ -221,6 +252,7 @@ class IntervalIndex {
   const MetaTable* meta_;
   std::vector<Node> nodes_;
   std::vector<row_t> by_start_, by_end_;   // per tree node: rows by from, and by to descending
+  std::vector<micros> fence_start_, fence_end_;  // per long slice: every kFence-th key
   std::vector<row_t> delta_;
   std::int32_t root_ = -1;
   std::size_t n_static_ = 0;
