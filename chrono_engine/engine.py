@@ -315,35 +315,32 @@ class Engine:
         ft = remap[batch.fact_type_codes] if n else np.zeros(0, np.uint16)
         if new_types:
             self._core.set_decay(self._policy.kernel_table(types))
-        n_stems = len(self._stems)  # new stem names get the next codes; forgotten on failure
-        smap = np.append(self._stems.add_all(batch.stem_names), np.int32(-1))
-        stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
-        # Publish the strings first: readers may see the new rows in the table before the
-        # core has them (harmless), never the reverse.
-        old_table = self._table
-        kept = batch.table.select(list(_STRING_COLUMNS))
-        new_table = kept if old_table is None else pa.concat_tables([old_table, kept])
-        if new_table.column(0).num_chunks > 64:
-            new_table = new_table.combine_chunks()
-        self._table = new_table
+        # New stem names get the next codes and the strings are published before the core
+        # has the rows (readers may see them early, harmless, never late); a failure undoes both.
+        old_table, n_stems = self._table, len(self._stems)
         try:
+            smap = np.append(self._stems.add_all(batch.stem_names), np.int32(-1))
+            stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
+            kept = batch.table.select(list(_STRING_COLUMNS))
+            new_table = kept if old_table is None else pa.concat_tables([old_table, kept])
+            if new_table.column(0).num_chunks > 64:
+                new_table = new_table.combine_chunks()
+            self._table = new_table
             first = self._core.ingest(
                 batch.vector, batch.valid_from, batch.valid_to, batch.observed_at, batch.ingested_at,
                 batch.retracted_at, batch.version_key, batch.reliability, stem, ft,
                 batch.deprecated.astype(np.uint8), batch.ids, self.threads)
-        except ValueError as e:
+        except BaseException as e:
             self._table = old_table
             self._stems.truncate(n_stems)
+            if not isinstance(e, ValueError):
+                raise
             msg = str(e)
             if msg.startswith("duplicate id"):
                 row = int(msg.rsplit(" ", 1)[1])
                 raise SchemaError(f"column 'id', row {row}: {msg.split(' at row')[0]} is already in the store "
                                   "(duplicate id)", column="id", row=row, rule="duplicate id") from None
             raise SchemaError(msg) from None
-        except BaseException:
-            self._table = old_table
-            self._stems.truncate(n_stems)
-            raise
         self._fact_types = types
         self._fact_code = code_of
         # ids given, or assigned by the core (largest id so far + 1 onwards)
@@ -679,8 +676,7 @@ class Engine:
                     table = table.append_column(name, strings.column(name))
                 # the names behind the codes, so that meta.arrow reads on its own
                 types = np.asarray(self._fact_types, dtype=object)
-                table = table.append_column("fact_type", pa.array(types[cols["fact_type"]] if len(types) else
-                                                                  np.full(len(table), None, object), pa.string()))
+                table = table.append_column("fact_type", pa.array(types[cols["fact_type"]], pa.string()))
                 table = table.append_column("stem_id", self._stem_names(cols["stem"]))
             with pa.OSFile(str(snap / "meta.arrow"), "wb") as sink:
                 with ipc.new_file(sink, table.schema) as w:

@@ -295,13 +295,11 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
       __builtin_prefetch(info + rows[i + AHEAD]);
     }
     const std::uint32_t row = rows[i];
-    const MetaTable::Times tm = times[row];
-    const std::uint16_t tf = info[row].type_flags;
-    const std::uint16_t type = tf & MetaTable::kTypeMask;
-    const bool deprecated = (tf & MetaTable::kDeprecated) != 0;
+    const std::uint16_t type = meta->fact_type(row);
+    const bool deprecated = meta->deprecated(row);
     if (A.type_mask && (type >= A.mask_n || !A.type_mask[type])) continue;
-    const double obs = static_cast<double>(tm.observed_at);
-    const double rel = static_cast<double>(info[row].reliability);
+    const double obs = static_cast<double>(meta->observed_at(row));
+    const double rel = static_cast<double>(meta->reliability(row));
     bool direct = true;
     if (type < n_fast && factorised(type)) {
       const DecaySpec& s = A.specs[type];
@@ -312,7 +310,7 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
         if (quick) {
           const double xm = Emax[type] * F + kTiny;
           const double dmax = xm < 1.0 ? xm : 1.0;
-          const bool out_all = tm.valid_from > maxX1 || tm.valid_to <= minX2 || (A.latest && deprecated);
+          const bool out_all = meta->valid_from(row) > maxX1 || meta->valid_to(row) <= minX2 || (A.latest && deprecated);
           const double bm = (maxA + maxB * (rel * dmax)) * (out_all ? out_pen : 1.0);
           if (bm < minTH) continue;
         }
@@ -333,8 +331,8 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
       decay_batch(A.specs[type], ages, v, Gp);
     }
     const std::int64_t live = (A.latest && deprecated) ? 0 : 1;
-    const std::int64_t vf = tm.valid_from, vt = tm.valid_to, ing = tm.ingested_at,
-                       ret = (tf & MetaTable::kRetracted) ? meta->retracted_at(row) : kOpenEnd;
+    const std::int64_t vf = meta->valid_from(row), vt = meta->valid_to(row), ing = meta->ingested_at(row),
+                       ret = meta->retracted_at(row);
     for (std::size_t g = 0; g < Gp; ++g) {
       const std::int64_t known = (ing <= K[g]) & (K[g] < ret);
       const std::int64_t inf = (vf <= X1[g]) & (vt > X2[g]) & live;

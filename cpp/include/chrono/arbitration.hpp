@@ -4,7 +4,6 @@
 // window), never on similarity, so it acts as a filter. It is checked lazily: only for an
 // item that would otherwise enter the top-k, which keeps it off the hot path.
 #pragma once
-#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -38,15 +37,14 @@ inline bool in_force(const MetaTable& m, std::size_t r, const TimeContext& c) {
 class StemRows {
  public:
   static constexpr std::uint32_t kNone = 0xffffffffu;
-  // Room for rows < n_rows and stems < n_stems: exact the first time, else at least
-  // double (amortised O(1) appends).
+  // Room for rows < n_rows and stems < n_stems (see grow_capacity).
   void reserve(std::size_t n_rows, std::size_t n_stems) {
-    grow(next_, n_rows);
-    grow(head_, n_stems);
+    grow_capacity(next_, n_rows);
+    grow_capacity(head_, n_stems);
   }
   void add(std::uint32_t stem, std::uint32_t row) {
-    if (stem >= head_.size()) { grow(head_, static_cast<std::size_t>(stem) + 1); head_.resize(static_cast<std::size_t>(stem) + 1, kNone); }
-    if (row >= next_.size()) { grow(next_, static_cast<std::size_t>(row) + 1); next_.resize(static_cast<std::size_t>(row) + 1, kNone); }
+    if (stem >= head_.size()) head_.resize(static_cast<std::size_t>(stem) + 1, kNone);
+    if (row >= next_.size()) next_.resize(static_cast<std::size_t>(row) + 1, kNone);
     next_[row] = head_[stem];
     head_[stem] = row;
   }
@@ -58,11 +56,6 @@ class StemRows {
   std::size_t memory_bytes() const { return (head_.capacity() + next_.capacity()) * sizeof(std::uint32_t); }
 
  private:
-  static void grow(std::vector<std::uint32_t>& v, std::size_t n) {
-    if (v.capacity() >= n) return;
-    v.reserve(v.capacity() == 0 ? n : std::max(n, 2 * v.capacity()));
-  }
-
   std::vector<std::uint32_t> head_, next_;
 };
 

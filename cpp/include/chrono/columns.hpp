@@ -22,6 +22,14 @@
 
 namespace chrono {
 
+// Make room for n elements: exactly n the first time, else at least double the capacity
+// (amortised O(1) appends without the 2x slack of a first large batch).
+template <class T>
+void grow_capacity(std::vector<T>& v, std::size_t n) {
+  if (v.capacity() >= n) return;
+  v.reserve(v.capacity() == 0 ? n : std::max(n, 2 * v.capacity()));
+}
+
 // Column-wise input for ingest (borrowed pointers; n rows).
 struct MetaColumns {
   std::size_t n = 0;
@@ -75,13 +83,21 @@ class MetaTable {
 
   bool valid_at(std::size_t r, micros t) const { return times_[r].valid_from <= t && t < times_[r].valid_to; }
   bool overlaps(std::size_t r, micros a, micros b) const { return times_[r].valid_from < b && times_[r].valid_to > a; }
-  bool known_at(std::size_t r, micros k) const { return times_[r].ingested_at <= k && (!retracted(r) || k < retracted_at(r)); }
+  bool known_at(std::size_t r, micros k) const { return times_[r].ingested_at <= k && k < retracted_at(r); }
 
   // Raw arrays, for kernels and indexes (valid until the next append).
   const Times* times_data() const { return times_.data(); }
   const Info* info_data() const { return info_.data(); }
 
-  // Append n rows (the caller validated them: fact types < kMaxTypes). Either every row is
+  // Throws if a row's fact type code does not fit the 14 bits it is stored in.
+  static void check_types(const MetaColumns& c) {
+    for (std::size_t i = 0; i < c.n; ++i)
+      if (c.fact_type[i] >= kMaxTypes)
+        throw std::invalid_argument("fact type code " + std::to_string(c.fact_type[i]) + " at row " + std::to_string(i) +
+                                    ": a store holds at most 16,384 fact types");
+  }
+
+  // Append n rows (the caller validated them, check_types included). Either every row is
   // appended or, on an exception (allocation), none is.
   void append(const MetaColumns& c) {
     const std::size_t first = size();
@@ -155,13 +171,9 @@ class MetaTable {
     return code;
   }
 
-  // Room for n rows: exactly n for the first batch, else at least double (amortised O(1)).
   void reserve(std::size_t n) {
-    const std::size_t cap = times_.capacity();
-    if (cap >= n) return;
-    const std::size_t want = cap == 0 ? n : std::max(n, 2 * cap);
-    times_.reserve(want); info_.reserve(want); stem_.reserve(want);
-    if (wide_) v32_.reserve(want);
+    grow_capacity(times_, n); grow_capacity(info_, n); grow_capacity(stem_, n);
+    if (wide_) grow_capacity(v32_, n);
   }
 
   // Drop rows from `n` on (undoes a failed append; dictionary entries may stay, unused).

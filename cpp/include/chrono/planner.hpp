@@ -825,28 +825,24 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
       }
       n_pend = 0;
     };
-    const MetaTable::Times* times = meta.times_data();
-    const MetaTable::Info* info = meta.info_data();
     for (std::size_t i = 0; i < n; ++i) {
       if (i + 8 < n) ann.prefetch_compact(rows[i + 8]);
       const std::uint32_t row = rows[i];
-      const MetaTable::Times tm = times[row];
-      const std::uint16_t tf = info[row].type_flags;
-      const std::uint16_t type = tf & MetaTable::kTypeMask;
+      const std::uint16_t type = meta.fact_type(row);
       if (!p0.type_mask.empty() && (type >= p0.type_mask.size() || !p0.type_mask[type])) continue;
-      const bool out_all = tm.valid_from > maxX1 || tm.valid_to <= minX2 || (latest && (tf & MetaTable::kDeprecated));
+      const bool out_all = meta.valid_from(row) > maxX1 || meta.valid_to(row) <= minX2 || (latest && meta.deprecated(row));
       const double pm = out_all ? out_pen : 1.0;
       if (pm <= 0.0) continue;
-      if (tm.ingested_at > k_max || ((tf & MetaTable::kRetracted) && meta.retracted_at(row) <= k_min)) continue;  // known to no query
+      if (meta.ingested_at(row) > k_max || meta.retracted_at(row) <= k_min) continue;  // known to no query
       // the largest decay over the group's times: decay is non-increasing in |age|
-      const micros obs = tm.observed_at;
+      const micros obs = meta.observed_at(row);
       double ages[3] = {age_days(t_min, obs), age_days(t_max, obs), 0.0}, dd[3];
       const DecaySpec& spec = specs[type];
       const std::size_t na = spec.symmetric && obs >= t_min && obs <= t_max ? 3 : 2;
       k.decay(spec, ages, dd, na);
       double dmax = std::max(dd[0], dd[1]);
       if (na == 3) dmax = std::max(dmax, dd[2]);
-      const double vmax = static_cast<double>(info[row].reliability) * dmax * (1.0 + 1e-9);
+      const double vmax = static_cast<double>(meta.reliability(row)) * dmax * (1.0 + 1e-9);
       if (!(vmax >= p0.tau)) continue;
       if ((maxA + maxB * vmax) * pm < min_th) continue;
       pend[n_pend] = row;

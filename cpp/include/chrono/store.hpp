@@ -53,9 +53,9 @@ class Store {
     // --- validate everything before touching any state
     for (std::size_t i = 0; i < c.n; ++i) {
       if (c.fact_type[i] >= specs_.size()) throw std::invalid_argument("fact type code without a decay profile at row " + std::to_string(i));
-      if (c.fact_type[i] >= MetaTable::kMaxTypes) throw std::invalid_argument("fact type code " + std::to_string(c.fact_type[i]) + " at row " + std::to_string(i) + ": a store holds at most 16,384 fact types");
       if (!(c.valid_from[i] < c.valid_to[i])) throw std::invalid_argument("valid_to <= valid_from at row " + std::to_string(i));
     }
+    MetaTable::check_types(c);
     std::vector<std::uint64_t> new_ids(c.n);
     if (c.ids) {
       std::unordered_map<std::uint64_t, std::uint32_t> seen;
@@ -132,8 +132,7 @@ class Store {
     std::unique_lock<std::shared_mutex> g(mu_);
     if (!meta_.empty()) throw std::logic_error("restore into a non-empty store");
     ann_.load(graph_path, c.n);
-    for (std::size_t i = 0; i < c.n; ++i)
-      if (c.fact_type[i] >= MetaTable::kMaxTypes) throw std::invalid_argument("fact type code " + std::to_string(c.fact_type[i]) + " at row " + std::to_string(i) + ": a store holds at most 16,384 fact types");
+    MetaTable::check_types(c);
     meta_.append(c);
     add_stems(c, 0);
     std::vector<std::uint64_t> ids(c.ids, c.ids + c.n);
