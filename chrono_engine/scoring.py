@@ -126,6 +126,11 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     optional ``reliability`` (q), ``fact_type`` (selects the decay profile), ``valid_from``
     and ``valid_to`` (rows not valid at T are penalised), ``deprecated``.
 
+    The two new float32 columns are buffers of Arrow's default memory pool (counted by
+    ``pa.total_allocated_bytes()``), filled in place by one pass of the compiled kernel on
+    ``threads`` threads with the GIL released; large ones are advised to use transparent
+    huge pages, as NumPy does for its own arrays.
+
     ``window`` / ``query`` are for :meth:`ScoringPolicy.article_reference` only (the
     listing's historical window, or the question its own parser reads; ``as_of`` is then
     its clock); that preset reads ``similarity``, ``valid_from``, ``valid_to`` and
@@ -179,13 +184,21 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     dep = None
     if "deprecated" in names:  # null = False, as at ingest
         dep = np.ascontiguousarray(pc.fill_null(t.column("deprecated"), False).to_numpy(zero_copy_only=False), dtype=np.uint8)
+    # The outputs are buffers of Arrow's default memory pool, as an Arrow compute kernel's
+    # would be: counted by pa.total_allocated_bytes(), and a pool that keeps freed pages
+    # (mimalloc, jemalloc) hands the next call memory that needs no fresh page faults.
+    n = len(sim)
+    buf_s, buf_v = pa.allocate_buffer(4 * n), pa.allocate_buffer(4 * n)
     try:
-        s, v = _core.score(sim, observed, rel, codes, vf, vt, dep, specs, to_us(as_of, "as_of"),
-                           _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
-                           _INVALID[policy.deprecated], float(policy.tau), int(threads))
+        _core.score(sim, observed, rel, codes, vf, vt, dep, specs, to_us(as_of, "as_of"),
+                    _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
+                    _INVALID[policy.deprecated], float(policy.tau), int(threads),
+                    np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32))
     except ValueError as e:
         m = re.match(r"reliability must be in \(0, 1\] at row (\d+)", str(e))
         if m:
             raise QueryError(f"column 'reliability', row {m.group(1)}: must be in (0, 1]") from None
         raise
-    return t.append_column("validity", pa.array(v)).append_column("score", pa.array(s))
+    v = pa.Array.from_buffers(pa.float32(), n, [None, buf_v])
+    s = pa.Array.from_buffers(pa.float32(), n, [None, buf_s])
+    return t.append_column("validity", v).append_column("score", s)

@@ -256,6 +256,48 @@ def test_core_score_names_type_codes_out_of_range():
                     0, 0, 0.75, 0.1, 0, 0.0, 1)
 
 
+def test_core_score_writes_into_the_callers_arrays_and_checks_them():
+    from chrono_engine import _core
+    n = 5_000
+    rng = np.random.default_rng(4)
+    sim = rng.uniform(-0.2, 1.0, n).astype(np.float32)
+    obs = -rng.integers(0, 400 * US_PER_DAY, n)
+    specs = np.array([[1.0, math.log(2) / 30.0, 0.0, 1.0, 0.0]])  # exponential, 30-day half-life
+    args = (sim, obs, None, None, None, None, None, specs, 0, 0, 0.75, 0.1, 0, 0.0, 1)
+    ref_s, ref_v = _core.score(*args)  # fresh arrays
+    o_s, o_v = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+    got_s, got_v = _core.score(*args, o_s, o_v)
+    assert got_s is o_s and got_v is o_v
+    np.testing.assert_array_equal(o_s, ref_s)
+    np.testing.assert_array_equal(o_v, ref_v)
+    want_v = np.exp(-(math.log(2) / 30.0) * (-obs / US_PER_DAY))
+    np.testing.assert_allclose(o_v, want_v, rtol=1e-6)
+    ro = np.zeros(n, np.float32)
+    ro.flags.writeable = False
+    for bad, what in [(np.zeros(n, np.float64), "C-contiguous array of the output type"),
+                      (np.zeros(2 * n, np.float32)[::2], "C-contiguous array of the output type"),
+                      (np.zeros(n + 1, np.float32), f"writable 1-d array of {n} values"),
+                      (np.zeros((n, 1), np.float32), f"writable 1-d array of {n} values"),
+                      (ro, f"writable 1-d array of {n} values")]:
+        with pytest.raises(ValueError, match="out_validity: expected a " + what):
+            _core.score(*args, np.zeros(n, np.float32), bad)
+
+
+@needs_kernel
+def test_score_outputs_are_arrow_memory_pool_buffers():
+    n = 200_000
+    _, table = random_candidates(n, seed=21)
+    before = pa.total_allocated_bytes()
+    out = ce.score(table, as_of=T_QUERY, policy=ce.ScoringPolicy(decay=POLICY))
+    # both float32 outputs were allocated by (and are counted in) Arrow's default pool
+    assert pa.total_allocated_bytes() - before >= 8 * n
+    for name in ("score", "validity"):
+        col = out.column(name)
+        assert col.type == pa.float32() and col.null_count == 0 and len(col) == n
+    del out
+    assert pa.total_allocated_bytes() - before < 8 * n
+
+
 def test_score_reliability_scales_validity():
     n = 100
     rel = np.linspace(0.01, 1.0, n).astype(np.float32)

@@ -2,6 +2,7 @@
 #include <optional>
 #include <pybind11/stl.h>
 #include "chrono/ann_index.hpp"
+#include "chrono/huge_pages.hpp"
 #include "chrono/kernels.hpp"
 #include "common.hpp"
 
@@ -14,7 +15,7 @@ void bind_score(py::module_& m) {
          std::optional<carray<std::int32_t>> type, std::optional<carray<std::int64_t>> valid_from,
          std::optional<carray<std::int64_t>> valid_to, std::optional<carray<std::uint8_t>> deprecated,
          carray<double> specs, std::int64_t t, int fusion, double alpha, double penalty, int invalid_policy,
-         double tau, int threads) {
+         double tau, int threads, py::object out_score, py::object out_validity) {
         const std::size_t n = static_cast<std::size_t>(similarity.size());
         std::vector<DecaySpec> sp = specs_from(specs);
         ScoreArgs a{};
@@ -34,9 +35,14 @@ void bind_score(py::module_& m) {
         a.penalty = penalty;
         a.invalid_policy = invalid_policy;
         a.tau = tau;
-        py::array_t<float> out(static_cast<py::ssize_t>(n)), val(static_cast<py::ssize_t>(n));
+        // outputs: the caller's buffers (ce.score passes Arrow memory-pool buffers, whose
+        // pages a pool keeps between calls) or fresh arrays
+        py::array_t<float> out = !out_score.is_none() ? writable<float>(out_score, n, "out_score") : py::array_t<float>(static_cast<py::ssize_t>(n));
+        py::array_t<float> val = !out_validity.is_none() ? writable<float>(out_validity, n, "out_validity") : py::array_t<float>(static_cast<py::ssize_t>(n));
         a.out_score = out.mutable_data();
         a.out_validity = val.mutable_data();
+        advise_huge_pages(a.out_score, n * sizeof(float));
+        advise_huge_pages(a.out_validity, n * sizeof(float));
         {
           py::gil_scoped_release nogil;
           const Kernels& k = kernels();
@@ -64,5 +70,5 @@ void bind_score(py::module_& m) {
       py::arg("similarity"), py::arg("observed_at"), py::arg("reliability"), py::arg("fact_type"),
       py::arg("valid_from"), py::arg("valid_to"), py::arg("deprecated"), py::arg("specs"), py::arg("t"),
       py::arg("fusion"), py::arg("alpha"), py::arg("penalty"), py::arg("invalid_policy"), py::arg("tau"),
-      py::arg("threads") = 1);
+      py::arg("threads") = 1, py::arg("out_score") = py::none(), py::arg("out_validity") = py::none());
 }

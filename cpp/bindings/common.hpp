@@ -29,6 +29,20 @@ const T* checked(const carray<T>& a, std::size_t n, const char* name) {
   return a.data();
 }
 
+// An output array the caller supplies: float32 (no conversion, which would write into a
+// copy), C-contiguous, writable, n values.
+template <class T>
+py::array_t<T> writable(const py::object& o, std::size_t n, const char* name) {
+  // checked before any conversion: a converted copy would take the results, not the caller's array
+  if (!py::isinstance<py::array_t<T, py::array::c_style>>(o))
+    throw std::invalid_argument(std::string(name) + ": expected a C-contiguous array of the output type");
+  auto a = py::reinterpret_borrow<py::array_t<T>>(o);
+  if (!a.writeable() || a.ndim() != 1 || static_cast<std::size_t>(a.size()) != n)
+    throw std::invalid_argument(std::string(name) + ": expected a writable 1-d array of " + std::to_string(n) +
+                                " values");
+  return a;
+}
+
 // A compiled kernel variant by name ("" = the one chosen at run time), for tests.
 inline const chrono::Kernels& variant(const std::string& name) {
   if (name.empty()) return chrono::kernels();
