@@ -825,6 +825,7 @@ class Config:
     engine_exact: bool = True
     engine_ef: int | None = None
     scan_limit: int | None = None
+    engine_batch: int = 0         # queries per engine search_batch call (0: all in one call)
     min_time: float = 0.3
     min_repeat: int = 1           # every timing runs at least this often (all contenders alike)
     seed: int = 0
@@ -965,8 +966,20 @@ def run(cfg: Config) -> dict:
                                  "queries": cfg.queries, "peers": {}}
 
                     def eng_run(exact_flag):
-                        return eng.search_batch(qv, cfg.k, mode=mode, as_of=T, known_at=known, fusion=fusion,
-                                                alpha=cfg.alpha, threads=th, exact=exact_flag)
+                        import pyarrow as pa
+                        import pyarrow.compute as pc
+                        b = cfg.engine_batch or cfg.queries
+                        parts = []
+                        for lo in range(0, cfg.queries, b):  # calls of b queries, one after another
+                            hi = min(cfg.queries, lo + b)
+                            tab = eng.search_batch(qv[lo:hi], cfg.k, mode=mode, as_of=T[lo:hi],
+                                                   known_at=known[lo:hi], fusion=fusion, alpha=cfg.alpha,
+                                                   threads=th, exact=exact_flag)
+                            if lo:
+                                i = tab.schema.get_field_index("query")
+                                tab = tab.set_column(i, "query", pc.add(tab.column("query"), pa.scalar(lo, pa.int32())))
+                            parts.append(tab)
+                        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
                     s, tab = _best_time(lambda: eng_run(False), cfg.min_time, min_repeat=cfg.min_repeat)
                     got, cert = answers_from_table(tab, cfg.queries)
@@ -1055,6 +1068,8 @@ def _print_table(report: dict, cfg: Config, nslow: int) -> None:
     hn = [f"hnswlib_ef{ef}" for ef in cfg.efs]
     print(f"\nSearch: QPS (recall@{cfg.k} vs the exact NumPy oracle); ratio = engine QPS / best peer QPS "
           f"with recall >= {RECALL_TARGET:.2f}, peers measured in this run")
+    if cfg.engine_batch:
+        print(f"engine: {cfg.engine_batch} queries per search_batch call, calls one after another")
     head = (f"{'regime':<7}{'mode':<7}{'sel':>6}{'thr':>4} | {'engine':>16} {'cert':>5} | "
             f"{'eng exact':>9} | {'numpy':>7} | {'np-prefilt':>10} | {'numba':>16} | "
             f"{'hnswlib+rerank':>24} | ratio")
@@ -1202,6 +1217,9 @@ def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
     p.add_argument("--no-engine-exact", action="store_true", help="skip timing the engine with exact=True")
     p.add_argument("--engine-ef", type=int, default=d.engine_ef, help="Engine(ef=...) (default: the engine's)")
     p.add_argument("--scan-limit", type=int, default=d.scan_limit, help="Engine(scan_limit=...)")
+    p.add_argument("--engine-batch", type=int, default=d.engine_batch,
+                   help="queries per engine search_batch call, calls one after another (0: all in one call; "
+                        "1: one query per call, the latency of a server answering queries one by one)")
     p.add_argument("--min-time", type=float, default=d.min_time, help="seconds of repeats per timing")
     p.add_argument("--min-repeat", type=int, default=d.min_repeat,
                    help="runs per timing at least (the best counts; the same for every contender)")
@@ -1222,6 +1240,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
                  efs=tup(ns.ef, _ints), fusion=ns.fusion, alpha=ns.alpha, k=ns.k, M=ns.M,
                  ef_construction=ns.ef_construction, build_threads=ns.build_threads,
                  engine_exact=not ns.no_engine_exact, engine_ef=ns.engine_ef, scan_limit=ns.scan_limit,
+                 engine_batch=ns.engine_batch,
                  min_time=ns.min_time, min_repeat=ns.min_repeat, seed=ns.seed, json=ns.json or None,
                  plot=ns.plot, quiet=ns.quiet)
     for r in cfg.regimes:

@@ -148,6 +148,19 @@ def test_small_run_writes_json(tmp_path, capsys):
     assert data["regimes"]["steep"]["engine_memory"]["metadata"] > 0
 
 
+def test_engine_batch_calls_give_the_one_call_answers(capsys):
+    # 16 queries in calls of 5 (5 + 5 + 5 + 1): the per-call query numbers are offset into
+    # the run's, so the answers are the oracle's exactly as with one call
+    common = ["--n", str(N), "--dim", str(DIM), "--queries", "16", "--selectivity", "0.2", "--threads", "1",
+              "--min-time", "0", "--peers", "numpy", "--no-engine-exact", "--json", "", "--plot", ""]
+    report = bench.main(common + ["--engine-batch", "5"])
+    assert "5 queries per search_batch call" in capsys.readouterr().out
+    assert report["config"]["engine_batch"] == 5
+    for r in report["results"]:
+        assert r["engine"]["recall"] == 1.0 and r["engine"]["same_topk"] == 1.0
+        assert r["engine"]["certified_but_wrong"] == 0
+
+
 def _has(mod: str) -> bool:
     try:
         __import__(mod)
