@@ -841,6 +841,9 @@ def _log(cfg: Config, *a) -> None:
 
 def run(cfg: Config) -> dict:
     """Run the benchmark described by ``cfg``; returns the report (also written as JSON)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     import chrono_engine as ce
     from chrono_engine import synthetic as syn
 
@@ -966,8 +969,6 @@ def run(cfg: Config) -> dict:
                                  "queries": cfg.queries, "peers": {}}
 
                     def eng_run(exact_flag):
-                        import pyarrow as pa
-                        import pyarrow.compute as pc
                         b = cfg.engine_batch or cfg.queries
                         parts = []
                         for lo in range(0, cfg.queries, b):  # calls of b queries, one after another

@@ -37,8 +37,8 @@ void bind_score(py::module_& m) {
         a.tau = tau;
         // outputs: the caller's buffers (ce.score passes Arrow memory-pool buffers, whose
         // pages a pool keeps between calls) or fresh arrays
-        py::array_t<float> out = !out_score.is_none() ? writable<float>(out_score, n, "out_score") : py::array_t<float>(static_cast<py::ssize_t>(n));
-        py::array_t<float> val = !out_validity.is_none() ? writable<float>(out_validity, n, "out_validity") : py::array_t<float>(static_cast<py::ssize_t>(n));
+        py::array_t<float> out = output_array<float>(out_score, n, "out_score");
+        py::array_t<float> val = output_array<float>(out_validity, n, "out_validity");
         a.out_score = out.mutable_data();
         a.out_validity = val.mutable_data();
         advise_huge_pages(a.out_score, n * sizeof(float));

@@ -29,10 +29,12 @@ const T* checked(const carray<T>& a, std::size_t n, const char* name) {
   return a.data();
 }
 
-// An output array the caller supplies: float32 (no conversion, which would write into a
-// copy), C-contiguous, writable, n values.
+// An output array of n values: a fresh one when the caller passes None, else the caller's,
+// which must be float32 (no conversion, which would write into a copy), C-contiguous,
+// writable, 1-d and of n values.
 template <class T>
-py::array_t<T> writable(const py::object& o, std::size_t n, const char* name) {
+py::array_t<T> output_array(const py::object& o, std::size_t n, const char* name) {
+  if (o.is_none()) return py::array_t<T>(static_cast<py::ssize_t>(n));
   // checked before any conversion: a converted copy would take the results, not the caller's array
   if (!py::isinstance<py::array_t<T, py::array::c_style>>(o))
     throw std::invalid_argument(std::string(name) + ": expected a C-contiguous array of the output type");

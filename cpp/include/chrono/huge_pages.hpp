@@ -6,16 +6,32 @@
 // is off, or off Linux, the memory is ordinary. Smaller blocks come from std::allocator.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <vector>
-#include <cstdint>
-#include <cstdlib>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
 namespace chrono {
+
+// Advises transparent huge pages for the whole 2 MiB pages inside [p, p + bytes): for the
+// allocator below, and for output buffers from a caller's pool (as NumPy does for its own
+// large arrays). Where THP is in "madvise" mode, untouched pages then fault in 2 MiB at a
+// time. Advisory: errors are ignored, and a range holding no whole 2 MiB page is left alone.
+inline void advise_huge_pages(void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(p), e = b + bytes;
+  const std::uintptr_t lo = (b + kHuge - 1) & ~(kHuge - 1), hi = e & ~(kHuge - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 template <class T>
 struct HugePageAllocator {
@@ -32,7 +48,7 @@ struct HugePageAllocator {
     if (n <= max_size() && n * sizeof(T) >= kMinBytes) {
       void* p = nullptr;
       if (posix_memalign(&p, kMinBytes, n * sizeof(T)) != 0) throw std::bad_alloc();
-      madvise(p, n * sizeof(T) / kMinBytes * kMinBytes, MADV_HUGEPAGE);  // advisory: failure leaves ordinary pages
+      advise_huge_pages(p, n * sizeof(T));  // advisory: failure leaves ordinary pages
       return static_cast<T*>(p);
     }
 #endif
@@ -50,23 +66,6 @@ struct HugePageAllocator {
   friend bool operator==(const HugePageAllocator&, const HugePageAllocator&) noexcept { return true; }
   friend bool operator!=(const HugePageAllocator&, const HugePageAllocator&) noexcept { return false; }
 };
-
-// Advises transparent huge pages for the whole 2 MiB pages inside [p, p + bytes) of memory
-// someone else allocated (an output buffer from a caller's pool), as NumPy does for its own
-// large arrays: where THP is in "madvise" mode, untouched pages then fault in 2 MiB at a
-// time. Only buffers of 4 MiB or more; advisory, errors ignored.
-inline void advise_huge_pages(void* p, std::size_t bytes) noexcept {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  if (bytes < 2 * kHuge) return;
-  const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(p), e = b + bytes;
-  const std::uintptr_t lo = (b + kHuge - 1) & ~(kHuge - 1), hi = e & ~(kHuge - 1);
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
 
 template <class T>
 using huge_vector = std::vector<T, HugePageAllocator<T>>;

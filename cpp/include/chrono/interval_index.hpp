@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 #include "columns.hpp"
+#include "sorted_rows.hpp"
 
 namespace chrono {
 
@@ -143,7 +144,7 @@ class IntervalIndex {
     std::uint32_t total;       // intervals in this subtree
     std::uint32_t fence;       // first fence key in fence_start_ / fence_end_ (slices > kFence)
   };
-  static constexpr std::size_t kFence = 64;
+  static constexpr std::size_t kFence = kFenceStride;
 
   std::size_t subtree(std::int32_t id) const { return id < 0 ? 0 : nodes_[static_cast<std::size_t>(id)].total; }
 
@@ -157,30 +158,12 @@ class IntervalIndex {
   std::size_t end_prefix(const Node& nd, const MetaTable::Times* tm, P pred) const {
     return prefix(by_end_, fence_end_, nd, pred, [tm](row_t r) { return tm[r].valid_to; });
   }
-  // A slice longer than kFence keeps the key of every kFence-th position (its fence): a
-  // binary search of those few contiguous keys finds the block, then at most log2(kFence)
-  // random reads of the metadata finish the search.
+  // A slice longer than kFence keeps the key of every kFence-th position (its fence).
   template <class P, class K>
   static std::size_t prefix(const std::vector<row_t>& v, const std::vector<micros>& fence, const Node& nd, P pred,
                             K key) {
-    std::size_t lo = nd.begin, hi = nd.end;
-    const std::size_t m = hi - lo;
-    if (m > kFence) {
-      const micros* f = fence.data() + nd.fence;
-      std::size_t a = 0, b = (m + kFence - 1) / kFence;  // a: fence keys satisfying pred
-      while (a < b) {
-        std::size_t mid = a + (b - a) / 2;
-        if (pred(f[mid])) a = mid + 1; else b = mid;
-      }
-      if (a == 0) return 0;
-      lo = nd.begin + (a - 1) * kFence + 1;
-      hi = std::min<std::size_t>(nd.end, nd.begin + a * kFence);
-    }
-    while (lo < hi) {
-      std::size_t mid = lo + (hi - lo) / 2;
-      if (pred(key(v[mid]))) lo = mid + 1; else hi = mid;
-    }
-    return lo - nd.begin;
+    const std::size_t m = nd.end - nd.begin;
+    return fenced_prefix(v.data() + nd.begin, m, m > kFence ? fence.data() + nd.fence : nullptr, pred, key);
   }
 
   std::int32_t build(std::vector<row_t>& items) {

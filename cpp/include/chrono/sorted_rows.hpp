@@ -13,11 +13,36 @@
 
 namespace chrono {
 
+// Fence stride: a sorted run of rows keeps the key of every kFenceStride-th position.
+constexpr std::size_t kFenceStride = 64;
+
+// Length of the prefix of rows[0, n) whose keys (key(row)) satisfy `pred`, which holds on
+// a prefix by the rows' order. With a fence (fence[b] = the key at position
+// b * kFenceStride), a search of those contiguous keys finds the block and at most
+// log2(kFenceStride) random key reads finish it; without one (null), a plain binary search.
+template <class P, class K>
+std::size_t fenced_prefix(const std::uint32_t* rows, std::size_t n, const micros* fence, P pred, K key) {
+  std::size_t lo = 0, hi = n;
+  if (fence != nullptr) {
+    // blocks whose first key satisfies pred: the answer lies in the last of them
+    const micros* fb = std::partition_point(fence, fence + (n + kFenceStride - 1) / kFenceStride, pred);
+    const std::size_t nb = static_cast<std::size_t>(fb - fence);
+    if (nb == 0) return 0;
+    lo = (nb - 1) * kFenceStride + 1;
+    hi = std::min(nb * kFenceStride, n);
+  }
+  while (lo < hi) {  // first position in [lo, hi) failing pred, else hi
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (pred(key(rows[mid]))) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 template <micros MetaTable::Times::*Key>
 class SortedRows {
  public:
   using row_t = std::uint32_t;
-  static constexpr std::size_t kFence = 64;
+  static constexpr std::size_t kFence = kFenceStride;
 
   // Sort `rows` by (key, row) and take them over.
   void build(std::vector<row_t> rows, const MetaTable::Times* key) {
@@ -50,16 +75,8 @@ class SortedRows {
   // on a prefix).
   template <class Below>
   std::size_t search(micros t, const MetaTable::Times* key, Below below) const {
-    // blocks whose first key is below t: the answer lies in the last of them
-    auto fb = std::partition_point(fence_.begin(), fence_.end(), [&](micros k) { return below(k, t); });
-    std::size_t nb = static_cast<std::size_t>(fb - fence_.begin());
-    if (nb == 0) return 0;
-    std::size_t lo = (nb - 1) * kFence + 1, hi = std::min(nb * kFence, rows_.size());
-    while (lo < hi) {  // first position in [lo, hi) failing `below`, else hi
-      std::size_t mid = lo + (hi - lo) / 2;
-      if (below(key[rows_[mid]].*Key, t)) lo = mid + 1; else hi = mid;
-    }
-    return lo;
+    return fenced_prefix(rows_.data(), rows_.size(), fence_.data(), [&](micros k) { return below(k, t); },
+                         [key](row_t r) { return key[r].*Key; });
   }
 
   std::vector<row_t> rows_;
