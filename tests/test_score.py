@@ -281,6 +281,8 @@ def test_core_score_writes_into_the_callers_arrays_and_checks_them():
                       (ro, f"writable 1-d array of {n} values")]:
         with pytest.raises(ValueError, match="out_validity: expected a " + what):
             _core.score(*args, np.zeros(n, np.float32), bad)
+        with pytest.raises(ValueError, match="out_score: expected a " + what):
+            _core.score(*args, bad, np.zeros(n, np.float32))
 
 
 @needs_kernel
