@@ -16,14 +16,14 @@ from ._core import build_info as _build_info
 from .decay import (Decay, DecayPolicy, Exponential, Gaussian, HalfLife, Linear, NoDecay,
                     PowerLaw, Weibull, parse_decay)
 from .article import article_reference_pipeline
-from .engine import Engine, QueryResult
+from .engine import Engine, QueryResult, SearchOptions
 from .fit import OUFit, fit_beta_bernoulli, fit_ou
 from .scoring import ScoringPolicy, score
 from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
 
 __version__ = "0.1.0"
 
-__all__ = ["Engine", "QueryResult", "article_reference_pipeline", "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear",
+__all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline", "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear",
            "NoDecay", "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
            "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ._time import OPEN_END, TimeInputError, column_us, scalar_us
 from .errors import QueryError
 
 __all__ = ["article_reference_pipeline", "parse_article_intent", "article_freshness",
@@ -268,20 +268,16 @@ def article_reference_pipeline(chunks: Sequence[Mapping[str, Any]], query: str, 
 # ----------------------------------------------------------------------------- ce.score
 
 def _ms(col: Any, name: str, nullable: bool) -> np.ndarray:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_timestamp(arr.type):
-        us = pc.cast(arr, pa.timestamp("us", tz=arr.type.tz)).cast(pa.int64())
-    elif pa.types.is_integer(arr.type):
-        us = arr.cast(pa.int64())
-    else:
-        raise QueryError(f"column {name!r} must be a timestamp or int64 µs, got {arr.type}")
-    nulls = us.is_null().to_numpy(zero_copy_only=False)
-    if nulls.any() and not nullable:
-        raise QueryError(f"column {name!r}: null at row {int(np.flatnonzero(nulls)[0])}")
-    v = us.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    ms = np.floor_divide(v, 1000).astype(np.float64)  # JS dates hold whole milliseconds
+    """A candidate time column as float milliseconds (JS dates hold whole ms); with
+    ``nullable``, a null or open end reads +inf."""
+    try:
+        us, nulls = column_us(name, col, nullable=nullable, stored=False)
+    except TimeInputError as e:
+        raise QueryError(str(e)) from None
+    ms = np.floor_divide(us, 1000).astype(np.float64)
     if nullable:
-        ms = np.where(nulls | (v == np.iinfo(np.int64).max), np.inf, ms)
+        open_ = us == OPEN_END
+        ms = np.where(open_ if nulls is None else (nulls | open_), np.inf, ms)
     return ms
 
 
@@ -296,8 +292,6 @@ def score_table(t: pa.Table, *, as_of_us: int, policy: Any, window: Any = None,
     (inclusive ends, as the listing compares) makes a historical query targeted at
     ``as_of``; neither: a plain current query.
     """
-    from .engine import to_us
-
     names = set(t.column_names)
     for need in ("similarity", "valid_from"):
         if need not in names:
@@ -320,7 +314,10 @@ def score_table(t: pa.Table, *, as_of_us: int, policy: Any, window: Any = None,
     elif window is not None:
         if len(window) != 2:
             raise QueryError("window must be (start, end)")
-        win = (to_us(window[0], "window start") // 1000, to_us(window[1], "window end") // 1000)
+        try:
+            win = (scalar_us(window[0], "window start") // 1000, scalar_us(window[1], "window end") // 1000)
+        except TimeInputError as e:
+            raise QueryError(str(e)) from None
         target, historical = clock, True
     else:
         target, historical, win = clock, False, None

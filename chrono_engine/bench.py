@@ -175,14 +175,14 @@ def workload_from_corpus(corpus, policy) -> Workload:
 
 def workload_from_engine(eng) -> Workload:
     """A :class:`Workload` read back from an engine's core (what the engine stored)."""
-    c = eng._core.columns()
+    c = eng.columns()
     cols = {"valid_from": c["valid_from"], "valid_to": c["valid_to"], "observed_at": c["observed_at"],
             "ingested_at": c["ingested_at"], "retracted_at": c["retracted_at"],
             "reliability": c["reliability"], "fact_type": c["fact_type"].astype(np.int64),
             "stem": c["stem"].astype(np.int64), "version": c["version"],
             "deprecated": c["deprecated"].astype(bool), "id": c["id"]}
-    vecs = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
-    names = list(eng._fact_types) or ["general"]
+    vecs = eng.vectors()
+    names = list(eng.fact_types) or ["general"]
     return Workload(np.ascontiguousarray(vecs, np.float32), cols, eng.decay.kernel_table(names))
 
 

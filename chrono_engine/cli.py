@@ -190,7 +190,7 @@ def cmd_info(args) -> int:
     if args.store:
         eng = _open(args.store)
         info["store"] = {"path": args.store, "items": len(eng), "dim": eng.dim, "metric": eng.metric,
-                         "fact_types": list(eng._fact_types), "stems": len(eng._stems),
+                         "fact_types": list(eng.fact_types), "stems": len(eng.stems),
                          "memory": eng.memory()}
     if args.json or not args.store:
         print(json.dumps(info if args.store else info["build"], indent=2, default=str))
@@ -257,15 +257,11 @@ def cmd_ingest(args) -> int:
     return EXIT_OK
 
 
-def _time_opts(args) -> dict:
-    kw: dict = {"mode": args.mode}
-    if args.as_of is not None:
-        kw["as_of"] = args.as_of
-    if args.known_at is not None:
-        kw["known_at"] = args.known_at
-    if args.window is not None:
-        kw["window"] = tuple(args.window)
-    return kw
+def _search_options(args):
+    """The search options of ``chrono search``'s flags."""
+    from .search import SearchOptions
+    return SearchOptions(mode=args.mode, as_of=args.as_of, known_at=args.known_at,
+                         window=tuple(args.window) if args.window is not None else None, exact=args.exact)
 
 
 SHOW = ["id", "score", "stem_id", "version", "title", "valid_from", "valid_to", "validity", "certified"]
@@ -276,9 +272,8 @@ def cmd_search(args) -> int:
     q = _vectors(args)
     if q.shape[-1] != eng.dim:
         raise CliError(f"the query vector has {q.shape[-1]} dimensions, the store {eng.dim}")
-    kw = _time_opts(args)
-    res = eng.search_batch(q, args.k, exact=args.exact, **kw) if q.shape[0] > 1 else \
-        eng.search(q[0], args.k, exact=args.exact, **kw)
+    opts = _search_options(args)
+    res = eng.search_batch(q, args.k, opts) if q.shape[0] > 1 else eng.search(q[0], args.k, opts)
     _print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW)
     return EXIT_OK
 
@@ -365,7 +360,7 @@ def cmd_plot_decay(args) -> int:
         raise CliError("plot-decay needs matplotlib: pip install 'chrono_engine[plot]'") from None
     if args.store:
         eng = _open(args.store)
-        policy, names = eng.decay, list(eng._fact_types)
+        policy, names = eng.decay, list(eng.fact_types)
     elif args.decay or args.half_life is not None:
         policy = _policy(args)
         names = [s.split("=", 1)[0] for s in args.decay or []] or ["default"]

@@ -190,8 +190,8 @@ def run(lang: str = "both", out: Callable[[str], Any] = print) -> dict:
 
     head("3. What a plain similarity search returns instead (cosine only, every stored version)",
          "3. 纯相似度检索会返回什么（只看余弦相似度，所有版本）")
-    vectors = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
-    rows = eng._core.columns()
+    vectors = eng.vectors()
+    ids = eng.columns()["id"]
     plain = []
     for q in (["现在总监出差住宿报销上限是多少？"] if zh else []) + \
             (["What is the director's hotel cap now?"] if en else []):
@@ -199,8 +199,7 @@ def run(lang: str = "both", out: Callable[[str], Any] = print) -> dict:
         top = np.argsort(-sims, kind="stable")[:3]
         out(f"Q: {q}")
         for rank, r in enumerate(top, 1):
-            item = eng.history(eng._stems[int(rows["stem"][r])]).to_pylist()
-            item = next(x for x in item if x["id"] == int(rows["id"][r]))
+            item = eng.get([ids[r]]).to_pylist()[0]
             st_en, st_zh = _status(item, now)
             status = " / ".join(s for s, on in ((st_en, en), (st_zh, zh)) if on)
             out(f"  {rank}. cos={sims[r]:.3f}  {item['stem_id']} {item['version']} [{status}]  "

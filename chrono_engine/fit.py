@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+
+from ._time import US_PER_DAY, column_us
 
 __all__ = ["OUFit", "fit_ou", "fit_beta_bernoulli", "MAX_BETA"]
 
 #: Upper bound of :func:`fit_beta_bernoulli` (chronofy's ``_MAX_BETA``).
 MAX_BETA = 50.0
-_US_DAY = 86_400_000_000
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,14 @@ class OUFit:
 
 
 def _times(times: Any) -> np.ndarray:
-    t = np.asarray(times)
-    if t.dtype.kind == "M":
-        if np.isnat(t).any():
-            raise ValueError(f"times: NaT at index {int(np.flatnonzero(np.isnat(t))[0])}")
-        return (t.astype("datetime64[us]").astype(np.int64) - t.astype("datetime64[us]").astype(np.int64)[0]) / _US_DAY
-    if t.dtype.kind not in "iuf" or t.dtype == np.bool_:
-        raise ValueError(f"times: expected numbers or datetime64, got dtype {t.dtype}")
-    return t.astype(np.float64)
+    """Sample times as float64: numbers as given (their unit is the fit's), anything
+    time-like (datetime64, datetimes, dates, ISO strings, Arrow timestamps; the rules of
+    :mod:`chrono_engine._time`) as days since the first sample."""
+    t = np.asarray(times) if not isinstance(times, (pa.Array, pa.ChunkedArray)) else times
+    if isinstance(t, np.ndarray) and t.dtype.kind in "iuf":
+        return t.astype(np.float64)
+    us, _ = column_us("times", t)  # TimeInputError (a ValueError) names the bad sample
+    return (us - us[0]) / US_PER_DAY if len(us) else us.astype(np.float64)
 
 
 def _profile(kappa: float, dt: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[float, float, float]:

@@ -60,26 +60,20 @@ way. Pass ``deprecate=True`` / ``False`` to force the flag.
 """
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from .errors import LifecycleError, NotFoundError, QueryError, SchemaError
-from .schema import (
-    OPEN_END,
-    _raw_columns,
-    format_version,
-    normalize_rows,
-    parse_version,
-)
+from ._state import STRING_COLUMNS, StoreState, embed_content
+from ._time import OPEN_END, TimeInputError, iso as _iso, now_us, scalar_us
+from .errors import LifecycleError, NotFoundError, SchemaError
+from .schema import _raw_columns, format_version, parse_version
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Engine
-
-__all__ = ["supersede", "retract", "history", "on_approval_event", "HISTORY_SCHEMA"]
+# supersede / retract / history / apply_event work on an engine's StoreState and are
+# reached through the Engine's methods; on_approval_event is the public hook.
+__all__ = ["on_approval_event", "HISTORY_SCHEMA", "supersede", "retract", "history", "get", "apply_event"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -93,18 +87,10 @@ HISTORY_SCHEMA = pa.schema([
 
 
 def _time(value: Any, name: str) -> int:
-    from .engine import to_us
     try:
-        return to_us(value, name)
-    except QueryError as e:
+        return scalar_us(value, name)
+    except TimeInputError as e:
         raise LifecycleError(str(e)) from None
-
-
-def _iso(us: int) -> str:
-    if us == OPEN_END:
-        return "open"
-    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(us))
-    return t.isoformat().replace("+00:00", "Z")
 
 
 def _check_stem(stem_id: Any) -> str:
@@ -113,8 +99,8 @@ def _check_stem(stem_id: Any) -> str:
     return stem_id
 
 
-def _stem_rows(engine: Engine, stem_id: str, cols: dict) -> np.ndarray:
-    code = engine._stems.find(stem_id)
+def _stem_rows(state: StoreState, stem_id: str, cols: dict) -> np.ndarray:
+    code = state.stem_code(stem_id)
     if code < 0:
         raise NotFoundError(f"unknown stem {stem_id!r} (a new lineage starts with Engine.ingest)")
     return np.flatnonzero(cols["stem"] == code)
@@ -126,13 +112,15 @@ def _column_of(n: int, value: Any) -> list:
 
 # ----------------------------------------------------------------------------- supersede
 
-def supersede(engine: Engine, stem_id: str, rows: Any, effective_at: Any, *,
+def supersede(state: StoreState, stem_id: str, rows: Any, effective_at: Any, *,
               version: str | None = None, supersedes: str | None = None,
-              deprecate: bool | None = None) -> np.ndarray:
-    """Add a new version of ``stem_id`` effective at ``effective_at``; returns its ids.
+              deprecate: bool | None = None, embedder: Any = None) -> np.ndarray:
+    """Add a new version of ``stem_id`` effective at ``effective_at``; returns its ids
+    (:meth:`Engine.supersede <chrono_engine.Engine.supersede>`).
 
     ``rows``: the new version's rows in any form :meth:`Engine.ingest` takes (``vector``
-    required). Defaults filled in when a column is absent: ``stem_id`` = the stem,
+    required, or ``content`` and a time-aware ``embedder``, which embeds them at
+    ``effective_at``). Defaults filled in when a column is absent: ``stem_id`` = the stem,
     ``valid_from`` = ``effective_at``, ``version`` = the ``version`` argument, ``supersedes``
     = the ``supersedes`` argument or else the predecessor's version string. Every version of
     the stem still valid at ``effective_at`` is closed there and marked deprecated (see the
@@ -143,28 +131,12 @@ def supersede(engine: Engine, stem_id: str, rows: Any, effective_at: Any, *,
     stem_id = _check_stem(stem_id)
     eff = _time(effective_at, "effective_at")
     _check_options(version, supersedes, deprecate)
-    rows = _embed_text_rows(engine, rows, eff)  # before the write lock: embedding is slow
-    with engine._write:
-        return _supersede_locked(engine, stem_id, rows, eff, version, supersedes, deprecate)
-
-
-def _embed_text_rows(engine: Engine, rows: Any, eff: int) -> Any:
-    """Rows with ``content`` and no ``vector``, embedded at ``eff`` by the engine's
-    time-aware embedder (a TemporalEmbedder); other rows are returned as they are."""
-    emb = getattr(engine, "embedder", None)
-    if emb is None or not hasattr(emb, "embed"):
-        return rows
-    raw = _raw_columns(rows)
-    if "vector" in raw or "content" not in raw:
-        return rows
-    texts = raw["content"]
-    texts = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
-    if not texts or not all(isinstance(x, str) for x in texts):
-        raise LifecycleError("rows: every row needs 'content' text to embed (or a 'vector')")
-    try:
-        return dict(raw, vector=emb.embed(texts, np.full(len(texts), eff, np.int64)))
-    except ValueError as e:
-        raise LifecycleError(f"rows: embedding 'content' failed: {e}") from None
+    try:  # before the write lock: embedding is slow
+        rows = embed_content(embedder, rows, at_us=eff)
+    except SchemaError as e:
+        raise LifecycleError(f"rows: {e}") from None
+    with state.write:
+        return _supersede_locked(state, stem_id, rows, eff, version, supersedes, deprecate)
 
 
 def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
@@ -175,15 +147,13 @@ def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
             raise LifecycleError(f"{name} must be a version string, got {v!r}")
 
 
-def _supersede_locked(engine: Engine, stem_id: str, rows: Any, eff: int, version: str | None,
+def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, version: str | None,
                       supersedes: str | None, deprecate: bool | None) -> np.ndarray:
-    """The body of :func:`supersede`; the caller holds ``engine._write``."""
-    from .engine import _now_us
-
-    now = _now_us()
-    cols = engine._core.columns()
-    mine = _stem_rows(engine, stem_id, cols)
-    strings = engine._strings()
+    """The body of :func:`supersede`; the caller holds ``state.write``."""
+    now = now_us()
+    cols = state.columns()
+    mine = _stem_rows(state, stem_id, cols)
+    strings = state.strings()
     keys = cols["version"][mine]
     vfs = cols["valid_from"][mine]
     vts = cols["valid_to"][mine]
@@ -214,8 +184,7 @@ def _supersede_locked(engine: Engine, stem_id: str, rows: Any, eff: int, version
         raw["supersedes"] = _column_of(n, edge) if edge is not None else pa.nulls(n, pa.string())
     elif supersedes is not None:
         raise LifecycleError("give supersedes either as an argument or as a column, not both")
-    batch = normalize_rows(raw, dim=engine._dim, metric=engine._metric,
-                           known_fact_type=engine._policy.knows, now_us=now)
+    batch = state.normalize(raw, now)
 
     # rule 5: the rows belong to this stem, start at effective_at, stay open
     stems = batch.table.column("stem_id")
@@ -276,9 +245,9 @@ def _supersede_locked(engine: Engine, stem_id: str, rows: Any, eff: int, version
     dep_flags = (np.ones(len(to_close), np.uint8) if mark
                  else cols["deprecated"][to_close].astype(np.uint8))
 
-    ids = engine._append(batch)
+    ids = state.append(batch)
     if len(to_close):
-        engine._core.update(to_close.astype(np.uint32), valid_to=new_vt, deprecated=dep_flags)
+        state.update(to_close, valid_to=new_vt, deprecated=dep_flags)
     return ids
 
 
@@ -299,7 +268,7 @@ def _ids(ids: Any) -> np.ndarray:
     return arr
 
 
-def retract(engine: Engine, ids: Any, at: Any = None) -> np.ndarray:
+def retract(state: StoreState, ids: Any, at: Any = None) -> np.ndarray:
     """Stop believing rows from transaction time ``at`` (default: now); returns the ids.
 
     Sets ``retracted_at``; valid time, versions and deprecation are untouched, so searches
@@ -309,16 +278,14 @@ def retract(engine: Engine, ids: Any, at: Any = None) -> np.ndarray:
     reopen its predecessor: publish the correction with :func:`supersede`.
     """
     arr = _ids(ids)
-    with engine._write:
-        return _retract_locked(engine, arr, at)
+    with state.write:
+        return _retract_locked(state, arr, at)
 
 
-def _retract_locked(engine: Engine, arr: np.ndarray, at: Any) -> np.ndarray:
-    from .engine import _now_us
-
-    at_us = _now_us() if at is None else _time(at, "at")
-    rows = engine.rows_of(arr)
-    cols = engine._core.columns_at(rows.astype(np.uint32))
+def _retract_locked(state: StoreState, arr: np.ndarray, at: Any) -> np.ndarray:
+    at_us = now_us() if at is None else _time(at, "at")
+    rows = state.rows_of(arr)
+    cols = state.columns_at(rows)
     gone = np.flatnonzero(cols["retracted_at"] != OPEN_END)
     if len(gone):
         i = int(gone[0])
@@ -328,7 +295,7 @@ def _retract_locked(engine: Engine, arr: np.ndarray, at: Any) -> np.ndarray:
         i = int(early[0])
         raise LifecycleError(f"id {int(arr[i])}: retraction time {_iso(at_us)} is not after its "
                              f"ingested_at {_iso(cols['ingested_at'][i])}")
-    engine._core.update(rows.astype(np.uint32), retracted_at=np.full(len(arr), at_us, np.int64))
+    state.update(rows, retracted_at=np.full(len(arr), at_us, np.int64))
     return arr
 
 
@@ -341,7 +308,7 @@ def _ts(us: np.ndarray, open_end: bool) -> pa.Array:
     return pa.array(np.where(is_open, 0, us), _TS, mask=is_open)
 
 
-def history(engine: Engine, stem_id: str) -> pa.Table:
+def history(state: StoreState, stem_id: str) -> pa.Table:
     """Every row of every version of ``stem_id``, as stored now (see :data:`HISTORY_SCHEMA`).
 
     Ordered by version (numerically), then ``valid_from``, then id. Times are UTC
@@ -350,22 +317,37 @@ def history(engine: Engine, stem_id: str) -> pa.Table:
     for an unknown stem.
     """
     stem_id = _check_stem(stem_id)
-    with engine._write:  # one consistent snapshot of metadata and strings
-        cols = engine._core.columns()
-        mine = _stem_rows(engine, stem_id, cols)
-        strings = engine._strings()
+    with state.write:  # one consistent snapshot of metadata and strings
+        cols = state.columns()
+        mine = _stem_rows(state, stem_id, cols)
+        strings = state.strings()
     order = mine[np.lexsort((cols["id"][mine], cols["valid_from"][mine], cols["version"][mine]))]
-    s = strings.take(pa.array(order, pa.int64()))
+    return _rows_table(state, cols, strings, order)
+
+
+def get(state: StoreState, ids: Any) -> pa.Table:
+    """The rows of ``ids`` in the order given, as :data:`HISTORY_SCHEMA` (stored now).
+    Raises NotFoundError naming the first unknown id."""
+    rows = state.rows_of(ids)
+    with state.write:  # one consistent snapshot of metadata and strings
+        cols = state.columns()
+        strings = state.strings()
+    return _rows_table(state, cols, strings, rows)
+
+
+def _rows_table(state: StoreState, cols: dict, strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
+    s = strings.take(pa.array(rows, pa.int64())) if strings is not None else \
+        pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
     return pa.table([
-        pa.array(cols["id"][order], pa.uint64()),
-        pa.array([stem_id] * len(order), pa.string()),
+        pa.array(cols["id"][rows], pa.uint64()),
+        state.stem_names(cols["stem"][rows]),
         s.column("version").cast(pa.string()),
         s.column("supersedes").cast(pa.string()),
-        _ts(cols["valid_from"][order], False),
-        _ts(cols["valid_to"][order], True),
-        _ts(cols["ingested_at"][order], False),
-        _ts(cols["retracted_at"][order], True),
-        pa.array(cols["deprecated"][order].astype(bool)),
+        _ts(cols["valid_from"][rows], False),
+        _ts(cols["valid_to"][rows], True),
+        _ts(cols["ingested_at"][rows], False),
+        _ts(cols["retracted_at"][rows], True),
+        pa.array(cols["deprecated"][rows].astype(bool)),
         s.column("title").cast(pa.string()),
         s.column("content").cast(pa.string()),
     ], schema=HISTORY_SCHEMA)
@@ -377,7 +359,7 @@ _EVENT_KEYS = {"action", "stem_id", "version", "effective_at", "rows", "supersed
                "at", "event_id"}
 
 
-def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
+def on_approval_event(engine: Any, event: Mapping[str, Any], *,
                       embed: Callable[[str], Any] | None = None) -> np.ndarray:
     """Apply one lifecycle event from an external system (an OA approval webhook); returns
     the ids it added or retracted.
@@ -404,6 +386,12 @@ def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
     >>> on_approval_event(eng, ev).tolist() == on_approval_event(eng, ev).tolist()  # idempotent
     True
     """
+    return engine.on_approval_event(event, embed=embed)
+
+
+def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[[str], Any] | None = None,
+                embedder: Any = None) -> np.ndarray:
+    """:func:`on_approval_event` on an engine's state; ``embedder`` is the engine's."""
     if not isinstance(event, Mapping):
         raise LifecycleError(f"event must be a mapping (the webhook's JSON object), got {type(event).__name__}")
     unknown = set(event) - _EVENT_KEYS
@@ -416,16 +404,16 @@ def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
         raise LifecycleError(f"event needs a 'version' string, got {version!r}")
     key = _version_key(version)
     if action == "retract":
-        with engine._write:
-            cols = engine._core.columns()
-            mine = _stem_rows(engine, stem_id, cols)
+        with state.write:
+            cols = state.columns()
+            mine = _stem_rows(state, stem_id, cols)
             rows = mine[cols["version"][mine] == key]
             if not len(rows):
                 raise LifecycleError(f"stem {stem_id!r} has no version {version} to retract")
             live = rows[cols["retracted_at"][rows] == OPEN_END]
             if not len(live):
                 return cols["id"][rows]  # a redelivered event: already retracted
-            return _retract_locked(engine, cols["id"][live], event.get("at"))
+            return _retract_locked(state, cols["id"][live], event.get("at"))
     if action != "supersede":
         raise LifecycleError(f"event action must be 'supersede' or 'retract', got {action!r}")
     for name in ("effective_at", "rows"):
@@ -442,7 +430,7 @@ def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
     for i, r in enumerate(rows):  # embed before taking the write lock
         r = dict(r)
         if "vector" not in r:
-            fn = embed if embed is not None else getattr(engine, "embedder", None)
+            fn = embed if embed is not None else embedder
             if fn is None:
                 raise LifecycleError(f"row {i} has no 'vector' and there is no embedder (pass embed=)")
             if not isinstance(r.get("content"), str):
@@ -456,16 +444,16 @@ def on_approval_event(engine: Engine, event: Mapping[str, Any], *,
         if title is not None:
             r.setdefault("title", title)
         fixed.append(r)
-    with engine._write:  # the redelivery check and the supersede see the same store
-        cols = engine._core.columns()
-        mine = _stem_rows(engine, stem_id, cols)
+    with state.write:  # the redelivery check and the supersede see the same store
+        cols = state.columns()
+        mine = _stem_rows(state, stem_id, cols)
         same = mine[cols["version"][mine] == key]
         if len(same):
             if (cols["valid_from"][same] == eff).all():
                 return cols["id"][same]  # a redelivered event: already applied
             raise LifecycleError(f"stem {stem_id!r} already has version {version} with a different "
                                  "effective date; a conflicting event is not applied")
-        return _supersede_locked(engine, stem_id, fixed, eff, version, supersedes, None)
+        return _supersede_locked(state, stem_id, fixed, eff, version, supersedes, None)
 
 
 def _version_key(version: str) -> int:

@@ -58,31 +58,25 @@ and over the distinct values of ``fact_type`` / ``version``.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import difflib
 import re
-import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from math import gcd
 from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._columns import ARROW_ERRORS, canonical, combine, is_dataframe, is_series
+from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us
 from .errors import SchemaError
 
 __all__ = ["IngestBatch", "normalize_rows", "parse_version", "format_version",
            "COLUMNS", "REQUIRED_COLUMNS", "STORAGE_SCHEMA", "RULES", "OPEN_END",
            "MIN_TIME_US", "MAX_TIME_US", "DEFAULT_FACT_TYPE"]
 
-#: Stored end of an open interval (``valid_to`` / ``retracted_at`` null).
-OPEN_END = int(np.iinfo(np.int64).max)
-#: 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z in µs since the epoch.
-MIN_TIME_US = -62_135_596_800_000_000
-MAX_TIME_US = 253_402_300_799_999_999
 DEFAULT_FACT_TYPE = "general"
 
 #: Every column an ingested batch may carry, in the order they are checked.
@@ -102,10 +96,7 @@ RULES = ("unsupported input", "empty", "unknown column", "duplicate column", "mi
          "valid_to <= valid_from", "retracted_at <= ingested_at", "reliability out of range",
          "unknown fact type policy", "bad version string", "duplicate id")
 
-_INT64_MIN = int(np.iinfo(np.int64).min)
 _VECTOR_BLOCK = 16384          # rows per block for norms: keeps temporaries in cache-sized slabs
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
-                 ValueError, OverflowError)
 
 
 def _fail(detail: str, *, rule: str, column: str | None = None, row: int | None = None):
@@ -213,21 +204,6 @@ def _version_keys(arr: pa.Array, column: str) -> np.ndarray:
 
 # --------------------------------------------------------------------------- input containers
 
-def _pandas_type(obj: Any, name: str):
-    pd = sys.modules.get("pandas")  # pandas is optional: if it is not imported, obj is not pandas
-    return getattr(pd, name, None) if pd is not None else None
-
-
-def _is_dataframe(obj: Any) -> bool:
-    cls = _pandas_type(obj, "DataFrame")
-    return cls is not None and isinstance(obj, cls)
-
-
-def _is_series(obj: Any) -> bool:
-    cls = _pandas_type(obj, "Series")
-    return cls is not None and isinstance(obj, cls)
-
-
 def _raw_columns(rows: Any) -> dict[str, Any]:
     """Split the supported containers into name -> column (not yet converted)."""
     if isinstance(rows, (pa.Table, pa.RecordBatch)):
@@ -239,7 +215,7 @@ def _raw_columns(rows: Any) -> dict[str, Any]:
                       rule="duplicate column")
             cols[name] = rows.column(i)
         return cols
-    if _is_dataframe(rows):
+    if is_dataframe(rows):
         cols = {}
         for i, name in enumerate(rows.columns):
             if name in cols:
@@ -264,21 +240,13 @@ def _records_to_columns(records) -> dict[str, Any]:
         return {}
     try:  # one columnar conversion; Arrow's struct inference unions the keys of all rows
         struct = pa.array(records) if all(type(r) is dict for r in records) else None
-    except _ARROW_ERRORS:
+    except ARROW_ERRORS:
         struct = None
     if struct is not None and pa.types.is_struct(struct.type):
         return {struct.type.field(i).name: struct.field(i) for i in range(struct.type.num_fields)}
     # Mixed types within a column: keep Python objects so each column can name its bad row.
     keys = dict.fromkeys(k for rec in records for k in rec)
     return {k: [rec.get(k) for rec in records] for k in keys}
-
-
-def _combine(ch: pa.ChunkedArray) -> pa.Array:
-    if ch.num_chunks == 1:
-        return ch.chunk(0)
-    if ch.num_chunks == 0:
-        return pa.array([], type=ch.type)
-    return ch.combine_chunks()
 
 
 def _length(name: str, col: Any) -> int:
@@ -288,43 +256,17 @@ def _length(name: str, col: Any) -> int:
         if col.ndim == 0:
             _fail("expected an array or list, got a 0-d array", column=name, rule="wrong type")
         return col.shape[0]
-    if _is_series(col) or isinstance(col, (list, tuple)):
+    if is_series(col) or isinstance(col, (list, tuple)):
         return len(col)
     _fail(f"expected an array or list, got {type(col).__name__}", column=name, rule="wrong type")
 
 
 def _canon(name: str, col: Any):
     """One column as a pa.Array, a non-object 1-D np.ndarray, or a list of Python objects."""
-    if isinstance(col, pa.ChunkedArray):
-        col = _combine(col)
-    if isinstance(col, pa.Array):
-        if pa.types.is_dictionary(col.type):
-            col = col.dictionary_decode()
-        return col
-    if _is_series(col):
-        dt = col.dtype
-        if isinstance(dt, np.dtype) and dt.kind in "biufM":
-            return col.to_numpy()
-        try:
-            return _canon(name, pa.array(col, from_pandas=True))
-        except _ARROW_ERRORS:
-            return list(col)
-    if isinstance(col, np.ndarray):
-        if col.ndim != 1:
-            _fail(f"expected a 1-D column, got shape {col.shape}", column=name,
-                  rule="wrong type")
-        if col.dtype.kind == "O":
-            try:
-                return _canon(name, pa.array(col, from_pandas=True))
-            except _ARROW_ERRORS:
-                return col.tolist()
-        if col.dtype.kind in "US":
-            return pa.array(col)
-        return col
-    try:
-        return _canon(name, pa.array(list(col)))
-    except _ARROW_ERRORS:
-        return list(col)
+    col = canonical(col)
+    if isinstance(col, np.ndarray) and col.ndim != 1:
+        _fail(f"expected a 1-D column, got shape {col.shape}", column=name, rule="wrong type")
+    return col
 
 
 def _first_valid_row(arr: pa.Array) -> int:
@@ -359,8 +301,8 @@ def _first_null(name: str, nulls: np.ndarray | None, what: str = "may not be nul
 def _vectors(col: Any, n: int, dim: int, cosine: bool) -> np.ndarray:
     name = "vector"
     if isinstance(col, pa.ChunkedArray):
-        col = _combine(col)
-    if _is_series(col):
+        col = combine(col)
+    if is_series(col):
         col = col.to_numpy()
     if isinstance(col, np.ndarray) and col.dtype.kind == "O":
         col = list(col)
@@ -401,7 +343,7 @@ def _vector_list(rows, dim: int):
         if pa.types.is_list(arr.type) and (pa.types.is_floating(arr.type.value_type)
                                            or pa.types.is_integer(arr.type.value_type)):
             return arr
-    except _ARROW_ERRORS:
+    except ARROW_ERRORS:
         pass
     for i, r in enumerate(rows):  # only reached for malformed input: name the first bad row
         if r is None:
@@ -484,251 +426,14 @@ def _check_and_normalise(mat: np.ndarray, cosine: bool) -> np.ndarray:
 
 # --------------------------------------------------------------------------- times
 
-# (numerator, denominator) of one unit in microseconds
-_UNIT_US = {"W": (604_800_000_000, 1), "D": (86_400_000_000, 1), "h": (3_600_000_000, 1),
-            "m": (60_000_000, 1), "s": (1_000_000, 1), "ms": (1_000, 1), "us": (1, 1),
-            "ns": (1, 1_000), "ps": (1, 10**6), "fs": (1, 10**9), "as": (1, 10**12)}
-_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-_EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
-_EPOCH_DATE = _dt.date(1970, 1, 1)
-_ONE_US = _dt.timedelta(microseconds=1)
-# a zone offset after a time of day: "T12:00Z", " 12:00:00.5+08:00", "T12-0500"
-_OFFSET_RE = r"[0-9][Tt ][0-9][0-9:.,]*([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$"
-_SUBMICRO_RE = r"(\.[0-9]{6})[0-9]+"
-_TS_NAIVE = pa.timestamp("us")
-_TS_UTC = pa.timestamp("us", tz="UTC")
-
-
-class _Times:
-    """int64 µs values plus masks for nulls, out-of-range values and the open sentinel."""
-
-    __slots__ = ("us", "nulls", "oob", "open")
-
-    def __init__(self, us, nulls=None, oob=None, open_=None):
-        self.us, self.nulls, self.oob, self.open = us, nulls, oob, open_
-
-
-def _scale(raw: np.ndarray, num: int, den: int,
-           count: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
-    """raw * num * count / den (floored) with an overflow mask instead of wrapping."""
-    num *= count
-    g = gcd(num, den)
-    num, den = num // g, den // g
-    oob = None
-    if num != 1:
-        lim = (1 << 62) // num
-        oob = (raw > lim) | (raw < -lim)
-        raw = np.where(oob, 0, raw) * np.int64(num) if oob.any() else raw * np.int64(num)
-    if den != 1:
-        raw = np.floor_divide(raw, np.int64(den))
-    return raw.astype(np.int64, copy=False), oob
-
-
-def _times_numpy(name: str, a: np.ndarray) -> _Times:
-    kind = a.dtype.kind
-    if kind == "M":
-        unit, count = np.datetime_data(a.dtype)
-        raw = a.view(np.int64)
-        nulls = raw == _INT64_MIN
-        if unit in ("Y", "M"):
-            years = raw * count / (1 if unit == "Y" else 12)  # float: only for the range test
-            oob = ~nulls & ((years < -1970) | (years > 8031))
-            safe = np.where(oob, 0, raw).view(a.dtype)
-            days = safe.astype("datetime64[D]").view(np.int64)
-            us, _ = _scale(np.where(nulls, 0, days), *_UNIT_US["D"])
-            return _Times(us, nulls, oob)
-        if unit not in _UNIT_US:
-            _fail("datetime64 without a unit cannot be read as a time", column=name,
-                  rule="wrong type")
-        us, oob = _scale(np.where(nulls, 0, raw), *_UNIT_US[unit], count)
-        open_ = (raw == OPEN_END) if (unit == "us" and count == 1) else None
-        return _Times(us, nulls if nulls.any() else None, oob, open_)
-    if kind in "iu":
-        if kind == "u" and a.dtype.itemsize == 8:
-            oob = a > np.uint64(OPEN_END)
-            us = np.where(oob, 0, a).astype(np.int64)
-            return _Times(us, None, oob if oob.any() else None, us == OPEN_END)
-        us = a.astype(np.int64, copy=False)
-        return _Times(us, None, None, us == OPEN_END)
-    if kind == "f":
-        nulls = np.isnan(a)
-        with np.errstate(invalid="ignore"):
-            bad = ~nulls & ((a != np.floor(a)) | ~np.isfinite(a))
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            _fail(f"{a[row].item()!r} is not a whole number of microseconds", column=name, row=row,
-                  rule="wrong type")
-        lim = float(1 << 62)
-        oob = ~nulls & (np.abs(a) > lim)
-        us = np.where(nulls | oob, 0, a).astype(np.int64)
-        return _Times(us, nulls if nulls.any() else None, oob if oob.any() else None)
-    _fail(f"expected times, got dtype {a.dtype}", column=name, row=0, rule="wrong type")
-
-
-def _parse_iso(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, int | None]:
-    """ISO-8601 strings -> (µs, nulls, first unparseable row or None)."""
-    if not pa.types.is_string(arr.type):
-        arr = arr.cast(pa.string())
-    if pc.any(pc.match_substring_regex(arr, _SUBMICRO_RE)).as_py():
-        # Arrow parses at most 6 fractional digits; dropping the rest floors to the µs
-        arr = pc.replace_substring_regex(arr, _SUBMICRO_RE, r"\1")
-    n = len(arr)
-    nulls = _nulls(arr)
-    has_offset = pc.fill_null(pc.match_substring_regex(arr, _OFFSET_RE), False)
-    has_offset = has_offset.to_numpy(zero_copy_only=False)
-    us = np.zeros(n, dtype=np.int64)
-    bad = None
-    for mask, typ in ((has_offset, _TS_UTC), (~has_offset & ~nulls, _TS_NAIVE)):
-        idx = np.flatnonzero(mask)
-        if len(idx) == 0:
-            continue
-        sub = arr if len(idx) == n else arr.take(pa.array(idx))
-        try:
-            ts = pc.cast(sub, typ)
-        except pa.ArrowInvalid:
-            row = int(idx[_first_failing(sub, typ)])
-            bad = row if bad is None else min(bad, row)
-            continue
-        us[idx] = pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False)
-    return us, nulls, bad
-
-
-def _first_failing(arr: pa.Array, typ: pa.DataType) -> int:
-    """Index of the first element that does not cast (bisection: O(n) work, O(log n) casts)."""
-    lo, hi = 0, len(arr)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        try:
-            pc.cast(arr.slice(lo, mid - lo), typ)
-        except pa.ArrowInvalid:
-            hi = mid
-        else:
-            lo = mid
-    return lo
-
-
-def _times_arrow(name: str, arr: pa.Array) -> _Times:
-    t = arr.type
-    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_integer(t):
-        nulls = _nulls(arr) if arr.null_count else None
-        raw_arr = arr.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
-        if pa.types.is_uint64(t):
-            big = pc.fill_null(pc.greater(arr, OPEN_END), False).to_numpy(zero_copy_only=False)
-            if big.any():
-                row = int(np.flatnonzero(big)[0])
-                _fail(f"{arr[row].as_py()} µs is beyond the int64 range", column=name,
-                      row=row, rule="time out of range")
-        raw = raw_arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        if pa.types.is_timestamp(t):
-            num, den = _UNIT_US[t.unit]
-        elif pa.types.is_date32(t):
-            num, den = _UNIT_US["D"]
-        elif pa.types.is_date64(t):
-            num, den = _UNIT_US["ms"]
-        else:
-            num, den = 1, 1
-        us, oob = _scale(raw, num, den)
-        open_ = (raw == OPEN_END) if num == den == 1 else None
-        return _Times(us, nulls, oob, open_)
-    if pa.types.is_floating(t):
-        vals = arr.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
-        return _times_numpy(name, vals)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or (
-            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)):
-        us, nulls, bad = _parse_iso(arr)
-        if bad is not None:
-            _fail(f"cannot read {arr[bad].as_py()!r} as an ISO-8601 time", column=name, row=bad,
-                  rule="bad time string")
-        return _Times(us, nulls if nulls.any() else None)
-    _wrong_arrow_type(name, arr, "a timestamp, date, ISO-8601 string or int64 microseconds")
-
-
-def _scalar_kind(x) -> str:
-    if x is None or (isinstance(x, float) and x != x) or type(x).__name__ == "NaTType":
-        return "null"
-    if isinstance(x, np.datetime64):
-        return "null" if np.isnat(x) else "datetime64"
-    if isinstance(x, (bool, np.bool_)):
-        return "bad"
-    if isinstance(x, (int, np.integer)):
-        return "int"
-    if isinstance(x, (float, np.floating)):
-        return "float" if float(x).is_integer() else "bad"
-    if isinstance(x, _dt.datetime):
-        return "datetime"
-    if isinstance(x, _dt.date):
-        return "date"
-    if isinstance(x, str):
-        return "str"
-    return "bad"
-
-
-def _times_objects(name: str, items: list) -> _Times:
-    """Mixed Python objects (only when Arrow could not convert the list in one go)."""
-    n = len(items)
-    us = np.zeros(n, dtype=np.int64)
-    nulls = np.zeros(n, dtype=bool)
-    oob = np.zeros(n, dtype=bool)
-    str_rows, str_vals = [], []
-    for i, x in enumerate(items):
-        kind = _scalar_kind(x)
-        if kind == "null":
-            nulls[i] = True
-        elif kind == "bad":
-            _fail(f"expected a time, got {type(x).__name__} {x!r}", column=name, row=i,
-                  rule="wrong type")
-        elif kind == "str":
-            str_rows.append(i)
-            str_vals.append(x)
-        elif kind in ("int", "float"):
-            v = int(x)
-            if not MIN_TIME_US <= v <= MAX_TIME_US and v != OPEN_END:
-                oob[i] = True
-            else:
-                us[i] = v
-        elif kind == "datetime64":
-            t = _times_numpy(name, np.asarray([x]))
-            us[i] = t.us[0]
-            oob[i] = t.oob is not None and t.oob[0]
-        elif kind == "datetime":
-            us[i] = (x - (_EPOCH_NAIVE if x.tzinfo is None else _EPOCH_UTC)) // _ONE_US
-        else:  # date
-            us[i] = (x - _EPOCH_DATE).days * 86_400_000_000
-    if str_rows:
-        rows = np.asarray(str_rows)
-        vals, _, bad = _parse_iso(pa.array(str_vals, type=pa.string()))
-        if bad is not None:
-            _fail(f"cannot read {str_vals[bad]!r} as an ISO-8601 time", column=name,
-                  row=int(rows[bad]), rule="bad time string")
-        us[rows] = vals
-    return _Times(us, nulls, oob, us == OPEN_END)
-
-
 def _times(name: str, col: Any, *, nullable: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """A time column -> (int64 µs, null mask or None); nulls left as 0 for the caller."""
-    if isinstance(col, np.ndarray):
-        t = _times_numpy(name, col)
-    elif isinstance(col, pa.Array):
-        t = _times_arrow(name, col) if not pa.types.is_null(col.type) else _Times(
-            np.zeros(len(col), np.int64), np.ones(len(col), bool))
-    else:
-        t = _times_objects(name, col)
-    if not nullable:
-        _first_null(name, t.nulls)
-    us = t.us
-    bad = (us < MIN_TIME_US) | (us > MAX_TIME_US)
-    if t.oob is not None:
-        bad |= t.oob
-    if t.nulls is not None:
-        bad &= ~t.nulls
-    if nullable and t.open is not None:
-        bad &= ~t.open
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        shown = "beyond int64" if t.oob is not None and t.oob[row] else f"{us[row]} µs"
-        _fail(f"time ({shown}) is outside years 1..9999", column=name, row=row,
-              rule="time out of range")
-    return us, t.nulls
+    """A time column -> (int64 µs, null mask or None); nulls left as 0 for the caller.
+    The conversion rules are :mod:`chrono_engine._time`'s (stored times: years 1..9999, and
+    ``OPEN_END`` as an integer where the column may be open)."""
+    try:
+        return column_us(name, col, nullable=nullable, stored=True, open_end=nullable)
+    except TimeInputError as e:
+        _fail(e.detail, column=e.name, row=e.row, rule=e.rule)
 
 
 # --------------------------------------------------------------------------- other columns

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
+from ._time import TimeInputError, column_us, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import QueryError
 
@@ -99,22 +100,22 @@ def _one_array(col: Any) -> pa.Array:
     return col
 
 
+def _instant(value: Any, name: str) -> int:
+    try:
+        return scalar_us(value, name)
+    except TimeInputError as e:
+        raise QueryError(str(e)) from None
+
+
 def _times(col: Any, name: str) -> np.ndarray:
-    arr = _one_array(col)
-    if pa.types.is_timestamp(arr.type):
-        if arr.null_count:
-            raise QueryError(f"column {name!r}: null at row {int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])}")
-        # to µs, rounding sub-µs parts down as ingest does
-        raw = arr.view(pa.int64()).to_numpy()  # zero-copy
-        per_us = {"s": None, "ms": None, "us": 1, "ns": 1000}[arr.type.unit]
-        if per_us == 1:
-            return raw
-        if per_us is None:
-            return raw * (1_000_000 if arr.type.unit == "s" else 1000)
-        return raw // per_us
-    if pa.types.is_integer(arr.type):
-        return arr.to_numpy().astype(np.int64)
-    raise QueryError(f"column {name!r} must be a timestamp or int64 µs, got {arr.type}")
+    """A candidate time column as int64 µs (no copy for int64 µs or ``timestamp[us]``
+    without nulls). Any time column :mod:`chrono_engine._time` reads is accepted; values are
+    query-side instants (any int64), so no per-row range pass slows this hot path."""
+    try:
+        us, _ = column_us(name, col, stored=False)
+    except TimeInputError as e:
+        raise QueryError(str(e)) from None
+    return us
 
 
 def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
@@ -136,8 +137,6 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     its clock); that preset reads ``similarity``, ``valid_from``, ``valid_to`` and
     ``deprecated`` (see :func:`chrono_engine.article.score_table`).
     """
-    from .engine import to_us  # one time parser for the package
-
     policy = policy or ScoringPolicy()
     t = pa.table(candidates) if isinstance(candidates, dict) else candidates
     if isinstance(t, pa.RecordBatch):
@@ -146,7 +145,7 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
         raise QueryError(f"candidates must be a pyarrow Table, RecordBatch or dict, got {type(candidates).__name__}")
     if policy.preset == "article":
         from .article import score_table
-        return score_table(t, as_of_us=to_us(as_of, "as_of"), policy=policy, window=window, query=query)
+        return score_table(t, as_of_us=_instant(as_of, "as_of"), policy=policy, window=window, query=query)
     if window is not None or query is not None:
         raise QueryError("window= and query= are read only by ScoringPolicy.article_reference()")
     names = set(t.column_names)
@@ -190,7 +189,7 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     n = len(sim)
     buf_s, buf_v = pa.allocate_buffer(4 * n), pa.allocate_buffer(4 * n)
     try:
-        _core.score(sim, observed, rel, codes, vf, vt, dep, specs, to_us(as_of, "as_of"),
+        _core.score(sim, observed, rel, codes, vf, vt, dep, specs, _instant(as_of, "as_of"),
                     _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
                     _INVALID[policy.deprecated], float(policy.tau), int(threads),
                     np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32))

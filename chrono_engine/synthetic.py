@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._time import OPEN_END, US_PER_DAY
+
 __all__ = ["Corpus", "make_corpus", "times_for_selectivity", "fraction_valid",
            "STEEP_HALF_LIVES", "GENTLE_HALF_LIVES", "US_PER_DAY"]
 
-US_PER_DAY = 86_400_000_000
-OPEN_END = np.iinfo(np.int64).max
 
 #: 16 half-lives (days), log-spaced from two weeks to ten years: the "steep" regime.
 STEEP_HALF_LIVES = np.geomspace(14.0, 3652.5, 16)

@@ -27,7 +27,7 @@ def setup():
 
 
 def _decay_fn(eng):
-    types = np.asarray(eng._fact_types, dtype=object)
+    types = np.asarray(eng.fact_types, dtype=object)
     return lambda age, codes: eng.decay.evaluate(age, types[codes])
 
 

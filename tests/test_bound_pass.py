@@ -57,8 +57,8 @@ def store():
 
 
 def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask):
-    cols = eng._core.columns_at(rows)
-    table = eng._policy.kernel_table(eng._fact_types)
+    cols = eng._state.core.columns_at(rows)
+    table = eng.decay.kernel_table(list(eng.fact_types))
     obs = cols["observed_at"].astype(np.float64)
     age = (t[None, :] - obs[:, None]) / float(DAY)
     dec = np.empty_like(age)
@@ -128,9 +128,9 @@ def test_bound_rows_matches_numpy(store, variant, G):
         latest = trial % 2 == 0
         mask = None
         if trial == 5:
-            mask = (rng.random(len(eng._fact_types)) < 0.6).astype(np.uint8)
+            mask = (rng.random(len(eng.fact_types)) < 0.6).astype(np.uint8)
         want = _reference(eng, rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest, mask)
-        got = eng._core.bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
+        got = eng._state.core.bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
                                    mask, variant)
         _assert_bound_pass(got, want, theta)
         assert 0 < len(want[0]) < len(rows) or trial == 5  # both outcomes exercised
@@ -141,10 +141,10 @@ def test_bound_rows_rejects_bad_groups(store):
     one = np.zeros(1)
     rows = np.zeros(1, np.uint32)
     with pytest.raises(ValueError, match="G must be"):
-        eng._core.bound_rows(rows, np.zeros(65), *(np.zeros(65, np.int64),) * 3, *(np.zeros(65),) * 3,
+        eng._state.core.bound_rows(rows, np.zeros(65), *(np.zeros(65, np.int64),) * 3, *(np.zeros(65),) * 3,
                              0.0, 0.0, False)
     with pytest.raises(IndexError, match="row out of range"):
-        eng._core.bound_rows(np.array([len(eng)], np.uint32), one, *(np.zeros(1, np.int64),) * 3, one, one, one,
+        eng._state.core.bound_rows(np.array([len(eng)], np.uint32), one, *(np.zeros(1, np.int64),) * 3, one, one, one,
                              0.0, 0.0, False)
     with pytest.raises(ValueError, match="theta: expected 1 values"):
-        eng._core.bound_rows(rows, one, *(np.zeros(1, np.int64),) * 3, np.zeros(2), one, one, 0.0, 0.0, False)
+        eng._state.core.bound_rows(rows, one, *(np.zeros(1, np.int64),) * 3, np.zeros(2), one, one, 0.0, 0.0, False)

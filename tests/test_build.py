@@ -167,7 +167,7 @@ def test_decay_kernel_rejects_bad_specs(bad):
 # ----------------------------------------------------------------------------- interval index
 
 def _intervals_from_core(eng):
-    c = eng._core.columns()
+    c = eng.columns()
     return c["valid_from"], c["valid_to"]
 
 
@@ -188,20 +188,20 @@ def _check_index(eng, rng, label):
     for t in ts:
         t = int(t)
         want = np.flatnonzero((vf <= t) & (t < vt))
-        got = eng._core.rows_valid_at(t)
+        got = eng._state.core.rows_valid_at(t)
         assert got.dtype == np.uint32
         np.testing.assert_array_equal(got, want, err_msg=f"{label}: rows_valid_at({t})")
-        assert eng._core.count_valid_at(t) == len(want), f"{label}: count_valid_at({t})"
-        assert eng._core.valid_at_upper_bound(t) >= len(want), f"{label}: valid_at_upper_bound({t})"
+        assert eng._state.core.count_valid_at(t) == len(want), f"{label}: count_valid_at({t})"
+        assert eng._state.core.valid_at_upper_bound(t) >= len(want), f"{label}: valid_at_upper_bound({t})"
     for _ in range(50):
         a, b = np.sort(rng.choice(ts, 2, replace=False))
         a, b = int(a), int(b)
         if a == b:
             continue
         want = np.flatnonzero((vf < b) & (vt > a))
-        got = eng._core.rows_overlapping(a, b)
+        got = eng._state.core.rows_overlapping(a, b)
         np.testing.assert_array_equal(got, want, err_msg=f"{label}: rows_overlapping({a}, {b})")
-        assert eng._core.count_overlapping(a, b) == len(want), f"{label}: count_overlapping({a}, {b})"
+        assert eng._state.core.count_overlapping(a, b) == len(want), f"{label}: count_overlapping({a}, {b})"
     # the public wrapper agrees with the core
     t0 = int(np.median(vf))
     assert eng.count_valid_at(t0) == int(((vf <= t0) & (t0 < vt)).sum())
@@ -233,7 +233,7 @@ def test_interval_index_matches_numpy_through_appends_and_updates(coarse):
     # 2. an update rebuilds: everything static
     rows = rng.choice(len(eng), 200, replace=False).astype(np.uint32)
     vf, _ = _intervals_from_core(eng)
-    eng._core.update(rows, valid_to=vf[rows] + rng.integers(1, 90, len(rows)) * US_PER_DAY)
+    eng._state.core.update(rows, valid_to=vf[rows] + rng.integers(1, 90, len(rows)) * US_PER_DAY)
     _check_index(eng, rng, "after update")
     # 3. appends after a rebuild: static part + delta
     for _ in range(3):
@@ -242,11 +242,11 @@ def test_interval_index_matches_numpy_through_appends_and_updates(coarse):
     # 4. updates that close intervals living in the delta and reopen nothing
     vf, vt = _intervals_from_core(eng)
     rows = np.arange(len(eng) - 400, len(eng), 3, dtype=np.uint32)
-    eng._core.update(rows, valid_to=vf[rows] + US_PER_DAY)
+    eng._state.core.update(rows, valid_to=vf[rows] + US_PER_DAY)
     _check_index(eng, rng, "update of delta rows")
     # 5. updates that only touch flags leave the intervals alone
     before = _intervals_from_core(eng)
-    eng._core.update(rows[:10], deprecated=np.ones(10, np.uint8))
+    eng._state.core.update(rows[:10], deprecated=np.ones(10, np.uint8))
     np.testing.assert_array_equal(_intervals_from_core(eng)[1], before[1])
     _check_index(eng, rng, "flag update")
     # 6. a batch large enough to trigger a rebuild from within ingest
@@ -267,8 +267,8 @@ def test_interval_index_on_synthetic_corpus_with_reopening_updates():
     vf, vt = _intervals_from_core(eng)
     closed = np.flatnonzero(vt != OPEN_END)[:100].astype(np.uint32)
     opened = np.flatnonzero(vt == OPEN_END)[:100].astype(np.uint32)
-    eng._core.update(closed, valid_to=np.full(len(closed), OPEN_END, np.int64))
-    eng._core.update(opened, valid_to=vf[opened] + 5 * US_PER_DAY)
+    eng._state.core.update(closed, valid_to=np.full(len(closed), OPEN_END, np.int64))
+    eng._state.core.update(opened, valid_to=vf[opened] + 5 * US_PER_DAY)
     _check_index(eng, rng, "reopened/closed")
     eng.ingest({k: v[2000:] for k, v in d.items()})
     _check_index(eng, rng, "corpus 3000")
@@ -276,10 +276,10 @@ def test_interval_index_on_synthetic_corpus_with_reopening_updates():
 
 def test_interval_index_empty_store():
     eng = ce.Engine(4, threads=1)
-    assert eng._core.count_valid_at(0) == 0
-    assert len(eng._core.rows_valid_at(0)) == 0
-    assert eng._core.count_overlapping(0, 10) == 0
-    assert len(eng._core.rows_overlapping(0, 10)) == 0
+    assert eng._state.core.count_valid_at(0) == 0
+    assert len(eng._state.core.rows_valid_at(0)) == 0
+    assert eng._state.core.count_overlapping(0, 10) == 0
+    assert len(eng._state.core.rows_overlapping(0, 10)) == 0
 
 
 def test_interval_update_is_all_or_nothing():
@@ -290,10 +290,10 @@ def test_interval_update_is_all_or_nothing():
     rows = np.array([3, 10, 20], np.uint32)
     bad = np.array([vf[3] + US_PER_DAY, vf[10] + US_PER_DAY, vf[20]], np.int64)  # last: valid_to == valid_from
     with pytest.raises(ValueError, match="valid_to <= valid_from"):
-        eng._core.update(rows, valid_to=bad)
+        eng._state.core.update(rows, valid_to=bad)
     np.testing.assert_array_equal(_intervals_from_core(eng)[1], vt)
     with pytest.raises(IndexError):
-        eng._core.update(np.array([1, 10_000], np.uint32), valid_to=np.array([OPEN_END, OPEN_END]))
+        eng._state.core.update(np.array([1, 10_000], np.uint32), valid_to=np.array([OPEN_END, OPEN_END]))
     np.testing.assert_array_equal(_intervals_from_core(eng)[1], vt)
     _check_index(eng, rng, "after rejected updates")
 
@@ -305,10 +305,10 @@ def test_interval_overlap_with_empty_range_counts_zero():
     eng.ingest(_interval_batch(rng, 100, coarse=True))   # and a delta
     vf, _ = _intervals_from_core(eng)
     t = int(np.median(vf))
-    assert len(eng._core.rows_overlapping(t, t)) == 0
-    assert len(eng._core.rows_overlapping(t + US_PER_DAY, t)) == 0
-    assert eng._core.count_overlapping(t, t) == 0
-    assert eng._core.count_overlapping(t + US_PER_DAY, t) == 0
+    assert len(eng._state.core.rows_overlapping(t, t)) == 0
+    assert len(eng._state.core.rows_overlapping(t + US_PER_DAY, t)) == 0
+    assert eng._state.core.count_overlapping(t, t) == 0
+    assert eng._state.core.count_overlapping(t + US_PER_DAY, t) == 0
 
 
 # ----------------------------------------------------------------------------- freshness lists
@@ -324,7 +324,7 @@ def _fresh_batch(rng, n, *, t0=1_600_000_000_000_000):
 
 
 def _check_fresh(eng, rng, label):
-    c = eng._core.columns()
+    c = eng.columns()
     ft, obs = c["fact_type"], c["observed_at"]
     grid = np.unique(obs)
     for _ in range(40):
@@ -332,10 +332,10 @@ def _check_fresh(eng, rng, label):
         lo, hi = int(lo) - int(rng.integers(0, 2)), int(hi) + int(rng.integers(0, 2))  # on and off the keys
         for code in range(int(ft.max()) + 2):  # and a code with no list
             want = np.flatnonzero((ft == code) & (obs >= lo) & (obs <= hi))
-            rows, count = eng._core.rows_observed_between(code, lo, hi)
+            rows, count = eng._state.core.rows_observed_between(code, lo, hi)
             np.testing.assert_array_equal(rows, want, err_msg=f"{label}: type {code} [{lo}, {hi}]")
             assert count == len(want), f"{label}: count, type {code} [{lo}, {hi}]"
-    rows, count = eng._core.rows_observed_between(0, INT64_MIN, OPEN_END)
+    rows, count = eng._state.core.rows_observed_between(0, INT64_MIN, OPEN_END)
     assert count == len(rows) == int((ft == 0).sum())
 
 
@@ -362,7 +362,7 @@ def test_ids_stored_only_once_they_differ_from_rows():
     assert list(eng.ingest({**batch, "id": np.array([10, 3, 7], np.uint64)})) == [10, 3, 7]
     assert list(eng.ingest(batch)) == [11, 12, 13]
     np.testing.assert_array_equal(eng.rows_of([0, 1, 2, 10, 3, 7, 11, 12, 13]), np.arange(9))
-    np.testing.assert_array_equal(eng._core.columns()["id"], [0, 1, 2, 10, 3, 7, 11, 12, 13])
+    np.testing.assert_array_equal(eng.columns()["id"], [0, 1, 2, 10, 3, 7, 11, 12, 13])
     assert eng.memory()["metadata"] > dense  # the id map now exists
     with pytest.raises(NotFoundError, match="unknown id 4"):
         eng.rows_of([4])

@@ -44,8 +44,8 @@ def test_compact_cap_bounds_the_exact_similarity(metric):
     eng = ce.Engine(d, metric=metric)
     eng.ingest({"vector": x, "valid_from": np.zeros(n, "datetime64[us]")})
     rows = np.arange(n, dtype=np.uint32)
-    codes, scale, err = eng._core.compact(rows)
-    stored = eng._core.vectors(rows).astype(np.float64)
+    codes, scale, err = eng._state.core.compact(rows)
+    stored = eng._state.core.vectors(rows).astype(np.float64)
     s_ref = np.abs(stored).max(1) / 127.0
     np.testing.assert_allclose(scale, s_ref, rtol=1e-6)
     want = np.clip(np.rint(stored / scale[:, None].astype(np.float64)), -127, 127)

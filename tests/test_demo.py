@@ -33,10 +33,10 @@ def test_plain_similarity_prefers_the_stale_version(report):
     firsts = [p for p in report["plain_similarity"] if p["rank"] == 1]
     assert [(p["version"], p["status"]) for p in firsts] == [("v1.0.0", "superseded")] * 2
     eng, _ = demo.build_engine()
-    vecs = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
+    vecs = eng.vectors()
     q = demo.embed("What is the director's hotel cap now?")
     sims = vecs @ q
-    assert firsts[1]["id"] == int(eng._core.columns()["id"][int(np.argmax(sims))])
+    assert firsts[1]["id"] == int(eng.columns()["id"][int(np.argmax(sims))])
 
 
 def test_decay_curves_match_closed_form(report):

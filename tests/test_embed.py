@@ -214,33 +214,43 @@ def test_auto_on_this_machine(enc):
 
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize("times, match", [
-    (np.array(["2024-01-01", "NaT"], "datetime64[us]"), "NaT at row 1"),
-    ([dt.datetime(2024, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 2)], r"times\[1\]: naive datetime"),
-    (["2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00"], r"times\[1\]: naive datetime"),
-    (["2024-01-01T00:00Z", "yesterday"], r"times\[1\]: cannot read 'yesterday'"),
-    (pa.array([1, 2], pa.timestamp("us")), "without a time zone"),
-    (pa.array([1, None], pa.timestamp("us", tz="UTC")), "null at row 1"),
-    (np.array([0, 20000], "datetime64[Y]"), r"row 1 .* outside years 1..9999"),
-    (np.array([0, 2**62], np.int64), r"row 1 .* outside years 1..9999"),
-    (np.array([1.5, 2.5]), "wrong dtype float64"),
-    (np.array([True, False]), "wrong dtype bool"),
+    (np.array(["2024-01-01", "NaT"], "datetime64[us]"), r"times, row 1: a time is required, got null"),
+    (["2024-01-01T00:00Z", "yesterday"], r"times, row 1: cannot read 'yesterday'"),
+    (pa.array([1, None], pa.timestamp("us", tz="UTC")), r"times, row 1: a time is required, got null"),
+    (np.array([0, 20000], "datetime64[Y]"), r"row 1: .* outside years 1..9999"),
+    (np.array([0, 2**62], np.int64), r"row 1: .* outside years 1..9999"),
+    (np.array([1.5, 2.5]), r"row 0: 1.5 is not a whole number of microseconds"),
+    (np.array([True, False]), "got dtype bool"),
     (np.array([], "datetime64[us]"), "empty batch"),
     (np.zeros((2, 2), "datetime64[us]"), "1-D batch"),
     ("2024-01-01T00:00Z", "a sequence of times"),
-    ([dt.date(2024, 1, 1)], "a date has no time zone"),
-    ([None], "expected a time"),
+    ([None], r"times, row 0: a time is required, got null"),
+    ([dt.datetime(2024, 1, 1), object()], r"times, row 1: expected a time, got object"),
 ])
 def test_bad_times(enc, times, match):
     with pytest.raises(EmbeddingError, match=match):
         enc.encode(times)
 
 
+@pytest.mark.parametrize("naive", [
+    [dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 2, 6)],
+    ["2024-01-01T00:00:00", "2024-01-02 06:00"],
+    pa.array(np.array(["2024-01-01", "2024-01-02T06"], "datetime64[us]")),   # timestamp[us], no zone
+    [dt.date(2024, 1, 1), dt.datetime(2024, 1, 2, 6)],
+])
+def test_naive_times_are_utc(enc, naive):
+    """The package's one rule for naive times (as at ingest and search): they are UTC."""
+    aware = [dt.datetime(2024, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 2, 6, tzinfo=UTC)]
+    assert np.array_equal(enc.encode(naive), enc.encode(aware))
+    assert np.array_equal(enc.encode(aware), enc.encode(np.array(["2024-01-01", "2024-01-02T06"], "datetime64[us]")))
+
+
 def test_pandas_times():
     pd = pytest.importorskip("pandas")
     e = ce.TemporalEncoder(dim=8, threads=1)
     s = pd.Series(pd.to_datetime(["2024-01-01", "2024-06-01"]))
-    with pytest.raises(EmbeddingError, match="without a time zone"):
-        e.encode(s)
+    utc = e.encode(np.array(["2024-01-01", "2024-06-01"], "datetime64[us]"))
+    assert np.array_equal(e.encode(s), utc)  # naive = UTC
     aware = s.dt.tz_localize("Asia/Shanghai")
     want = e.encode(np.array(["2023-12-31T16:00", "2024-05-31T16:00"], "datetime64[us]"))
     assert np.array_equal(e.encode(aware), want)

@@ -60,16 +60,16 @@ def good(n=4, **over):
 
 
 def _state(e: ce.Engine):
-    cols = {k: v.copy() for k, v in e._core.columns().items()}
+    cols = {k: v.copy() for k, v in e.columns().items()}
     searches = [
         e.search_batch(QUERIES, 5, mode="all", as_of="2024-06-01", known_at=KNOWN_AT, exact=True),
         e.search_batch(QUERIES, 5, mode="as_of", as_of="2022-06-01", known_at=KNOWN_AT, exact=True),
         e.search_batch(QUERIES, 5, mode="latest", as_of="2023-06-01", known_at=KNOWN_AT, explain=True),
     ]
-    strings = e._strings()
-    return dict(n=len(e), cols=cols, searches=searches, fact_types=list(e._fact_types),
-                stems=list(e._stems), strings=None if strings is None else strings.num_rows,
-                vectors=e._core.vectors(np.arange(len(e), dtype=np.uint32)))
+    strings = e._state.strings()
+    return dict(n=len(e), cols=cols, searches=searches, fact_types=list(e.fact_types),
+                stems=e.stems, strings=None if strings is None else strings.num_rows,
+                vectors=e.vectors())
 
 
 def assert_unchanged(e: ce.Engine, before: dict, *, probe_ingest: bool = True) -> None:
@@ -247,11 +247,11 @@ def test_duplicate_id_against_the_store_with_a_new_fact_type():
     res = e.search(np.ones(DIM, np.float32), k=len(e) + 10, mode="all", as_of="2030-01-01",
                    known_at=KNOWN_AT, arbitrate=False, explain=True)
     decay = dict(zip(res.column("id").to_pylist(), res.column("decay").to_pylist()))
-    cols = e._core.columns()
+    cols = e.columns()
     t = np.datetime64("2030-01-01", "us").astype(np.int64)
     for row in e.rows_of(np.array([900, 901, 902, 903], np.uint64)):
         age = (t - cols["observed_at"][row]) / 86_400e6
-        want = 1.0 if e._fact_types[cols["fact_type"][row]] == "law" else 0.5 ** (age / 7)
+        want = 1.0 if e.fact_types[cols["fact_type"][row]] == "law" else 0.5 ** (age / 7)
         assert decay[int(cols["id"][row])] == pytest.approx(want, rel=1e-5, abs=1e-30)
 
 
@@ -431,8 +431,8 @@ def test_unknown_fact_type_filter(eng):
 def test_known_fact_type_filter_is_fine(eng):
     res = eng.search(QUERIES[0], k=50, mode="all", fact_types="law", known_at=KNOWN_AT)
     rows = eng.rows_of(res.column("id").to_numpy())
-    codes = eng._core.columns()["fact_type"][rows]
-    assert {eng._fact_types[c] for c in codes} == {"law"}
+    codes = eng.columns()["fact_type"][rows]
+    assert {eng.fact_types[c] for c in codes} == {"law"}
 
 
 # ============================================================================ constructor

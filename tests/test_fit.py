@@ -56,7 +56,8 @@ def test_fit_ou_datetimes_are_days():
     ([0, 1, 2], [1.0, float("nan"), 3.0], "non-finite .* index 1"),
     ([0, 1, 2], [1.0, 1.0, 1.0], "constant"),
     ([0, 1, 2], [1.0, 2.0], "equal length"),
-    (["a", "b", "c"], [1.0, 2.0, 3.0], "dtype"),
+    (["a", "b", "c"], [1.0, 2.0, 3.0], r"times, row 0: cannot read 'a'"),
+    (np.array([True, False, True]), [1.0, 2.0, 3.0], "dtype bool"),
 ])
 def test_fit_ou_errors(times, values, match):
     with pytest.raises(ValueError, match=match):

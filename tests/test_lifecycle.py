@@ -47,12 +47,12 @@ def make_engine():
 
 def snapshot(eng):
     """Everything a rejected call must leave as it was."""
-    cols = eng._core.columns()
-    hist = {s: eng.history(s).to_pylist() for s in eng._stems}
+    cols = eng.columns()
+    hist = {s: eng.history(s).to_pylist() for s in eng.stems}
     res = eng.search(vec(0), k=10, mode="all", as_of="2026-05-01", arbitrate=False, known_at=FAR).select(["id", "score"]).to_pylist()
     latest = eng.search(vec(0), k=10, as_of="2026-05-01", known_at=FAR).select(["id", "score"]).to_pylist()
     return (len(eng), {k: v.tolist() for k, v in cols.items()}, hist, res, latest,
-            eng.count_valid_at("2025-01-01"), list(eng._stems), eng._strings().num_rows)
+            eng.count_valid_at("2025-01-01"), eng.stems, eng._state.strings().num_rows)
 
 
 # ----------------------------------------------------------------------------- supersede
@@ -199,7 +199,7 @@ def test_error_messages_name_the_rule():
 
 def test_retract_is_transaction_time():
     eng = make_engine()
-    ing = eng._core.columns()["ingested_at"][2]
+    ing = eng.columns()["ingested_at"][2]
     at = ing + 10
     assert eng.retract(2, at=at).tolist() == [2]
     h = eng.history("SOP")
@@ -240,7 +240,7 @@ def test_retract_twice_rejected_atomically():
 
 def test_retract_at_equal_to_ingested_at_rejected():
     eng = make_engine()
-    ing = int(eng._core.columns()["ingested_at"][0])
+    ing = int(eng.columns()["ingested_at"][0])
     with pytest.raises(LifecycleError, match="not after its ingested_at"):
         eng.retract(0, at=ing)
 
@@ -416,6 +416,6 @@ def test_random_lifecycle_sequences_keep_invariants(ops):
         first = h.group_by("version", use_threads=False).aggregate([("id", "min")]).column("id_min").to_pylist()
         check_chain(h.filter(pa.compute.is_in(h.column("id"), pa.array(first, pa.uint64()))))
     # the core's interval index agrees with the metadata after every rebuild
-    cols = eng._core.columns()
+    cols = eng.columns()
     for t in np.unique(np.concatenate([cols["valid_from"], cols["valid_from"] - 1])):
         assert eng.count_valid_at(int(t)) == int(((cols["valid_from"] <= t) & (t < cols["valid_to"])).sum())

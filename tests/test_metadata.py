@@ -37,12 +37,12 @@ def test_version_codes_widen_past_65535_distinct_versions(tmp_path, reopen):
     n, half = 70_000, 35_000
     eng = ce.Engine(4, M=4, ef_construction=16, threads=2)
     eng.ingest(_version_rows(0, 60_000, half))  # 60,000 distinct versions: 16-bit codes
-    before = eng._core.columns()["version"].copy()
+    before = eng.columns()["version"].copy()
     eng.ingest(_version_rows(60_000, n, half))  # the 65,536th distinct version arrives mid-batch
     if reopen:
         eng.save(tmp_path / "e")
         eng = ce.Engine.open(tmp_path / "e")
-    cols = eng._core.columns()
+    cols = eng.columns()
     want = np.array([parse_version(f"v{j // 1000}.{j % 1000}") for j in range(n)], dtype=np.uint64)
     np.testing.assert_array_equal(cols["version"], want)
     np.testing.assert_array_equal(cols["version"][:60_000], before)
@@ -50,7 +50,7 @@ def test_version_codes_widen_past_65535_distinct_versions(tmp_path, reopen):
     # for stems whose two rows sit on both sides of the widening (rows 30,000..34,999 and
     # 65,000..69,999) as for the others
     for row in (0, 29_999, 30_000, 34_999):
-        q = eng._core.vectors(np.array([row], dtype=np.uint32))
+        q = eng._state.core.vectors(np.array([row], dtype=np.uint32))
         res = eng.search(q[0], 5, mode="all", exact=True)
         stems = res.column("stem_id").to_pylist()
         assert stems.count(f"s{row}") == 1, (row, stems)
@@ -97,10 +97,10 @@ def test_flags_and_sparse_retractions_round_trip(tmp_path):
     want_ret = retracted.copy()
     want_ret[:50] = T0 + 20 * US_PER_DAY
     for e in (eng, eng.save(tmp_path / "e") or ce.Engine.open(tmp_path / "e")):
-        cols = e._core.columns()
+        cols = e.columns()
         np.testing.assert_array_equal(cols["retracted_at"], want_ret)
         np.testing.assert_array_equal(cols["deprecated"].astype(bool), rows["deprecated"])
-        names = [e._fact_types[c] for c in cols["fact_type"]]
+        names = [e.fact_types[c] for c in cols["fact_type"]]
         assert names == rows["fact_type"]
 
 
@@ -116,10 +116,10 @@ def test_metadata_bytes_per_item_within_goal():
     assert 44 <= m["metadata_per_item"] <= 52, m
     assert per_item <= 64, m
     # reported apart: the Arrow string columns and the Python name dictionaries
-    assert m["strings"] == eng._strings().nbytes > 0
-    chars = sum(len(s.encode()) for s in eng._stems)
+    assert m["strings"] == eng._state.strings().nbytes > 0
+    chars = sum(len(s.encode()) for s in eng.stems)
     assert m["names_per_item"] * len(eng) == m["names"]
-    assert chars <= m["names"] <= chars + 24 * len(eng._stems) + 4096
+    assert chars <= m["names"] <= chars + 24 * len(eng.stems) + 4096
 
 
 def test_stem_names_intern_in_order_and_roll_back(tmp_path):
@@ -147,7 +147,7 @@ def test_open_refuses_a_manifest_naming_a_stem_twice(tmp_path):
                 "stem_id": ["x", "y", "x", "z"], "version": ["v1", "v1", "v2", "v1"]})
     eng.save(tmp_path / "e")
     again = ce.Engine.open(tmp_path / "e")
-    assert again._stems.tolist() == ["x", "y", "z"]
+    assert again.stems == ["x", "y", "z"]
     snap = tmp_path / "e" / (tmp_path / "e" / "CURRENT").read_text().strip()
     man = json.loads((snap / "manifest.json").read_text())
     man["stems"] = ["x", "y", "x"]
@@ -173,7 +173,7 @@ def test_stem_and_fact_type_names_come_back_from_codes(tmp_path):
     assert len(res) == n
     got = dict(zip(res.column("id").to_pylist(), res.column("stem_id").to_pylist()))
     assert [got[int(i)] for i in ids] == stems
-    assert "fact_type" not in eng._strings().column_names and "stem_id" not in eng._strings().column_names
+    assert "fact_type" not in eng._state.strings().column_names and "stem_id" not in eng._state.strings().column_names
     eng.save(tmp_path / "e")
     snap = tmp_path / "e" / (tmp_path / "e" / "CURRENT").read_text().strip()
     with pa.memory_map(str(snap / "meta.arrow")) as src:

@@ -22,7 +22,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 import chrono_engine as ce
-import chrono_engine.engine as engine_module
+import chrono_engine.storage as storage_module
 from chrono_engine.errors import ChronoError, CorruptStoreError, StorageError
 from chrono_engine.synthetic import US_PER_DAY, make_corpus, times_for_selectivity
 
@@ -73,12 +73,12 @@ def _build(corpus) -> ce.Engine:
     eng.ingest(_rows(corpus, 0, 2000, rng))
     eng.ingest(_rows(corpus, 2000, 3000, rng))
     # lifecycle-like edits: close some intervals, deprecate, retract
-    cols = eng._core.columns()
+    cols = eng.columns()
     rows = np.flatnonzero(cols["valid_to"] == OPEN_END)[:150].astype(np.uint32)
-    eng._core.update(rows, valid_to=cols["valid_from"][rows] + 200 * US_PER_DAY,
+    eng._state.core.update(rows, valid_to=cols["valid_from"][rows] + 200 * US_PER_DAY,
                      deprecated=np.ones(len(rows), np.uint8))
     rows2 = np.arange(5, 3000, 97, dtype=np.uint32)
-    eng._core.update(rows2, retracted_at=cols["ingested_at"][rows2] + 10 * US_PER_DAY)
+    eng._state.core.update(rows2, retracted_at=cols["ingested_at"][rows2] + 10 * US_PER_DAY)
     return eng
 
 
@@ -155,16 +155,15 @@ def assert_same_engine(a: ce.Engine, b: ce.Engine, corpus, *, graph_too: bool = 
     assert len(a) == len(b)
     assert (a.dim, a.metric) == (b.dim, b.metric)
     assert a.decay == b.decay
-    assert a._params == b._params
-    assert a._fact_types == b._fact_types
-    assert a._stems.tolist() == b._stems.tolist()
-    ca, cb = a._core.columns(), b._core.columns()
+    assert a.params == b.params
+    assert a.fact_types == b.fact_types
+    assert a.stems == b.stems
+    ca, cb = a.columns(), b.columns()
     assert set(ca) == set(cb)
     for k in ca:
         np.testing.assert_array_equal(ca[k], cb[k], err_msg=k)
-    rows = np.arange(len(a), dtype=np.uint32)
-    np.testing.assert_array_equal(a._core.vectors(rows), b._core.vectors(rows))
-    sa, sb = a._strings(), b._strings()
+    np.testing.assert_array_equal(a.vectors(), b.vectors())
+    sa, sb = a._state.strings(), b._state.strings()
     assert (sa is None) == (sb is None)
     if sa is not None:
         assert sa.select(sorted(sa.column_names)).equals(sb.select(sorted(sb.column_names)))
@@ -195,7 +194,7 @@ def test_round_trip_is_identical(engine, saved, corpus):
 
 def test_round_trip_keeps_lifecycle_edits_and_large_ids(engine, saved):
     opened = ce.Engine.open(saved)
-    c = opened._core.columns()
+    c = opened.columns()
     assert (c["deprecated"] == 1).sum() >= 150
     assert (c["retracted_at"] != OPEN_END).sum() > 0
     assert (c["id"] >= np.uint64(2**63)).sum() == 2000
@@ -227,11 +226,11 @@ def test_opened_engine_keeps_ingesting_like_the_original(corpus, saved, tmp_path
     extra["fact_type"] = np.asarray(["brand_new_type"] * 300, dtype=object)
     for e in (original, opened):
         e.ingest(dict(extra))
-    ids_o = original._core.columns()["id"][-300:]
-    ids_r = opened._core.columns()["id"][-300:]
+    ids_o = original.columns()["id"][-300:]
+    ids_r = opened.columns()["id"][-300:]
     np.testing.assert_array_equal(ids_o, ids_r)
-    assert opened._stems.tolist() == original._stems.tolist()
-    assert opened._fact_types == original._fact_types
+    assert opened.stems == original.stems
+    assert opened.fact_types == original.fact_types
     # the graph grows differently after a reload (hnswlib's level generator is not saved),
     # so compare the certified plan only
     assert_same_engine(original, opened, corpus, graph_too=False)
@@ -306,7 +305,7 @@ def test_store_layout(engine, saved):
     for col in ("id", "valid_from", "valid_to", "observed_at", "ingested_at", "retracted_at", "reliability",
                 "deprecated", "content", "title", "stem_id", "version"):
         assert col in table.column_names, col
-    np.testing.assert_array_equal(table.column("id").to_numpy(), engine._core.columns()["id"])
+    np.testing.assert_array_equal(table.column("id").to_numpy(), engine.columns()["id"])
 
 
 def test_saving_twice_leaves_one_snapshot(corpus, tmp_path):
@@ -355,7 +354,7 @@ def test_failed_rename_keeps_previous_copy(engine, corpus, copy_of, monkeypatch)
     def boom(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(engine_module.os, "replace", boom)
+    monkeypatch.setattr(storage_module.os, "replace", boom)
     with pytest.raises(StorageError, match="No space left"):
         eng.save(copy_of)
     monkeypatch.undo()
@@ -365,14 +364,14 @@ def test_failed_rename_keeps_previous_copy(engine, corpus, copy_of, monkeypatch)
 
 def test_failed_fsync_after_snapshot_written_keeps_previous_copy(engine, corpus, copy_of, monkeypatch):
     eng = _grown(corpus, copy_of)
-    real = engine_module._fsync
+    real = storage_module.fsync_file
 
     def fsync(path):
         if Path(path).name.startswith("CURRENT"):  # the snapshot is complete by now
             raise OSError(5, "Input/output error")
         real(path)
 
-    monkeypatch.setattr(engine_module, "_fsync", fsync)
+    monkeypatch.setattr(storage_module, "fsync_file", fsync)
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
@@ -385,7 +384,7 @@ def test_failure_while_writing_metadata_keeps_previous_copy(engine, corpus, copy
     def new_file(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(engine_module.ipc, "new_file", new_file)
+    monkeypatch.setattr(storage_module.ipc, "new_file", new_file)
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
@@ -395,14 +394,14 @@ def test_failure_while_writing_metadata_keeps_previous_copy(engine, corpus, copy
 
 def test_failure_after_rename_leaves_a_loadable_store(engine, corpus, copy_of, monkeypatch):
     eng = _grown(corpus, copy_of)
-    real = engine_module._fsync_dir
+    real = storage_module.fsync_dir
 
     def fsync_dir(path):
         if Path(path) == copy_of:
             raise OSError(5, "Input/output error")
         real(path)
 
-    monkeypatch.setattr(engine_module, "_fsync_dir", fsync_dir)
+    monkeypatch.setattr(storage_module, "fsync_dir", fsync_dir)
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
@@ -415,7 +414,7 @@ def test_failed_save_leaves_no_stray_files_after_next_save(corpus, copy_of, monk
     def boom(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(engine_module.os, "replace", boom)
+    monkeypatch.setattr(storage_module.os, "replace", boom)
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
@@ -428,7 +427,7 @@ _CRASH_SCRIPT = textwrap.dedent("""
     import os, sys
     import numpy as np
     import chrono_engine as ce
-    import chrono_engine.engine as em
+    import chrono_engine.storage as em
     path = sys.argv[1]
     eng = ce.Engine.open(path)
     eng.ingest({"vector": np.ones((5, eng.dim), np.float32), "valid_from": ["2030-01-01"] * 5})
@@ -467,15 +466,15 @@ def test_non_os_error_mid_save_keeps_previous_copy(engine, corpus, copy_of):
                 raise MemoryError("simulated allocation failure")
             return getattr(self._c, name)
 
-    real = eng._core
-    eng._core = Exploding(real)
+    real = eng._state.core
+    eng._state.core = Exploding(real)
     try:
         with pytest.raises(MemoryError):
             eng.save(copy_of)
     finally:
-        eng._core = real
+        eng._state.core = real
     _assert_previous_copy(copy_of, engine, corpus)
-    assert not eng._write.locked()  # the writer lock was released
+    assert not eng._state.write.locked()  # the writer lock was released
     eng.save(copy_of)  # and a later save works and cleans up
     assert len(_snaps(copy_of)) == 1
     assert len(ce.Engine.open(copy_of)) == len(engine) + 40

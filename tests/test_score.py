@@ -437,9 +437,23 @@ def test_score_null_observed_at():
         ce.score(_tiny(observed_at=pa.array([0, None, 0], TS)), as_of=T_QUERY)
 
 
-def test_score_bad_time_column_type():
+@pytest.mark.parametrize("col", [pa.array([True, False, True]), pa.array([[1], [2], [3]]),
+                                 pa.array(["2024-01-01", "someday", "2024-01-01"]),
+                                 pa.array([0.5, 1.0, 2.0])])
+def test_score_bad_time_column_type(col):
     with pytest.raises(QueryError, match="observed_at"):
-        ce.score(_tiny(observed_at=pa.array(["2024-01-01"] * 3)), as_of=T_QUERY)
+        ce.score(_tiny(observed_at=col), as_of=T_QUERY)
+
+
+def test_score_time_columns_read_as_at_ingest():
+    """Candidate times follow the package's one time rule: ISO strings (naive = UTC), dates
+    and every timestamp unit give the same scores as int64 µs."""
+    us = np.array([T_QUERY - 3 * US_PER_DAY, T_QUERY - 40 * US_PER_DAY, T_QUERY - 400 * US_PER_DAY])
+    want = ce.score(_tiny(observed_at=pa.array(us)), as_of=T_QUERY).column("score")
+    iso = [str(np.datetime64(int(u), "us")) for u in us]
+    for col in (pa.array(iso), pa.array([s + "Z" for s in iso]), pa.array(us, TS),
+                pa.array(us // 1_000_000, pa.timestamp("s")), pa.array(us * 1000, pa.timestamp("ns", tz="UTC"))):
+        assert ce.score(_tiny(observed_at=col), as_of=T_QUERY).column("score").equals(want), col.type
 
 
 @pytest.mark.parametrize("as_of", [None, "not a time", True])

@@ -10,7 +10,7 @@ from chrono_engine.synthetic import US_PER_DAY, times_for_selectivity
 
 
 def core_cols(eng):
-    c = eng._core.columns()
+    c = eng.columns()
     return {"valid_from": c["valid_from"], "valid_to": c["valid_to"], "observed_at": c["observed_at"],
             "ingested_at": c["ingested_at"], "retracted_at": c["retracted_at"], "reliability": c["reliability"],
             "fact_type": c["fact_type"].astype(np.int64), "stem": c["stem"], "version": c["version"],
@@ -18,7 +18,7 @@ def core_cols(eng):
 
 
 def decay_fn(eng):
-    types = eng._fact_types
+    types = eng.fact_types
     def f(age, codes):
         names = np.asarray(types, dtype=object)[codes]
         return eng.decay.evaluate(age, names)
@@ -27,7 +27,7 @@ def decay_fn(eng):
 
 def check_against_reference(eng, corpus, q, t, *, mode, exact, k=10, **kw):
     cols = core_cols(eng)
-    vecs = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
+    vecs = eng.vectors()
     known = np.full(len(q), np.iinfo(np.int64).max - 1, np.int64)
     window = kw.pop("window", None)
     res = eng.search_batch(q, k, mode=mode, as_of=t if mode != "window" else None, known_at=known,
@@ -287,11 +287,11 @@ def test_scan_orders_bitemporal_against_reference(small_corpus, scan, fusion):
     t = times_for_selectivity(c, 0.3, nq)
     lo, hi = int(c.ingested_at.min()), int(c.ingested_at.max()) + 500 * US_PER_DAY
     known = rng.integers(lo, hi, nq).astype(np.int64)
-    types = sorted(set(eng._fact_types))[::2]
-    mask = np.zeros(len(eng._fact_types), bool)
-    mask[[eng._fact_code[n] for n in types]] = True
+    types = sorted(set(eng.fact_types))[::2]
+    mask = np.zeros(len(eng.fact_types), bool)
+    mask[[eng.fact_types.index(n) for n in types]] = True
     cols = core_cols(eng)
-    vecs = eng._core.vectors(np.arange(len(eng), dtype=np.uint32))
+    vecs = eng.vectors()
     sims = ref.similarities(q, vecs, eng.metric)
     for mode in ("as_of", "latest"):
         for kw in ({"tau": 0.2}, {"fact_types": types}):

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pytest
 
 import chrono_engine as ce
+from chrono_engine import search
 from chrono_engine.errors import QueryError
 from chrono_engine.synthetic import US_PER_DAY, make_corpus, times_for_selectivity
 
@@ -52,11 +53,15 @@ def _batches(c):
 class CoreOnly(ce.Engine):
     """The Engine with a result table built from the core's answer alone (no string
     columns), to check the core's snapshot consistency apart from the Python facade's
-    string bookkeeping (see the xfail on the full-API test)."""
+    string bookkeeping."""
 
-    def _result_table(self, out, explain, lang, t, mode):
+    def search_batch(self, vectors, k=10, options=None, *, threads=None, **kwargs):
+        opts = ce.SearchOptions.of(options, **kwargs)
+        q = search.query_vectors(vectors, self.dim, self.metric)
+        out, _ = search.core_search(self._state, q, k, opts, self._planner(),
+                                    self.threads if threads is None else threads)
         rows = out["row"].astype(np.int64)
-        cols = self._core_columns_at(rows)
+        cols = self._state.columns_at(rows)
         return pa.table({
             "query": pa.array(out["query"], pa.int32()), "rank": pa.array(out["rank"], pa.int32()),
             "id": pa.array(out["id"], pa.uint64()), "score": pa.array(out["score"], pa.float64()),
@@ -191,7 +196,7 @@ def test_core_answers_under_concurrent_ingest_equal_sequential_replay(corpus, wo
 
 
 _STRINGS_RACE = (
-    "BUG (engine.py): Engine._append calls self._core.ingest(...) before it appends the batch's "
+    "BUG (engine.py): Engine._append calls self._state.core.ingest(...) before it appends the batch's "
     "string columns to self._chunks (and Engine._strings() caches/compacts self._chunks without "
     "the write lock), so a search running concurrently sees the new core rows but an older "
     "strings table: _result_table's strings.take(rows) raises ArrowIndexError 'Index N out of "
@@ -236,7 +241,7 @@ def test_search_right_after_the_core_accepted_a_batch(corpus, workload, replay):
             seen.extend(box)
             return out
 
-    eng._core = Core(eng._core)
+    eng._state.core = Core(eng._state.core)
     eng.ingest(batches[0])
     assert len(seen) == 1
     if isinstance(seen[0], BaseException):

@@ -36,9 +36,9 @@ def test_single_search_gate_and_bad_gamma(small_engine, small_corpus):
 def test_engine_validity_matches_numpy(small_engine, small_corpus):
     """engine.validity(T) = reliability x the policy's decay at the age (NumPy reference)."""
     t = int(times_for_selectivity(small_corpus, 0.2, 1)[0])
-    cols = small_engine._core.columns()
+    cols = small_engine.columns()
     age = (t - cols["observed_at"].astype(np.float64)) / 86_400_000_000.0
-    names = np.asarray(small_engine._fact_types, dtype=object)[cols["fact_type"]]
+    names = np.asarray(small_engine.fact_types, dtype=object)[cols["fact_type"]]
     want = cols["reliability"].astype(np.float64) * small_engine.decay.evaluate(age, names)
     np.testing.assert_allclose(small_engine.validity(t), want, rtol=1e-12, atol=1e-15)
     ids = cols["id"][[5, 0, 17]]
@@ -53,7 +53,7 @@ def test_verify_chains_against_engine_and_time(small_corpus):
     small_engine = ce.Engine(small_corpus.vector.shape[1], decay=policy_for(small_corpus))
     small_engine.ingest(data)
     t = int(times_for_selectivity(small_corpus, 0.2, 1)[0])
-    ids = small_engine._core.columns()["id"].astype(np.int64)
+    ids = small_engine.columns()["id"].astype(np.int64)
     assert ids[0] != 0
     rng = np.random.default_rng(8)
     rows = [[list(rng.integers(0, len(ids), rng.integers(0, 4))) for _ in range(rng.integers(0, 6))]

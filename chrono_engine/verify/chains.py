@@ -230,7 +230,7 @@ def report_table(arrays: dict[str, np.ndarray], chain_offsets: np.ndarray,
 def _engine_and_time(validity: Any) -> tuple[Any, Any] | None:
     """``(engine, T)`` when ``validity`` names a store and a time instead of an array."""
     if isinstance(validity, tuple) and len(validity) == 2 and \
-            hasattr(validity[0], "validity") and hasattr(validity[0], "rows_of"):
+            hasattr(validity[0], "validity") and hasattr(validity[0], "contains"):
         return validity
     return None
 
@@ -242,12 +242,12 @@ def _verify_against_engine(batch: ChainBatch, engine: Any, t: Any, gamma: float)
         k = int(np.flatnonzero(ids < 0)[0])
         raise QueryError(f"{_location(batch, k)}: fact id {int(ids[k])} is not an engine id")
     uniq, inv = np.unique(ids, return_inverse=True)
-    rows = engine._core.rows_of(uniq.astype(np.uint64))
-    if (rows < 0).any():
-        missing = uniq[np.flatnonzero(rows < 0)[0]]
+    known = engine.contains(uniq)
+    if not known.all():
+        missing = uniq[np.flatnonzero(~known)[0]]
         k = int(np.flatnonzero(ids == missing)[0])
         raise QueryError(f"{_location(batch, k)}: fact id {int(missing)} is not in the engine")
-    v = engine._validity_of_rows(t, rows)
+    v = engine.validity(t, uniq)
     local = ChainBatch(batch.chain_offsets, batch.step_offsets, inv.astype(np.int64).reshape(-1))
     arrays = verify_arrays(local, v, gamma)
     wf = arrays["weakest_fact"]

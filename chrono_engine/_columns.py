@@ -1,0 +1,81 @@
+"""Column containers users pass in (Arrow, NumPy, pandas, Python lists), brought to one of
+three canonical forms that the converters of :mod:`.schema` and :mod:`._time` read.
+
+Internal: no public names. Knows nothing about errors; callers check what they need.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+# what a failed Arrow conversion of user data raises
+ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+                ValueError, OverflowError)
+
+
+def pandas_type(obj: Any, name: str):
+    """pandas' class ``name`` if pandas is imported (it is optional: if it is not imported,
+    ``obj`` is not a pandas object), else None."""
+    pd = sys.modules.get("pandas")
+    return getattr(pd, name, None) if pd is not None else None
+
+
+def is_dataframe(obj: Any) -> bool:
+    cls = pandas_type(obj, "DataFrame")
+    return cls is not None and isinstance(obj, cls)
+
+
+def is_series(obj: Any) -> bool:
+    cls = pandas_type(obj, "Series")
+    return cls is not None and isinstance(obj, cls)
+
+
+def combine(ch: pa.ChunkedArray) -> pa.Array:
+    """One Array from a ChunkedArray (zero-copy when it has a single chunk)."""
+    if ch.num_chunks == 1:
+        return ch.chunk(0)
+    if ch.num_chunks == 0:
+        return pa.array([], type=ch.type)
+    return ch.combine_chunks()
+
+
+def canonical(col: Any):
+    """One column as a ``pa.Array`` (dictionaries decoded), a non-object ``np.ndarray`` (of
+    any ndim: the caller checks the shape) or a list of Python objects (only when Arrow
+    could not convert it in one go: mixed types, so that a converter can name the bad row).
+
+    Object columns (pandas ``object`` dtype, NumPy object arrays) follow pandas'
+    missing-value convention: None, NaN and NaT are null.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = combine(col)
+    if isinstance(col, pa.Array):
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        return col
+    if is_series(col):
+        dt = col.dtype
+        if isinstance(dt, np.dtype) and dt.kind in "biufM":
+            return col.to_numpy()
+        try:
+            return canonical(pa.array(col, from_pandas=True))
+        except ARROW_ERRORS:
+            return list(col)
+    if isinstance(col, np.ndarray):
+        if col.ndim != 1:
+            return col
+        if col.dtype.kind == "O":
+            try:
+                return canonical(pa.array(col, from_pandas=True))
+            except ARROW_ERRORS:
+                return col.tolist()
+        if col.dtype.kind in "US":
+            return pa.array(col)
+        return col
+    try:
+        return canonical(pa.array(list(col)))
+    except ARROW_ERRORS:
+        return list(col)

@@ -1,0 +1,214 @@
+"""The store in memory and its one write path (internal).
+
+:class:`StoreState` is what an :class:`~chrono_engine.Engine` holds: the compiled core
+(vectors, graph, temporal metadata and its indexes), the names behind the core's codes
+(fact types, stems), the string columns returned with results, and the write lock. The
+lifecycle (:mod:`.lifecycle`), the store format (:mod:`.storage`) and search
+(:mod:`.search`) work through its methods, never through the Engine's attributes.
+
+Concurrency: one writer at a time (``write``); readers never take the lock. The string
+table is immutable and replaced (never mutated) by writers, so a reader holding a reference
+sees every row the core had when it read.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import _core
+from ._time import now_us
+from .decay import DecayPolicy
+from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError
+from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
+
+__all__ = ["StoreState", "STRING_COLUMNS", "embed_content"]
+
+#: String columns kept by row (fact_type and stem_id names are not: the core holds their codes).
+STRING_COLUMNS = ("content", "title", "source", "modality", "version", "supersedes")
+
+
+class StoreState:
+    """Vectors, metadata, names and strings of one store, with the write path."""
+
+    def __init__(self, dim: int, metric: str, policy: DecayPolicy, *, M: int, ef_construction: int,
+                 seed: int, threads: int) -> None:
+        self.dim, self.metric, self.policy = dim, metric, policy
+        #: HNSW construction parameters, as saved with the store
+        self.params = dict(M=M, ef_construction=ef_construction, seed=seed)
+        self.threads = threads
+        self.core = _core.Store(dim, metric, M, ef_construction, seed)
+        self.fact_types: list[str] = []
+        self.fact_code: dict[str, int] = {}
+        # stem names by code (the core's stem column holds the codes): one character buffer
+        # and a hash table in the core, not a Python list and dict
+        self.stems = _core.Names()
+        self.table: pa.Table | None = None
+        self.write = threading.Lock()
+
+    def __len__(self) -> int:
+        return int(self.core.size)
+
+    # ------------------------------------------------------------------ reads
+    def columns(self) -> dict:
+        """Every metadata column of every row (NumPy arrays; a consistent copy)."""
+        return self.core.columns()
+
+    def columns_at(self, rows: np.ndarray) -> dict:
+        """The metadata columns of the given rows."""
+        return self.core.columns_at(np.asarray(rows).astype(np.uint32))
+
+    def strings(self) -> pa.Table | None:
+        """The string columns (:data:`STRING_COLUMNS`) of every row, or None before any ingest."""
+        return self.table
+
+    def stem_code(self, stem_id: str) -> int:
+        """The core's code of a stem name, or -1 when the store has no such stem."""
+        return int(self.stems.find(stem_id))
+
+    def stem_names(self, codes: np.ndarray) -> pa.Array:
+        """The stem ids of stem codes (-1: null) as an Arrow string array."""
+        codes = np.ascontiguousarray(codes, dtype=np.int32)
+        offsets, data = self.stems.take(codes)
+        valid = codes >= 0
+        bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
+
+    def rows_of(self, ids: Any) -> np.ndarray:
+        """Row numbers of ids; raises NotFoundError naming the first unknown id."""
+        ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
+        rows = self.core.rows_of(ids)
+        if (rows < 0).any():
+            raise NotFoundError(f"unknown id {int(ids[np.flatnonzero(rows < 0)[0]])}")
+        return rows
+
+    def validity_of_rows(self, t_us: int, rows: np.ndarray) -> np.ndarray:
+        """V = q · D_j(T − t_e) of the given rows at ``t_us``, with the core's decay kernels."""
+        out = np.empty(rows.shape[0], dtype=np.float64)
+        if rows.shape[0] == 0:
+            return out
+        cols = self.columns_at(rows)
+        # the core's age: difference taken in double, in days
+        age = (float(t_us) - cols["observed_at"].astype(np.float64)) / 86_400_000_000.0
+        table = self.policy.kernel_table(self.fact_types)
+        codes = cols["fact_type"]
+        for code in np.unique(codes):
+            sel = codes == code
+            out[sel] = _core.decay_eval(age[sel], table[int(code)])
+        out *= cols["reliability"].astype(np.float64)
+        return out
+
+    def type_mask(self, fact_types: Any) -> np.ndarray | None:
+        """The core's fact-type mask for a search restricted to ``fact_types`` (None: all).
+        A name the policy knows but no row carries yet selects nothing; an unknown name is
+        a QueryError."""
+        if fact_types is None:
+            return None
+        if isinstance(fact_types, str):
+            fact_types = [fact_types]
+        mask = np.zeros(max(len(self.fact_types), 1), np.uint8)
+        for name in fact_types:
+            if name in self.fact_code:
+                mask[self.fact_code[name]] = 1
+            elif not self.policy.knows(name):
+                raise QueryError(f"fact_types: unknown fact type {name!r}")
+        return mask
+
+    # ------------------------------------------------------------------ the write path
+    def normalize(self, rows: Any, now: int | None = None) -> IngestBatch:
+        """Validate user rows for this store (:func:`~chrono_engine.schema.normalize_rows`)."""
+        return normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.policy.knows,
+                              now_us=now_us() if now is None else now)
+
+    def append(self, batch: IngestBatch) -> np.ndarray:
+        """Add a validated batch; returns its ids. All or nothing: a batch the core refuses
+        leaves names, strings and core unchanged. The caller holds ``write``."""
+        n = batch.n
+        # codes for fact types and stems (dictionary-encoded by the schema, remapped here
+        # without a per-row loop); remembered only once the core accepted the batch
+        new_types = [t for t in batch.fact_type_names if t not in self.fact_code]
+        types = self.fact_types + new_types
+        code_of = {t: i for i, t in enumerate(types)}
+        remap = np.array([code_of[t] for t in batch.fact_type_names], dtype=np.uint16)
+        ft = remap[batch.fact_type_codes] if n else np.zeros(0, np.uint16)
+        if new_types:
+            self.core.set_decay(self.policy.kernel_table(types))
+        # New stem names get the next codes and the strings are published before the core
+        # has the rows (readers may see them early, harmless, never late); a failure undoes both.
+        old_table, n_stems = self.table, len(self.stems)
+        try:
+            smap = np.append(self.stems.add_all(batch.stem_names), np.int32(-1))
+            stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
+            kept = batch.table.select(list(STRING_COLUMNS))
+            new_table = kept if old_table is None else pa.concat_tables([old_table, kept])
+            if new_table.column(0).num_chunks > 64:
+                new_table = new_table.combine_chunks()
+            self.table = new_table
+            first = self.core.ingest(
+                batch.vector, batch.valid_from, batch.valid_to, batch.observed_at, batch.ingested_at,
+                batch.retracted_at, batch.version_key, batch.reliability, stem, ft,
+                batch.deprecated.astype(np.uint8), batch.ids, self.threads)
+        except BaseException as e:
+            self.table = old_table
+            self.stems.truncate(n_stems)
+            if not isinstance(e, ValueError):
+                raise
+            msg = str(e)
+            if msg.startswith("duplicate id"):
+                row = int(msg.rsplit(" ", 1)[1])
+                raise SchemaError(f"column 'id', row {row}: {msg.split(' at row')[0]} is already in the store "
+                                  "(duplicate id)", column="id", row=row, rule="duplicate id") from None
+            raise SchemaError(msg) from None
+        self.fact_types = types
+        self.fact_code = code_of
+        # ids given, or assigned by the core (largest id so far + 1 onwards)
+        return self.core.columns_at(np.arange(first, first + n, dtype=np.uint32))["id"]
+
+    def update(self, rows: np.ndarray, **columns: np.ndarray) -> None:
+        """Change metadata of existing rows (``valid_to``, ``deprecated``, ``retracted_at``),
+        checked by the core before anything changes. The caller holds ``write``."""
+        self.core.update(np.asarray(rows).astype(np.uint32), **columns)
+
+
+def embed_content(embedder: Any, rows: Any, at_us: int | None = None) -> Any:
+    """Rows that carry ``content`` and no ``vector``, with vectors from a time-aware embedder
+    (a :class:`~chrono_engine.TemporalEmbedder`): each row at its ``observed_at`` (else
+    ``valid_from``), or every row at ``at_us`` when given (a new version, at its effective
+    time). Any other rows, or any other embedder, come back unchanged (validation then
+    names what is missing). Raises SchemaError (rule "embedding") naming the row."""
+    if embedder is None or not hasattr(embedder, "embed"):
+        return rows
+    raw = _raw_columns(rows)
+    if "vector" in raw or "content" not in raw:
+        return rows
+    n = len(raw["content"])
+    if n == 0 or (at_us is None and "valid_from" not in raw):
+        return rows
+    content = _canon("content", raw["content"])
+    texts = content.to_pylist() if isinstance(content, pa.Array) else list(content)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise SchemaError(f"column 'content', row {i}: a row without 'vector' needs 'content' text to embed "
+                              "(embedding)", column="content", row=i, rule="embedding")
+    if at_us is not None:
+        t_us = np.full(n, at_us, np.int64)
+    else:
+        t_us, _ = _times("valid_from", _canon("valid_from", raw["valid_from"]), nullable=False)
+        if "observed_at" in raw:
+            obs, nulls = _times("observed_at", _canon("observed_at", raw["observed_at"]), nullable=True)
+            t_us = obs if nulls is None else np.where(nulls, t_us, obs)
+    modality = None
+    if embedder.temporal.modalities:
+        if "modality" not in raw:
+            raise SchemaError(f"column 'modality' is required: the embedder encodes modalities "
+                              f"{embedder.temporal.modalities} (embedding)", column="modality", rule="embedding")
+        mc = _canon("modality", raw["modality"])
+        modality = mc.to_pylist() if isinstance(mc, pa.Array) else list(mc)
+    try:
+        vectors = embedder.embed(texts, t_us, modality)
+    except EmbeddingError as e:
+        raise SchemaError(f"embedding the 'content' column failed: {e} (embedding)",
+                          column="content", rule="embedding") from None
+    return dict(raw, vector=vectors)

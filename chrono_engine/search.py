@@ -1,0 +1,412 @@
+"""Search: the options every search takes (defined once, in :class:`SearchOptions`), their
+resolution into the planner's arguments, and the result table with its citations.
+
+:meth:`Engine.search <chrono_engine.Engine.search>`, :meth:`~chrono_engine.Engine.search_batch`,
+:meth:`~chrono_engine.Engine.query` and the ``chrono search`` command all take these options,
+as keywords or as one :class:`SearchOptions`:
+
+>>> import chrono_engine as ce
+>>> opts = ce.SearchOptions(mode="as_of", as_of="2024-08-15", exact=True)
+>>> opts.replace(mode="latest").mode, opts.mode
+('latest', 'as_of')
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._state import STRING_COLUMNS, StoreState
+from ._time import MIN_TIME_US, OPEN_END, TimeInputError, array_us, from_us, now_us, scalar_us
+from .errors import QueryError
+from .schema import format_version, parse_version
+
+__all__ = ["SearchOptions", "QueryResult", "MODES", "FUSIONS", "OUT_OF_FORCE", "SCAN_ORDERS"]
+
+#: Search modes and their codes in the core.
+MODES = {"latest": 0, "as_of": 1, "window": 2, "all": 3}
+#: Fusions of similarity and validity.
+FUSIONS = {"product": 0, "linear": 1}
+#: What ``latest`` mode does with items not in force: the ``deprecated=`` option.
+OUT_OF_FORCE = {"penalize": 0, "exclude": 1, "include": 2}
+#: Orders of the certified scan (the Engine's ``scan=``).
+SCAN_ORDERS = {"auto": 0, "bounds": 1, "similarity": 2}
+_LANGS = ("en", "zh")
+_UTC = _dt.timezone.utc
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def choice(value: Any, options: dict, name: str) -> int:
+    """The code of ``value`` among ``options``, or QueryError naming the argument."""
+    if not isinstance(value, str) or value not in options:
+        raise QueryError(f"{name} must be one of {sorted(options)}, got {value!r}")
+    return options[value]
+
+
+def _unit_float(value: Any, name: str) -> float:
+    """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise QueryError(f"{name} must be a number in [0, 1], got {value!r}")
+    v = float(value)
+    if not (0.0 <= v <= 1.0):
+        raise QueryError(f"{name} must be in [0, 1], got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What a search asks for, beside the query vectors and k. Checked when made (a bad
+    value raises :class:`~chrono_engine.errors.QueryError` naming the option); times are
+    read when the search runs (one value, or one per query).
+
+    Modes: ``latest`` (T = ``as_of`` or now; items not in force — expired, not yet valid or
+    deprecated — are penalised ×``deprecation_penalty``, excluded or included as
+    ``deprecated`` says; per stem the highest non-deprecated version in force wins);
+    ``as_of`` (hard filter valid_from ≤ T < valid_to; per stem the version in force at T);
+    ``window`` (valid interval overlaps ``window=(start, end)``; decay measured from
+    T = ``as_of`` or the window's end); ``all`` (no validity filter). Every mode sees the
+    store as known at ``known_at`` (default now): ingested_at ≤ known_at < retracted_at.
+
+    ``fusion``: "product" (s⁺·V, the paper) or "linear" (α·s + (1−α)·V, the article,
+    α = ``alpha``); ``tau`` (τ): items with V < τ never qualify; ``arbitrate=False``
+    returns every version of a stem; ``fact_types`` restricts the search to those types;
+    ``exact=True`` forces the certified scan plan; ``explain=True`` adds decay, penalty,
+    plan and reason columns; ``lang`` is the citations' language ("en" / "zh");
+    ``verify=γ`` gates the retrieved context (layer 3): each query's hits form one chain,
+    and the result gains ``robustness`` (ρ = min over the query's hits of V − γ; 0 for a
+    query without hits), ``satisfied`` (ρ ≥ 0) and ``refetch`` (this hit's V < γ).
+    """
+
+    mode: str = "latest"
+    as_of: Any = None
+    known_at: Any = None
+    window: Any = None
+    fusion: str = "product"
+    alpha: float = 0.75
+    tau: float = 0.0
+    deprecated: str = "penalize"
+    deprecation_penalty: float = 0.1
+    arbitrate: bool = True
+    fact_types: Sequence[str] | None = None
+    exact: bool = False
+    explain: bool = False
+    lang: str = "en"
+    verify: float | None = None
+
+    def __post_init__(self) -> None:
+        choice(self.mode, MODES, "mode")
+        choice(self.fusion, FUSIONS, "fusion")
+        choice(self.deprecated, OUT_OF_FORCE, "deprecated")
+        for name in ("alpha", "tau", "deprecation_penalty"):
+            object.__setattr__(self, name, _unit_float(getattr(self, name), name))
+        if self.lang not in _LANGS:
+            raise QueryError(f"lang must be 'en' or 'zh', got {self.lang!r}")
+        if self.mode == "window" and (self.window is None or not hasattr(self.window, "__len__")
+                                      or len(self.window) != 2):
+            raise QueryError("window mode needs window=(start, end)")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every option's name, in order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def of(cls, options: SearchOptions | None = None, **overrides: Any) -> SearchOptions:
+        """``options`` (default: the defaults) with ``overrides`` applied; an unknown name is
+        a QueryError listing the known ones."""
+        if options is not None and not isinstance(options, SearchOptions):
+            raise QueryError(f"options must be a SearchOptions, got {type(options).__name__}")
+        unknown = sorted(set(overrides) - set(cls.names()))
+        if unknown:
+            raise QueryError(f"unknown search option {unknown[0]!r} (known: {', '.join(cls.names())})")
+        if options is None:
+            return cls(**overrides)
+        return dataclasses.replace(options, **overrides) if overrides else options
+
+    def replace(self, **overrides: Any) -> SearchOptions:
+        """A copy with some options changed (checked like a new one)."""
+        return SearchOptions.of(self, **overrides)
+
+
+# ----------------------------------------------------------------------------- running one
+
+def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
+    """Query vectors as C-contiguous float32 (n, dim), unit length under cosine; bad ones
+    (wrong shape, non-finite, zero under cosine) raise QueryError naming the query."""
+    q = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    if q.ndim != 2 or q.shape[1] != dim:
+        raise QueryError(f"vectors must have shape (n, {dim}), got {q.shape}")
+    if not np.isfinite(q).all():
+        raise QueryError(f"query {int(np.flatnonzero(~np.isfinite(q).all(axis=1))[0])} has a non-finite value")
+    if metric == "cosine":
+        norms = np.linalg.norm(q, axis=1, keepdims=True)
+        if (norms == 0).any():
+            raise QueryError(f"query {int(np.flatnonzero(norms[:, 0] == 0)[0])} is a zero vector (cosine)")
+        q = np.ascontiguousarray(q / norms, dtype=np.float32)
+    return q
+
+
+def _instants(value: Any, n: int, name: str, default: int | None) -> np.ndarray:
+    try:
+        return array_us(value, n, name, default)
+    except TimeInputError as e:
+        raise QueryError(str(e)) from None
+
+
+def query_times(opts: SearchOptions, nq: int, now: int) -> tuple[np.ndarray, ...]:
+    """(T, known_at, window start, window end) per query, int64 µs."""
+    ws = we = np.zeros(nq, np.int64)
+    if opts.mode == "as_of":
+        t = _instants(opts.as_of, nq, "as_of", None)
+    elif opts.mode == "window":
+        ws = _instants(opts.window[0], nq, "window start", None)
+        we = _instants(opts.window[1], nq, "window end", None)
+        if (ws >= we).any():
+            raise QueryError(f"window start must be before its end (query {int(np.flatnonzero(ws >= we)[0])})")
+        t = _instants(opts.as_of, nq, "as_of", None) if opts.as_of is not None else we.copy()
+    else:
+        t = _instants(opts.as_of, nq, "as_of", now)
+    return t, _instants(opts.known_at, nq, "known_at", now), ws, we
+
+
+def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
+                threads: int) -> tuple[dict, np.ndarray]:
+    """One batch of queries through the core's planner: its raw answer (NumPy arrays by
+    hit: query, rank, row, id, score, similarity, validity, decay, penalty; by query:
+    certified, plan) and each query's T.
+
+    ``planner``: ef, ef_max, scan_limit, seed_ef, seed_min, group and scan (the Engine's
+    settings)."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
+        raise QueryError(f"k must be a positive integer, got {k!r}")
+    t, ka, ws, we = query_times(opts, q.shape[0], now_us())
+    mask = state.type_mask(opts.fact_types)
+    p = planner
+    out = state.core.search_batch(
+        q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
+        OUT_OF_FORCE[opts.deprecated], opts.deprecation_penalty, bool(opts.arbitrate), mask, int(k),
+        bool(opts.exact), max(p["ef"], 4 * int(k)), p["ef_max"], p["scan_limit"], p["seed_ef"],
+        p["seed_min"], p["group"], choice(p["scan"], SCAN_ORDERS, "scan"), max(int(threads), 1))
+    return out, t
+
+
+def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
+        threads: int) -> pa.Table:
+    """:func:`core_search`, then its answer as the result table (and the layer-3 gate)."""
+    out, t = core_search(state, q, k, opts, planner, threads)
+    table = result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
+    if opts.verify is not None:
+        table = _gate(table, opts.verify, q.shape[0])
+    return table
+
+
+# ----------------------------------------------------------------------------- the result table
+
+def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
+    """The core's hits as the documented Arrow table (see Engine.search_batch)."""
+    rows = out["row"].astype(np.int64)
+    strings = state.strings()  # read after the search: holds every row the core returned
+    cols = state.columns_at(rows)
+    if strings is not None and len(rows):
+        s = strings.take(pa.array(rows))
+    else:
+        s = pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
+    vf = cols["valid_from"]
+    vt = cols["valid_to"]
+    version = s.column("version")
+    title = s.column("title")
+    data = {
+        "query": pa.array(out["query"], pa.int32()),
+        "rank": pa.array(out["rank"], pa.int32()),
+        "id": pa.array(out["id"], pa.uint64()),
+        "score": pa.array(out["score"], pa.float64()),
+        "similarity": pa.array(out["similarity"], pa.float32()),
+        "validity": pa.array(out["validity"], pa.float32()),
+        "stem_id": state.stem_names(cols["stem"]),
+        "version": version,
+        "valid_from": pa.array(vf, _TS),
+        "valid_to": pa.array(np.where(vt == OPEN_END, 0, vt), _TS, mask=vt == OPEN_END),
+        "title": title,
+        "content": s.column("content"),
+        "citation": citations(title, version, vf, lang),
+        "certified": pa.array(out["certified"][out["query"]], pa.bool_()),
+    }
+    if explain:
+        data["decay"] = pa.array(out["decay"], pa.float32())
+        data["penalty"] = pa.array(out["penalty"], pa.float32())
+        data["plan"] = pa.array(np.where(out["plan"][out["query"]] == 0, "scan", "graph").astype(object), pa.string())
+        data["reason"] = pa.array(_reasons(out, cols, t, mode), pa.string())
+    return pa.table(data)
+
+
+def _reasons(out: dict, cols: dict, t: np.ndarray, mode: int) -> list[str]:
+    reasons = []
+    for i in range(len(out["row"])):
+        tq = t[out["query"][i]]
+        parts = []
+        if out["penalty"][i] < 1.0:
+            parts.append(f"penalised ×{out['penalty'][i]:.3g}: " +
+                         ("deprecated" if cols["deprecated"][i] else "not valid at T"))
+        elif mode in (0, 1):
+            parts.append("in force at T" if cols["valid_from"][i] <= tq < cols["valid_to"][i] else "not in force at T")
+        if cols["stem"][i] >= 0:
+            parts.append("arbitration winner of its stem" if mode != 1 else "the version in force at T for its stem")
+        reasons.append("; ".join(parts) if parts else "eligible")
+    return reasons
+
+
+def _gate(table: pa.Table, gamma: float, n_queries: int) -> pa.Table:
+    """Layer-3 gate over a result table (SearchOptions ``verify=``)."""
+    from .verify import verify_hits
+
+    report = verify_hits(table.column("validity").to_numpy(), table.column("id").to_numpy(), gamma,
+                         query=table.column("query").to_numpy(), n_queries=n_queries)
+    q = table.column("query").to_numpy()
+    rho = report.column("robustness").to_numpy()[q]
+    ok = report.column("satisfied").to_numpy(zero_copy_only=False)[q]
+    refetch = table.column("validity").to_numpy() < gamma
+    return (table.append_column("robustness", pa.array(rho, pa.float64()))
+                 .append_column("satisfied", pa.array(ok, pa.bool_()))
+                 .append_column("refetch", pa.array(refetch, pa.bool_())))
+
+
+def citations(titles: Any, versions: Any, valid_from: np.ndarray, lang: str,
+              tz: _dt.tzinfo | None = None) -> pa.Array:
+    """Citation strings (Arrow), vectorised: title, canonical version (``"2.0"`` ->
+    ``v2.0.0``) and the effective date (``valid_from``'s calendar day in ``tz``, default UTC).
+
+    zh: ``依据《差旅报销管理制度》v2.0.0（2026-03-01 起施行）``;
+    en: ``per Travel Expense Policy v2.0.0, effective 2026-03-01``.
+    A missing title reads 未命名文档 / untitled; a missing version is left out.
+    ``titles`` / ``versions``: Arrow string arrays (or lists); ``valid_from``: int64 µs.
+    """
+    def arrow(x: Any) -> pa.Array:
+        a = x if isinstance(x, (pa.Array, pa.ChunkedArray)) else pa.array(list(x), pa.string())
+        a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+        return a.cast(pa.string())
+
+    title, ver = arrow(titles), arrow(versions)
+    n = len(title)
+    if n == 0:
+        return pa.array([], pa.string())
+    enc = pc.dictionary_encode(ver)  # canonical form of each distinct version string once
+    canon = pa.array([format_version(parse_version(v)) for v in enc.dictionary.to_pylist()], pa.string())
+    ver = canon.take(enc.indices).fill_null("") if len(canon) else pa.nulls(n, pa.string()).fill_null("")
+    vf = np.asarray(valid_from, dtype=np.int64)
+    if tz is None or tz is _UTC:
+        day = pa.array(vf.astype("datetime64[us]").astype("datetime64[D]").astype(str), pa.string())
+    else:
+        day = pa.array([from_us(u).astimezone(tz).date().isoformat() for u in vf], pa.string())
+    join = pc.binary_join_element_wise
+    if lang == "zh":
+        return join("依据《", title.fill_null("未命名文档"), "》", ver, "（", day, " 起施行）", "")
+    sep = pc.if_else(pc.equal(ver, ""), "", " ")
+    return join("per ", title.fill_null("untitled"), sep, ver, ", effective ", day, "")
+
+
+# ----------------------------------------------------------------------------- natural language
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What :meth:`Engine.query <chrono_engine.Engine.query>` returns: the ``hits`` table
+    (as :meth:`~chrono_engine.Engine.search` returns it, citations in ``lang``) and the
+    :class:`~chrono_engine.TemporalIntent` the search ran with; ``as_of`` / ``window`` are
+    the instants actually used (UTC datetimes; ``as_of`` is T, the decay anchor, in every
+    mode; ``window`` only in window mode) and ``lang`` the citation language.
+    """
+
+    hits: pa.Table
+    intent: Any
+    lang: str
+    as_of: _dt.datetime
+    window: tuple[_dt.datetime, _dt.datetime] | None = None
+
+    @property
+    def citations(self) -> list[str]:
+        """The hits' citations, in rank order."""
+        return self.hits.column("citation").to_pylist()
+
+    def __len__(self) -> int:
+        return self.hits.num_rows
+
+
+def _has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK ideograph (then citations default to Chinese)."""
+    return any("\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or "\uf900" <= ch <= "\ufaff"
+               for ch in text)
+
+
+# the options a text query takes from its time intent rather than from the caller
+_FROM_INTENT = ("mode", "as_of", "window")
+
+
+def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: str, k: int, *, now: Any,
+               tz: Any, embed: Callable[[str], Any] | None, lang: str | None,
+               options: SearchOptions | None, overrides: dict) -> QueryResult:
+    """The body of :meth:`Engine.query <chrono_engine.Engine.query>`; ``search(vector, k,
+    options)`` runs one search, ``embedder`` is the engine's."""
+    from .timelang import parse_temporal_intent
+    from .timelang.parser import context
+
+    if not isinstance(text, str) or not text.strip():
+        raise QueryError(f"text must be a non-empty string, got {text!r}")
+    for name in overrides:
+        if name in _FROM_INTENT:
+            raise QueryError(f"query: {name} comes from the text's time intent; use search() to set it")
+        if name not in SearchOptions.names():
+            known = [n for n in SearchOptions.names() if n not in _FROM_INTENT + ("lang",)]
+            raise QueryError(f"query: unknown option {name!r} (known: {', '.join(known)})")
+    if lang is None:
+        lang = "zh" if _has_cjk(text) else "en"
+    elif lang not in _LANGS:
+        raise QueryError(f"lang must be 'en', 'zh' or None, got {lang!r}")
+    fn = embed if embed is not None else embedder
+    if fn is None:
+        raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
+                         "or set engine.embedder")
+    if not callable(fn) and not hasattr(fn, "embed_query"):
+        raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
+    ctx = context(now, tz)
+    intent = parse_temporal_intent(text, now=ctx.now, tz=ctx.tz)
+    try:
+        now_at = scalar_us(ctx.now, "now")
+        window = None
+        if intent.mode == "as_of":
+            t = scalar_us(intent.anchor, "anchor")
+            kw = {"mode": "as_of", "as_of": t}
+        elif intent.mode == "window":
+            start, end = intent.window
+            ws = scalar_us(start, "window start") if start is not None else MIN_TIME_US
+            we = scalar_us(end, "window end") if end is not None else OPEN_END
+            t = min(we, now_at)
+            window = (ws, we)
+            kw = {"mode": "window", "window": window, "as_of": t}
+        else:
+            t = now_at
+            kw = {"mode": "latest", "as_of": t}
+    except TimeInputError as e:
+        raise QueryError(str(e)) from None
+    question = intent.cleaned_query or text
+    try:
+        if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
+            vec = np.asarray(fn.embed_query(question, at=np.array([t], np.int64)), dtype=np.float32)
+        else:
+            vec = np.asarray(fn(question), dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise QueryError(f"embed returned something that is not a vector: {e}") from None
+    if vec.shape != (dim,):
+        raise QueryError(f"embed returned shape {vec.shape}, expected ({dim},)")
+    opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
+    hits = search(vec, k, opts)
+    if ctx.tz is not _UTC and hits.num_rows:
+        vf = hits.column("valid_from").cast(pa.int64()).to_numpy()
+        cites = citations(hits.column("title"), hits.column("version"), vf, lang, ctx.tz)
+        hits = hits.set_column(hits.column_names.index("citation"), "citation", cites)
+    return QueryResult(hits=hits, intent=intent, lang=lang, as_of=from_us(t),
+                       window=None if window is None else (from_us(window[0]), from_us(window[1])))
