@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 import chrono_engine as ce
-from chrono_engine.bench import _best_time, machine_info, write_json
+from chrono_engine.bench import best_time, machine_info, write_json
 from chrono_engine.synthetic import STEEP_HALF_LIVES, US_PER_DAY
 
 TOL = 1e-6
@@ -88,12 +88,12 @@ def run(args) -> dict:
           f"ce.score's outputs come from Arrow's {report['arrow_memory_pool']} memory pool")
 
     # NumPy reference (also the check)
-    s_np, (ref_s, ref_v) = _best_time(lambda: numpy_score(cands, betas, t_us), args.min_time, args.repeat)
+    s_np, (ref_s, ref_v) = best_time(lambda: numpy_score(cands, betas, t_us), args.min_time, args.repeat)
     report["rows"]["numpy"] = {"seconds": s_np, "per_s": args.n / s_np, "n": args.n, "threads": 1}
 
     for th in args.threads:
-        s, out = _best_time(lambda: ce.score(table, as_of=T_QUERY, policy=policy, threads=th),
-                            args.min_time, args.repeat)
+        s, out = best_time(lambda: ce.score(table, as_of=T_QUERY, policy=policy, threads=th),
+                           args.min_time, args.repeat)
         got_s = out.column("score").to_numpy()
         got_v = out.column("validity").to_numpy()
         err_s = float(np.max(np.abs(got_s - ref_s))) if args.n else 0.0
@@ -112,8 +112,8 @@ def run(args) -> dict:
             rel = np.ascontiguousarray(cands["reliability"])
             ft = np.ascontiguousarray(cands["fact_type"])
             o_s, o_v = np.zeros(args.n, np.float32), np.zeros(args.n, np.float32)  # outputs written in place
-            s_k, _ = _best_time(lambda: _core.score(sim, obs, rel, ft, None, None, None, specs, t_us,
-                                                    0, 0.75, 0.1, 0, 0.0, th, o_s, o_v), args.min_time, args.repeat)
+            s_k, _ = best_time(lambda: _core.score(sim, obs, rel, ft, None, None, None, specs, t_us,
+                                                   0, 0.75, 0.1, 0, 0.0, th, o_s, o_v), args.min_time, args.repeat)
             report["rows"][f"kernel_t{th}"] = {"seconds": s_k, "per_s": args.n / s_k, "n": args.n, "threads": th}
         except Exception as e:  # noqa: BLE001 - private signature may change; the bench goes on
             report["notes"].append(f"kernel-only timing skipped: {type(e).__name__}: {str(e).splitlines()[0]}")
@@ -133,7 +133,7 @@ def run(args) -> dict:
                               source_quality=float(q))
                  for o, f, q in zip(cands["observed_at"][:m], cands["fact_type"][:m], cands["reliability"][:m])]
         build = time.perf_counter() - t0
-        s_c, vals = _best_time(lambda: decay.compute_batch(facts, T_QUERY), args.min_time, args.repeat)
+        s_c, vals = best_time(lambda: decay.compute_batch(facts, T_QUERY), args.min_time, args.repeat)
         err = float(np.max(np.abs(np.asarray(vals) - ref_v[:m]))) if m else 0.0
         if err > TOL:
             raise AssertionError(f"chronofy's validity differs from the NumPy reference by {err:.2e}")

@@ -12,6 +12,7 @@ import reference as ref
 
 import chrono_engine as ce
 from chrono_engine import bench
+from chrono_engine.bench import timing
 from chrono_engine.synthetic import make_corpus, times_for_selectivity
 
 N, DIM = 3000, 32
@@ -61,7 +62,7 @@ def test_workload_from_corpus_matches_engine(setup):
     np.testing.assert_allclose(a.vectors, b.vectors, rtol=0, atol=1e-6)
     # fact-type codes are numbered differently; each item's decay kernel is the same
     np.testing.assert_array_equal(a.specs[a.cols["fact_type"]], b.specs[b.cols["fact_type"]])
-    np.testing.assert_array_equal(bench._static_rank(a.cols), bench._static_rank(b.cols))
+    np.testing.assert_array_equal(bench.static_rank(a.cols), bench.static_rank(b.cols))
 
 
 @pytest.mark.parametrize("mode", ["as_of", "latest"])
@@ -171,16 +172,16 @@ def _has(mod: str) -> bool:
 
 def test_best_time_repeats_at_least_min_repeat_and_keeps_the_best(monkeypatch):
     ticks = iter([0.0, 5.0, 10.0, 12.0, 20.0, 29.0, 30.0, 31.0])  # runs of 5, 2, 9, 1 s
-    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks))
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(ticks))
     calls = []
-    best, out = bench._best_time(lambda: calls.append(1) or len(calls), min_time=0.3, min_repeat=3)
+    best, out = timing.best_time(lambda: calls.append(1) or len(calls), min_time=0.3, min_repeat=3)
     assert len(calls) == 3 and out == 3 and best == 2.0  # min_time alone would stop after one run
     ticks = iter([0.0, 5.0, 10.0, 12.0, 20.0, 29.0, 30.0, 31.0])
     calls.clear()
-    best, out = bench._best_time(lambda: calls.append(1) or len(calls), min_time=0.3)
+    best, out = timing.best_time(lambda: calls.append(1) or len(calls), min_time=0.3)
     assert len(calls) == 1 and best == 5.0
     ticks = iter([0.0, 0.1, 1.0, 1.1, 2.0, 2.1, 3.0, 3.1])  # fast runs: min_time decides
     calls.clear()
-    best, out = bench._best_time(lambda: calls.append(1) or len(calls), min_time=0.25, max_repeat=2,
+    best, out = timing.best_time(lambda: calls.append(1) or len(calls), min_time=0.25, max_repeat=2,
                                  min_repeat=1)
     assert len(calls) == 2 and abs(best - 0.1) < 1e-12
