@@ -191,7 +191,7 @@ def _check_index(eng, rng, label):
         got = eng._state.core.rows_valid_at(t)
         assert got.dtype == np.uint32
         np.testing.assert_array_equal(got, want, err_msg=f"{label}: rows_valid_at({t})")
-        assert eng._state.core.count_valid_at(t) == len(want), f"{label}: count_valid_at({t})"
+        assert eng.count_valid_at(t) == len(want), f"{label}: count_valid_at({t})"
         assert eng._state.core.valid_at_upper_bound(t) >= len(want), f"{label}: valid_at_upper_bound({t})"
     for _ in range(50):
         a, b = np.sort(rng.choice(ts, 2, replace=False))
@@ -276,7 +276,7 @@ def test_interval_index_on_synthetic_corpus_with_reopening_updates():
 
 def test_interval_index_empty_store():
     eng = ce.Engine(4, threads=1)
-    assert eng._state.core.count_valid_at(0) == 0
+    assert eng.count_valid_at(0) == 0
     assert len(eng._state.core.rows_valid_at(0)) == 0
     assert eng._state.core.count_overlapping(0, 10) == 0
     assert len(eng._state.core.rows_overlapping(0, 10)) == 0
