@@ -23,11 +23,10 @@ from . import _core
 from ._time import TimeInputError, column_us, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import QueryError
+from .search import FUSIONS, OUT_OF_FORCE, choice, unit_float
 
 __all__ = ["ScoringPolicy", "score"]
 
-_FUSIONS = {"product": 0, "linear": 1}
-_INVALID = {"penalize": 0, "exclude": 1, "include": 2}
 
 
 @dataclass(frozen=True)
@@ -82,14 +81,10 @@ class ScoringPolicy:
                     and self.fusion == "linear" and self.tau == 0 and self.deprecated == "penalize"):
                 raise QueryError("preset='article' needs a Gaussian decay in days without offset, linear "
                                  "fusion, tau=0 and deprecated='penalize' (use ScoringPolicy.article_reference)")
-        if self.fusion not in _FUSIONS:
-            raise QueryError(f"fusion must be one of {sorted(_FUSIONS)}, got {self.fusion!r}")
-        if self.deprecated not in _INVALID:
-            raise QueryError(f"deprecated must be one of {sorted(_INVALID)}, got {self.deprecated!r}")
+        choice(self.fusion, FUSIONS, "fusion")
+        choice(self.deprecated, OUT_OF_FORCE, "deprecated")
         for name in ("alpha", "tau", "penalty"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not (0.0 <= float(v) <= 1.0):
-                raise QueryError(f"{name} must be a number in [0, 1], got {v!r}")
+            unit_float(getattr(self, name), name)
         object.__setattr__(self, "policy", parse_decay(self.decay))
 
 
@@ -190,8 +185,8 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     buf_s, buf_v = pa.allocate_buffer(4 * n), pa.allocate_buffer(4 * n)
     try:
         _core.score(sim, observed, rel, codes, vf, vt, dep, specs, _instant(as_of, "as_of"),
-                    _FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
-                    _INVALID[policy.deprecated], float(policy.tau), int(threads),
+                    FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
+                    OUT_OF_FORCE[policy.deprecated], float(policy.tau), int(threads),
                     np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32))
     except ValueError as e:
         m = re.match(r"reliability must be in \(0, 1\] at row (\d+)", str(e))

@@ -49,7 +49,7 @@ def choice(value: Any, options: dict, name: str) -> int:
     return options[value]
 
 
-def _unit_float(value: Any, name: str) -> float:
+def unit_float(value: Any, name: str) -> float:
     """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise QueryError(f"{name} must be a number in [0, 1], got {value!r}")
@@ -104,7 +104,7 @@ class SearchOptions:
         choice(self.fusion, FUSIONS, "fusion")
         choice(self.deprecated, OUT_OF_FORCE, "deprecated")
         for name in ("alpha", "tau", "deprecation_penalty"):
-            object.__setattr__(self, name, _unit_float(getattr(self, name), name))
+            object.__setattr__(self, name, unit_float(getattr(self, name), name))
         if self.lang not in _LANGS:
             raise QueryError(f"lang must be 'en' or 'zh', got {self.lang!r}")
         if self.mode == "window" and (self.window is None or not hasattr(self.window, "__len__")
