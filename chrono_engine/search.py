@@ -59,7 +59,7 @@ def unit_float(value: Any, name: str) -> float:
     return v
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     """What a search asks for, beside the query vectors and k. Checked when made (a bad
     value raises :class:`~chrono_engine.errors.QueryError` naming the option); times are
@@ -83,18 +83,22 @@ class SearchOptions:
     query without hits), ``satisfied`` (ρ ≥ 0) and ``refetch`` (this hit's V < γ).
     """
 
+    # when: the mode and its instants
     mode: str = "latest"
     as_of: Any = None
     known_at: Any = None
     window: Any = None
-    fusion: str = "product"
-    alpha: float = 0.75
+    # what qualifies
+    fact_types: Sequence[str] | None = None
     tau: float = 0.0
     deprecated: str = "penalize"
     deprecation_penalty: float = 0.1
     arbitrate: bool = True
-    fact_types: Sequence[str] | None = None
+    # how it is scored and planned
+    fusion: str = "product"
+    alpha: float = 0.75
     exact: bool = False
+    # what comes back
     explain: bool = False
     lang: str = "en"
     verify: float | None = None
