@@ -4,6 +4,8 @@ family's class named in errors.py with a message naming the argument."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -59,3 +61,39 @@ def test_tkg_unknown_split_raises_not_found_error():
         d.split("dev")
     assert isinstance(info.value, KeyError)
     assert str(info.value) == "split must be one of ('train', 'valid', 'test'), got 'dev'"
+
+
+def test_the_embed_layer_without_its_extra_says_which_extra_to_install():
+    """onnx and onnxruntime are the [embed] extra: without them the package and every layer
+    but embed import and work; an encoder raises MissingDependencyError naming the extra."""
+    code = """
+import sys
+sys.modules["onnx"] = None  # as if not installed: importing them raises ImportError
+sys.modules["onnxruntime"] = None
+import chrono_engine as ce
+from chrono_engine.errors import ChronoError, MissingDependencyError
+e = ce.Engine(dim=4)
+e.ingest({"vector": [[1.0, 0.0, 0.0, 0.0]], "valid_from": ["2024-01-01"]})
+assert e.search([1.0, 0.0, 0.0, 0.0], k=1).num_rows == 1
+from chrono_engine.embed import _runtime
+for make, module in ((lambda: ce.TemporalEncoder(dim=32), "onnx"),
+                     (lambda: ce.TemporalEmbedder(text=lambda texts: texts), "onnx"),
+                     (_runtime.onnxruntime, "onnxruntime")):
+    try:
+        make()
+    except MissingDependencyError as err:
+        assert isinstance(err, ImportError) and isinstance(err, ChronoError)
+        assert str(err) == (f"chrono_engine.embed needs {module}, which is not installed: "
+                            'pip install "chrono_engine[embed]"'), str(err)
+    else:
+        raise AssertionError("no MissingDependencyError")
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_embed_extra_is_imported_on_first_use_only():
+    code = "import sys, chrono_engine.embed; print(sorted({'onnx', 'onnxruntime'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
