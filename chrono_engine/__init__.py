@@ -11,8 +11,11 @@ approximate fused top-k.
 """
 from __future__ import annotations
 
-from . import errors
+from typing import TYPE_CHECKING
+
+from . import errors, timelang
 from ._core import build_info as _build_info
+from ._version import __version__
 from .decay import (Decay, DecayPolicy, Exponential, Gaussian, HalfLife, Linear, NoDecay,
                     PowerLaw, Weibull, parse_decay)
 from .article import article_reference_pipeline
@@ -21,30 +24,43 @@ from .fit import OUFit, fit_beta_bernoulli, fit_ou
 from .scoring import ScoringPolicy, score
 from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs at import
+    from . import embed, tkg, verify
+    from .embed import TemporalEmbedder, TemporalEncoder, TextEncoder, truncate
+    from .verify import ChainBatch, ValidityMonitor, stl, verify_chains, verify_hits
 
-__all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline", "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear",
-           "NoDecay", "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
+__all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline",
+           "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear", "NoDecay",
+           "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
            "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
            "fit_ou", "fit_beta_bernoulli", "OUFit",
            "TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate",
-           "build_info", "errors", "__version__"]
+           "build_info", "errors", "timelang", "verify", "embed", "tkg", "__version__"]
 
-# Layer 3 (verify) compiles Numba kernels: imported on first use, not with the package.
-# Layer 1 (embed) loads onnxruntime: also imported on first use.
-_LAZY = {"verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl"}
-_LAZY_EMBED = {"TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate"}
+# Imported on first use, not with the package: layer 3 (verify) and layer 2 (tkg) compile
+# Numba kernels; layer 1 (embed) builds ONNX graphs run by onnxruntime (the [embed] extra,
+# itself imported only when an encoder is made). Name -> the subpackage that defines it
+# (or that is it).
+_LAZY = {**dict.fromkeys(["verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl"], ".verify"),
+         **dict.fromkeys(["TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate"], ".embed"),
+         "verify": ".verify", "embed": ".embed", "tkg": ".tkg"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY or name in _LAZY_EMBED:
+    """Import a lazy name's subpackage on first use and keep the name in the module."""
+    if name in _LAZY:
         import importlib
-        module = importlib.import_module(".verify" if name in _LAZY else ".embed", __name__)
-        value = getattr(module, name)
+        module = importlib.import_module(_LAZY[name], __name__)
+        value = module if _LAZY[name] == "." + name else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'chrono_engine' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names with the lazily imported ones, so ``dir(ce)`` and editors see them."""
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def build_info() -> dict:

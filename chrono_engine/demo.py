@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .errors import ConfigError
+
 DIM = 256
 NOW = "2026-05-01T10:00:00"
 TZ = "Asia/Shanghai"
@@ -156,7 +158,7 @@ def run(lang: str = "both", out: Callable[[str], Any] = print) -> dict:
     import chrono_engine as ce
 
     if lang not in ("both", "en", "zh"):
-        raise ValueError(f"lang must be 'both', 'en' or 'zh', got {lang!r}")
+        raise ConfigError(f"lang must be 'both', 'en' or 'zh', got {lang!r}")
     zh, en = lang in ("both", "zh"), lang in ("both", "en")
     eng, facts = build_engine()
     now = datetime(2026, 5, 1, 2, 0, tzinfo=_UTC)  # NOW in Asia/Shanghai

@@ -28,7 +28,7 @@ from . import lifecycle, search as _search, storage
 from ._state import StoreState, embed_content
 from ._time import TimeInputError, scalar_us
 from .decay import DecayPolicy, parse_decay
-from .errors import CorruptStoreError, QueryError
+from .errors import ConfigError, CorruptStoreError, QueryError
 from .search import QueryResult, SearchOptions
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
@@ -88,18 +88,23 @@ class Engine:
             if dim is None:
                 dim = embedder.dim
             elif dim != embedder.dim:
-                raise QueryError(f"dim={dim} but the embedder produces {embedder.dim}-dimensional vectors")
+                raise ConfigError(f"dim={dim} but the embedder produces {embedder.dim}-dimensional vectors")
         elif dim is None:
-            raise QueryError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
+            raise ConfigError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim <= 0:
-            raise QueryError(f"dim must be a positive integer, got {dim!r}")
+            raise ConfigError(f"dim must be a positive integer, got {dim!r}")
         if metric not in ("cosine", "ip", "l2"):
-            raise QueryError(f"metric must be 'cosine', 'ip' or 'l2', got {metric!r}")
+            raise ConfigError(f"metric must be 'cosine', 'ip' or 'l2', got {metric!r}")
         for name, v in (("M", M), ("ef_construction", ef_construction), ("ef", ef), ("ef_max", ef_max)):
             if not isinstance(v, (int, np.integer)) or v <= 0:
-                raise QueryError(f"{name} must be a positive integer, got {v!r}")
-        _search.choice(scan, _search.SCAN_ORDERS, "scan")
-        self._state = StoreState(int(dim), metric, parse_decay(decay), M=int(M),
+                raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+        if scan not in _search.SCAN_ORDERS:
+            raise ConfigError(f"scan must be one of {sorted(_search.SCAN_ORDERS)}, got {scan!r}")
+        try:
+            policy = parse_decay(decay)
+        except QueryError as e:
+            raise ConfigError(str(e)) from None
+        self._state = StoreState(int(dim), metric, policy, M=int(M),
                                  ef_construction=int(ef_construction), seed=int(seed),
                                  threads=int(threads) if threads else (os.cpu_count() or 1))
         self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)

@@ -6,12 +6,28 @@ exception a user would naturally catch, so ``except ValueError`` keeps working:
 >>> import chrono_engine as ce
 >>> issubclass(ce.errors.SchemaError, ValueError)
 True
+
+The family, by what went wrong (the built-in each one also is, in brackets):
+
+- input data: :class:`SchemaError` (ingested rows break a rule of the data model),
+  :class:`DataFileError` (a dataset file), :class:`TimeParseError` (time text or a time
+  argument), :class:`EmbeddingError` (input an embedder cannot encode),
+  :class:`FitError` (samples an estimator cannot fit) [ValueError];
+- call arguments: :class:`QueryError` (a search, scoring or retrieval call),
+  :class:`LifecycleError` (a supersede or retract), :class:`ConfigError` (an Engine,
+  component or learning step given parameters it cannot use) [ValueError];
+  :class:`ArgumentTypeError` (an argument of the wrong type) [TypeError];
+- lookups: :class:`NotFoundError` (a name or id that is not there) [KeyError];
+- files: :class:`StorageError` and its :class:`CorruptStoreError` (a saved store),
+  :class:`ModelFileError` (an ONNX model or tokenizer file) [OSError];
+- installation: :class:`MissingDependencyError` (an optional dependency of one layer is
+  not installed; the message names the extra to install) [ImportError].
 """
 from __future__ import annotations
 
-__all__ = ["ChronoError", "SchemaError", "QueryError", "LifecycleError", "NotFoundError",
-           "StorageError", "CorruptStoreError", "TimeParseError", "DataFileError",
-           "EmbeddingError", "ModelFileError"]
+__all__ = ["ChronoError", "SchemaError", "QueryError", "ConfigError", "FitError", "ArgumentTypeError",
+           "LifecycleError", "NotFoundError", "StorageError", "CorruptStoreError", "TimeParseError",
+           "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError"]
 
 
 class ChronoError(Exception):
@@ -34,7 +50,26 @@ class SchemaError(ChronoError, ValueError):
 
 
 class QueryError(ChronoError, ValueError):
-    """A search or scoring call got arguments it cannot use."""
+    """A search, scoring or retrieval call got arguments it cannot use."""
+
+
+class ConfigError(ChronoError, ValueError):
+    """An Engine or component constructed with parameters it cannot use (``Engine(dim=0)``,
+    a rule graph given a per-edge quality outside (0, 1]), or a learning or evaluation step
+    called with settings it cannot use (a non-positive shrinkage, an unknown decay mode, a
+    table of the wrong shape, sizes beyond its integer keys)."""
+
+
+class FitError(ChronoError, ValueError):
+    """An estimator got samples it cannot fit (:func:`~chrono_engine.fit_ou`,
+    :func:`~chrono_engine.fit_beta_bernoulli`, the TKG rule learners): wrong shapes, too few
+    samples, non-finite values, times not increasing, or data that identify nothing (a
+    constant or exactly fitted path). The message names the argument and the index."""
+
+
+class ArgumentTypeError(ChronoError, TypeError):
+    """An argument of a type the call does not take (``parse_time(b"...")``); the message
+    names the argument and the type it got."""
 
 
 class LifecycleError(ChronoError, ValueError):
@@ -43,7 +78,8 @@ class LifecycleError(ChronoError, ValueError):
 
 
 class NotFoundError(ChronoError, KeyError):
-    """An id or stem that the store does not hold."""
+    """A name or id that is not there: an id or stem the store does not hold, a fact type
+    without a decay profile, a split a dataset does not have."""
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else ""
@@ -74,6 +110,11 @@ class DataFileError(ChronoError, ValueError):
 class EmbeddingError(ChronoError, ValueError):
     """An embedder got input it cannot encode (naive or missing times, wrong dtype, empty
     batch, mismatched lengths); the message names the argument and row."""
+
+
+class MissingDependencyError(ChronoError, ImportError):
+    """A layer needs an optional dependency that is not installed; the message says which
+    extra installs it (``pip install "chrono_engine[embed]"``)."""
 
 
 class ModelFileError(ChronoError, OSError):

@@ -9,7 +9,8 @@
   (chronofy's bounds and edge cases: all valid → 0, none valid → 50).
 
 Both take plain arrays and return floats in the time unit of the input (days for
-datetime64 input to :func:`fit_ou`).
+datetime64 input to :func:`fit_ou`). Samples they cannot fit raise
+:class:`~chrono_engine.errors.FitError` (a ``ValueError``) naming the argument and index.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._time import US_PER_DAY, column_us
+from ._time import US_PER_DAY, TimeInputError, column_us
+from .errors import ArgumentTypeError, FitError
 
 __all__ = ["OUFit", "fit_ou", "fit_beta_bernoulli", "MAX_BETA"]
 
@@ -56,8 +58,20 @@ def _times(times: Any) -> np.ndarray:
     t = np.asarray(times) if not isinstance(times, (pa.Array, pa.ChunkedArray)) else times
     if isinstance(t, np.ndarray) and t.dtype.kind in "iuf":
         return t.astype(np.float64)
-    us, _ = column_us("times", t)  # TimeInputError (a ValueError) names the bad sample
+    try:
+        us, _ = column_us("times", t)
+    except TimeInputError as e:
+        raise FitError(str(e)) from None
     return (us - us[0]) / US_PER_DAY if len(us) else us.astype(np.float64)
+
+
+def _floats(name: str, a: Any) -> np.ndarray:
+    """``a`` as float64, or the family's error naming ``name`` (numpy's own would not)."""
+    try:
+        return np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as e:  # keep the built-in numpy raised catchable
+        raise (ArgumentTypeError if isinstance(e, TypeError) else FitError)(
+            f"{name}: expected numbers ({e})") from None
 
 
 def _profile(kappa: float, dt: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[float, float, float]:
@@ -93,26 +107,28 @@ def fit_ou(times: Any, values: Any) -> OUFit:
     0.5
     """
     t = _times(times)
-    x = np.asarray(values, dtype=np.float64)
+    x = _floats("values", values)
     if t.ndim != 1 or x.ndim != 1 or len(t) != len(x):
-        raise ValueError(f"times and values must be 1-D of equal length, got {np.shape(times)} and {np.shape(values)}")
+        raise FitError(f"times and values must be 1-D of equal length, got {np.shape(times)} and {np.shape(values)}")
     if len(t) < 3:
-        raise ValueError(f"need at least 3 samples, got {len(t)}")
+        raise FitError(f"times and values: need at least 3 samples, got {len(t)}")
     bad = ~np.isfinite(t) | ~np.isfinite(x)
     if bad.any():
-        raise ValueError(f"non-finite time or value at index {int(np.flatnonzero(bad)[0])}")
+        i = int(np.flatnonzero(bad)[0])
+        name, v = ("times", t[i]) if not np.isfinite(t[i]) else ("values", x[i])
+        raise FitError(f"non-finite time or value at index {i}: {name}[{i}] is {v}")
     dt = np.diff(t)
     if (dt <= 0).any():
         i = int(np.flatnonzero(dt <= 0)[0])
-        raise ValueError(f"times must be strictly increasing: index {i + 1} ({t[i + 1]}) is not after {t[i]}")
+        raise FitError(f"times must be strictly increasing: index {i + 1} ({t[i + 1]}) is not after {t[i]}")
     if np.ptp(x) == 0:
-        raise ValueError("values are constant: κ is not identifiable")
+        raise FitError("values are constant: κ is not identifiable")
     x0, x1 = x[:-1], x[1:]
     lo, hi = math.log(1e-4 / dt.max()), math.log(1e3 / dt.min())
     grid = np.linspace(lo, hi, 241)
     lls = np.array([_profile(math.exp(g), dt, x0, x1)[0] for g in grid])
     if not np.isfinite(lls).any():
-        raise ValueError("degenerate path: every κ fits it exactly (too few distinct transitions)")
+        raise FitError("values form a degenerate path: every κ fits it exactly (too few distinct transitions)")
     i = int(np.nanargmax(lls))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     phi = (math.sqrt(5) - 1) / 2
@@ -139,19 +155,19 @@ def fit_beta_bernoulli(ages: Any, valid: Any) -> float:
     −Σ_valid a + Σ_invalid a e^{-βa} / (1 − e^{-βa}) (bisection to machine precision), or a
     bound. All valid → 0; none valid → 50 (chronofy's conventions). Ages ≥ 0, any unit.
     """
-    a = np.asarray(ages, dtype=np.float64)
+    a = _floats("ages", ages)
     v = np.asarray(valid)
     if a.ndim != 1 or v.ndim != 1 or len(a) != len(v):
-        raise ValueError(f"ages and valid must be 1-D of equal length, got {np.shape(ages)} and {np.shape(valid)}")
+        raise FitError(f"ages and valid must be 1-D of equal length, got {np.shape(ages)} and {np.shape(valid)}")
     if len(a) == 0:
-        raise ValueError("ages must not be empty")
+        raise FitError("ages must not be empty")
     if v.dtype != np.bool_:
         if not np.isin(v, (0, 1)).all():
-            raise ValueError("valid must be booleans (or 0/1)")
+            raise FitError("valid must be booleans (or 0/1)")
         v = v.astype(bool)
     bad = ~np.isfinite(a) | (a < 0)
     if bad.any():
-        raise ValueError(f"ages must be finite and >= 0: index {int(np.flatnonzero(bad)[0])} is {a[bad][0]}")
+        raise FitError(f"ages must be finite and >= 0: index {int(np.flatnonzero(bad)[0])} is {a[bad][0]}")
     if v.all():
         return 0.0
     if not v.any():

@@ -71,7 +71,7 @@ import pyarrow.compute as pc
 
 from ._columns import ARROW_ERRORS, canonical, combine, is_dataframe, is_series
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us
-from .errors import SchemaError
+from .errors import ArgumentTypeError, ConfigError, SchemaError
 
 __all__ = ["IngestBatch", "normalize_rows", "parse_version", "format_version",
            "COLUMNS", "REQUIRED_COLUMNS", "STORAGE_SCHEMA", "RULES", "OPEN_END",
@@ -159,7 +159,7 @@ def format_version(key: int) -> str:
     """
     key = int(key)
     if not 0 <= key < 1 << 64:
-        raise ValueError(f"version key {key} is outside uint64")
+        raise SchemaError(f"version key {key} is outside uint64", column="version", rule="bad version string")
     parts = [(key >> shift) & 0xFFFF for shift in (48, 32, 16, 0)]
     if parts[3] == 0:
         parts = parts[:3]
@@ -663,11 +663,11 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
     offending row and the rule (see the module docstring and :data:`RULES`).
     """
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim <= 0:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        raise ConfigError(f"dim must be a positive integer, got {dim!r}")
     if isinstance(now_us, bool) or not isinstance(now_us, (int, np.integer)):
-        raise TypeError(f"now_us must be an integer (µs since the epoch), got {now_us!r}")
+        raise ArgumentTypeError(f"now_us must be an integer (µs since the epoch), got {now_us!r}")
     if not MIN_TIME_US <= int(now_us) <= MAX_TIME_US:
-        raise ValueError(f"now_us={now_us} is outside years 1..9999")
+        raise ConfigError(f"now_us={now_us} is outside years 1..9999")
     dim = int(dim)
 
     raw = _raw_columns(rows)

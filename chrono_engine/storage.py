@@ -33,6 +33,7 @@ import pyarrow.ipc as ipc
 
 from ._state import STRING_COLUMNS, StoreState
 from ._util import fsync_dir, fsync_file, sha256_file
+from ._version import __version__
 from .decay import DecayPolicy
 from .errors import CorruptStoreError, StorageError
 
@@ -40,7 +41,6 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "Snapshot", "save", "read_snapshot", "res
 
 FORMAT = "chrono_engine.store"
 FORMAT_VERSION = 1
-_PACKAGE_VERSION = "0.1.0"
 _FILES = ("graph.bin", "meta.arrow")
 
 
@@ -66,7 +66,7 @@ def save(state: StoreState, search: dict, path: str | os.PathLike) -> None:
             with ipc.new_file(sink, table.schema) as w:
                 w.write_table(table)
         manifest = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "chrono_engine": _PACKAGE_VERSION,
+            "format": FORMAT, "format_version": FORMAT_VERSION, "chrono_engine": __version__,
             "dim": state.dim, "metric": state.metric, "params": state.params, "search": dict(search),
             "decay": state.policy.to_dict(), "fact_types": state.fact_types, "stems": state.stems.tolist(),
             "rows": int(len(table)),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._time import OPEN_END, US_PER_DAY
+from .errors import ConfigError
 
 __all__ = ["Corpus", "make_corpus", "times_for_selectivity", "fraction_valid",
            "STEEP_HALF_LIVES", "GENTLE_HALF_LIVES", "US_PER_DAY"]
@@ -158,7 +159,7 @@ def times_for_selectivity(c: Corpus, target: float, n: int, *, seed: int = 2,
     f = np.array([frac(t) for t in grid])
     ok = np.flatnonzero(np.abs(f - target) <= spread * target)
     if len(ok) == 0:
-        raise ValueError(f"no query time reaches selectivity {target}; max is {f.max():.3f}")
+        raise ConfigError(f"no query time reaches selectivity {target}; max is {f.max():.3f}")
     rng = np.random.default_rng(seed)
     # prefer the earliest stretch of acceptable times (the rising edge)
     ok = ok[ok <= ok[0] + 200] if target < f.max() * 0.9 else ok

@@ -3,7 +3,6 @@ from pathlib import Path
 
 import os
 
-import numpy as np
 import pytest
 from hypothesis import settings
 

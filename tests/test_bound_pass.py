@@ -15,7 +15,6 @@ from chrono_engine import _core
 VARIANTS = ce.build_info()["simd_available"]
 DAY = 86_400_000_000
 OPEN_END = np.iinfo(np.int64).max
-OPEN_START = np.iinfo(np.int64).min
 
 
 def _round_up_f32(x):

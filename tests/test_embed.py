@@ -390,9 +390,9 @@ def test_engine_embedding_errors_change_nothing(composed):
         eng2.ingest({"content": ["x"], "valid_from": ["2024-01-01"], "modality": ["blog"]})
     eng2.ingest({"content": ["x"], "valid_from": ["2024-01-01"], "modality": ["wiki"]})
     assert len(eng2) == 1
-    with pytest.raises(ce.errors.QueryError, match="dim=5 but the embedder"):
+    with pytest.raises(ce.errors.ConfigError, match="dim=5 but the embedder"):
         ce.Engine(5, embedder=composed)
-    with pytest.raises(ce.errors.QueryError, match="dim is required"):
+    with pytest.raises(ce.errors.ConfigError, match="dim is required"):
         ce.Engine()
 
 

@@ -368,7 +368,7 @@ def test_unknown_choice(eng, arg, value):
 @pytest.mark.parametrize("value", ["fast", None, 2])
 def test_unknown_scan_order(eng, value):
     """The scan order is an engine attribute: a bad one set later fails the search, named."""
-    with pytest.raises(QueryError, match="scan"):
+    with pytest.raises(ce.errors.ConfigError, match="scan"):
         ce.Engine(4, scan=value)
     search = lambda: eng.search(QUERIES[0], mode="as_of", as_of="2024-06-01")  # noqa: E731
     before = search()
@@ -441,5 +441,5 @@ def test_known_fact_type_filter_is_fine(eng):
                                 dict(dim=4, metric="dot"), dict(dim=4, M=0), dict(dim=4, ef_construction=-1),
                                 dict(dim=4, decay="exp")])
 def test_bad_engine_arguments(kw):
-    with pytest.raises(QueryError):
+    with pytest.raises(ce.errors.ConfigError, match=next(iter(kw)) if len(kw) == 1 else list(kw)[1]):
         ce.Engine(**kw)

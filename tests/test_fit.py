@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import chrono_engine as ce
+from chrono_engine.errors import ArgumentTypeError, FitError
 
 
 def ou_path(kappa, n, seed, mean_gap, mu=2.0, sigma=0.3, regular=False):
@@ -50,17 +51,21 @@ def test_fit_ou_datetimes_are_days():
     assert ce.fit_ou(days, x).kappa == pytest.approx(ce.fit_ou(t - t[0], x).kappa, rel=1e-6)
 
 
-@pytest.mark.parametrize("times, values, match", [
-    ([0, 1], [1.0, 2.0], "at least 3"),
-    ([0, 1, 1], [1.0, 2.0, 3.0], "strictly increasing: index 2"),
-    ([0, 1, 2], [1.0, float("nan"), 3.0], "non-finite .* index 1"),
-    ([0, 1, 2], [1.0, 1.0, 1.0], "constant"),
-    ([0, 1, 2], [1.0, 2.0], "equal length"),
-    (["a", "b", "c"], [1.0, 2.0, 3.0], r"times, row 0: cannot read 'a'"),
-    (np.array([True, False, True]), [1.0, 2.0, 3.0], "dtype bool"),
+@pytest.mark.parametrize("times, values, error, match", [
+    ([0, 1], [1.0, 2.0], FitError, "times and values: need at least 3"),
+    ([0, 1, 1], [1.0, 2.0, 3.0], FitError, "times must be strictly increasing: index 2"),
+    ([0, 1, 2], [1.0, float("nan"), 3.0], FitError, r"non-finite .* index 1: values\[1\] is nan"),
+    ([0, float("inf"), 2], [1.0, 2.0, 3.0], FitError, r"non-finite .* index 1: times\[1\] is inf"),
+    ([0, 1, 2], [1.0, 1.0, 1.0], FitError, "values are constant"),
+    ([0, 1, 2], [1e-200, 0.0, 2e-200], FitError, "values form a degenerate path"),
+    ([0, 1, 2], [1.0, 2.0], FitError, "times and values must be 1-D of equal length"),
+    ([0, 1, 2], ["a", "b", "c"], FitError, "values: expected numbers"),
+    ([0, 1, 2], [{}, {}, {}], ArgumentTypeError, "values: expected numbers"),
+    (["a", "b", "c"], [1.0, 2.0, 3.0], FitError, r"times, row 0: cannot read 'a'"),
+    (np.array([True, False, True]), [1.0, 2.0, 3.0], FitError, "dtype bool"),
 ])
-def test_fit_ou_errors(times, values, match):
-    with pytest.raises(ValueError, match=match):
+def test_fit_ou_errors(times, values, error, match):
+    with pytest.raises(error, match=match):
         ce.fit_ou(times, values)
 
 
@@ -91,11 +96,15 @@ def test_fit_beta_bernoulli_edge_cases():
 
 
 def test_fit_beta_bernoulli_errors():
-    with pytest.raises(ValueError, match="must not be empty"):
+    with pytest.raises(FitError, match="ages must not be empty"):
         ce.fit_beta_bernoulli([], [])
-    with pytest.raises(ValueError, match="index 1"):
+    with pytest.raises(FitError, match="ages must be finite and >= 0: index 1 is -2.0"):
         ce.fit_beta_bernoulli([1.0, -2.0], [True, False])
-    with pytest.raises(ValueError, match="booleans"):
+    with pytest.raises(FitError, match=r"valid must be booleans \(or 0/1\)"):
         ce.fit_beta_bernoulli([1.0, 2.0], [0.5, 1])
-    with pytest.raises(ValueError, match="equal length"):
+    with pytest.raises(FitError, match="ages and valid must be 1-D of equal length"):
         ce.fit_beta_bernoulli([1.0, 2.0], [True])
+    with pytest.raises(FitError, match="ages: expected numbers"):
+        ce.fit_beta_bernoulli(["one", "two"], [True, False])
+    with pytest.raises(ArgumentTypeError, match="ages: expected numbers"):
+        ce.fit_beta_bernoulli([{}, {}], [True, False])

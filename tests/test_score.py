@@ -26,25 +26,6 @@ T_QUERY = 1_700_000_000_000_000  # 2023-11-14T22:13:20Z
 UNIT = {"days": 1.0, "hours": 24.0, "seconds": 86_400.0}
 
 
-def _core_score_is_broken() -> bool:
-    """The build at hand cannot call its scoring kernel at all (see the xfail reason)."""
-    t = pa.table({"similarity": pa.array([0.5], pa.float32()), "observed_at": pa.array([0], TS)})
-    try:
-        ce.score(t, as_of=0)
-    except TypeError as e:
-        return "incompatible function arguments" in str(e)
-    return False
-
-
-# While the bug is present every test that reaches the kernel fails with that TypeError;
-# once the module is rebuilt correctly the condition is False and they run as plain tests.
-needs_kernel = pytest.mark.xfail(
-    _core_score_is_broken(), strict=True, raises=TypeError,
-    reason="BUG: cpp/bindings/bind_score.cpp takes std::optional<array> arguments but does not "
-           "#include <pybind11/stl.h>, so _core.score rejects every call with 'incompatible "
-           "function arguments' (ce.score is unusable)")
-
-
 # ----------------------------------------------------------------------------- reference
 
 # fact type -> (decay object handed to the engine, independent NumPy formula of D(age_days))
@@ -154,7 +135,6 @@ def assert_scored(out: pa.Table, validity: np.ndarray, score: np.ndarray, *, tau
 
 # ----------------------------------------------------------------------------- formula checks
 
-@needs_kernel
 @pytest.mark.parametrize("fusion", ["product", "linear"])
 @pytest.mark.parametrize("deprecated", ["penalize", "exclude", "include"])
 @pytest.mark.parametrize("tau", [0.0, 0.35])
@@ -169,7 +149,6 @@ def test_score_matches_numpy_formula(fusion, deprecated, tau):
         assert np.isneginf(out.column("score").to_numpy()[v < tau - 1e-9]).all()
 
 
-@needs_kernel
 @pytest.mark.parametrize("seed", range(4))
 def test_score_random_policies(seed):
     """Random α, τ, penalty and query time, every family present."""
@@ -184,7 +163,6 @@ def test_score_random_policies(seed):
     assert_scored(out, v, s, tau=tau)
 
 
-@needs_kernel
 @pytest.mark.parametrize("fusion", ["product", "linear"])
 def test_score_minimal_columns_default_profile(fusion):
     """Only similarity and observed_at: the default profile, q = 1, nothing penalised."""
@@ -194,7 +172,6 @@ def test_score_minimal_columns_default_profile(fusion):
     assert_scored(out, v, s)
 
 
-@needs_kernel
 def test_score_default_policy_is_no_decay_product():
     cols, table = random_candidates(500, seed=6, full=False)
     out = ce.score(table, as_of=T_QUERY)
@@ -202,7 +179,6 @@ def test_score_default_policy_is_no_decay_product():
     np.testing.assert_allclose(out.column("score").to_numpy(), np.clip(cols["similarity"], 0, 1), atol=1e-7)
 
 
-@needs_kernel
 def test_score_valid_from_stands_in_for_observed_at():
     cols, table = random_candidates(1000, seed=7)
     table = table.drop_columns(["observed_at"])
@@ -213,7 +189,6 @@ def test_score_valid_from_stands_in_for_observed_at():
     assert_scored(out, v, s)
 
 
-@needs_kernel
 def test_score_single_family_each():
     """One fact type at a time, so a mix-up between types cannot hide an error."""
     rng = np.random.default_rng(8)
@@ -230,7 +205,6 @@ def test_score_single_family_each():
         assert_scored(out, v, s)
 
 
-@needs_kernel
 @pytest.mark.parametrize("decay", [ce.Exponential(half_life=30), ce.Gaussian(sigma=30)])
 @pytest.mark.parametrize("bad", [0.0, 1.5, float("nan"), -0.2])
 def test_bad_reliability_named_on_both_kernel_paths(decay, bad):
@@ -285,7 +259,6 @@ def test_core_score_writes_into_the_callers_arrays_and_checks_them():
             _core.score(*args, bad, np.zeros(n, np.float32))
 
 
-@needs_kernel
 def test_score_outputs_are_arrow_memory_pool_buffers():
     n = 200_000
     _, table = random_candidates(n, seed=21)
@@ -312,7 +285,6 @@ def test_score_reliability_scales_validity():
 
 # ----------------------------------------------------------------------------- Arrow in / out
 
-@needs_kernel
 def test_score_keeps_input_columns_and_appends_two():
     cols, table = random_candidates(300, seed=9)
     table = table.replace_schema_metadata({"origin": "retriever"})
@@ -328,7 +300,6 @@ def test_score_keeps_input_columns_and_appends_two():
     assert out.num_rows == table.num_rows
 
 
-@needs_kernel
 def test_score_accepts_record_batch_dict_and_chunked_tables():
     cols, table = random_candidates(800, seed=10)
     pol = ce.ScoringPolicy(decay=POLICY)
@@ -343,7 +314,6 @@ def test_score_accepts_record_batch_dict_and_chunked_tables():
     assert out.column("score").to_numpy().tolist() == base.column("score").to_numpy().tolist()
 
 
-@needs_kernel
 def test_score_time_representations_agree():
     """int64 µs, timestamps of other units and tz-naive timestamps give the same scores."""
     cols, table = random_candidates(500, seed=12, full=False)
@@ -369,7 +339,6 @@ def test_score_time_representations_agree():
         np.testing.assert_array_equal(got, base)
 
 
-@needs_kernel
 def test_score_dictionary_fact_type_equals_string():
     cols, table = random_candidates(700, seed=13)
     pol = ce.ScoringPolicy(decay=POLICY)
@@ -379,7 +348,6 @@ def test_score_dictionary_fact_type_equals_string():
     assert ce.score(dict_table, as_of=T_QUERY, policy=pol).column("score").equals(base)
 
 
-@needs_kernel
 def test_score_threads_agree_across_chunks():
     cols, table = random_candidates(150_000, seed=14)   # several 64 Ki-row kernel chunks
     pol = ce.ScoringPolicy(decay=POLICY, fusion="linear", tau=0.1)
@@ -390,7 +358,6 @@ def test_score_threads_agree_across_chunks():
     assert_scored(one, v, s, tau=0.1)
 
 
-@needs_kernel
 def test_score_empty_table():
     table = pa.table({"similarity": pa.array([], pa.float32()), "observed_at": pa.array([], TS)})
     out = ce.score(table, as_of=T_QUERY)

@@ -53,7 +53,7 @@ def _batches(c):
 class CoreOnly(ce.Engine):
     """The Engine with a result table built from the core's answer alone (no string
     columns), to check the core's snapshot consistency apart from the Python facade's
-    string bookkeeping."""
+    string bookkeeping (the full-API test below checks the two together)."""
 
     def search_batch(self, vectors, k=10, options=None, *, threads=None, **kwargs):
         opts = ce.SearchOptions.of(options, **kwargs)
@@ -195,23 +195,14 @@ def test_core_answers_under_concurrent_ingest_equal_sequential_replay(corpus, wo
     _hammer(corpus, workload, core_replay, CoreOnly)
 
 
-_STRINGS_RACE = (
-    "BUG (engine.py): Engine._append calls self._state.core.ingest(...) before it appends the batch's "
-    "string columns to self._chunks (and Engine._strings() caches/compacts self._chunks without "
-    "the write lock), so a search running concurrently sees the new core rows but an older "
-    "strings table: _result_table's strings.take(rows) raises ArrowIndexError 'Index N out of "
-    "bounds'. A reader can also cache a concatenation that misses a chunk appended meanwhile "
-    "(self._table / self._chunks = [t] written after the writer reset them).")
-
-
 def test_four_searchers_one_ingester_equal_sequential_replay(corpus, workload, replay):
-    for _ in range(3):  # the race is timing-dependent: several rounds make it show reliably
+    for _ in range(3):  # a race is timing-dependent: several rounds make one show reliably
         _hammer(corpus, workload, replay, ce.Engine)
 
 
 def test_search_right_after_the_core_accepted_a_batch(corpus, workload, replay):
-    """Deterministic version of the race: a search runs exactly between the core's ingest
-    and the end of Engine.ingest (as a reader thread may at any time)."""
+    """Deterministic version of the string-columns race: a search runs exactly between the
+    core's ingest and the end of Engine.ingest (as a reader thread may at any time)."""
     q, calls = workload
     base, batches = _batches(corpus)
     eng = _engine(corpus)
@@ -252,7 +243,7 @@ def test_search_right_after_the_core_accepted_a_batch(corpus, workload, replay):
 def test_concurrent_graph_plan_keeps_its_invariants(corpus, workload):
     """The approximate plan under concurrent ingest: no errors, well-formed answers
     (valid at T, one version per stem, ranked by score, τ respected). Core-only result
-    tables, so the facade's string race (see above) does not mask the core's behaviour."""
+    tables, so a failure here points at the core, not at the facade's string columns."""
     q, _ = workload
     t = times_for_selectivity(corpus, 0.4, len(q))
     base, batches = _batches(corpus)

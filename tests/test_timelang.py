@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chrono_engine.errors import TimeParseError
+from chrono_engine.errors import ArgumentTypeError, TimeParseError
 from chrono_engine.timelang import (
     GRAINS,
     KINDS,
@@ -203,10 +203,21 @@ def test_unusable_now_or_tz_raise_time_parse_error(kwargs):
 
 
 def test_text_must_be_a_string():
-    with pytest.raises(TypeError):
+    with pytest.raises(ArgumentTypeError, match="text must be a str, not bytes") as info:
         parse_time(b"2024")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    assert isinstance(info.value, TypeError)
+    with pytest.raises(ArgumentTypeError, match="query must be a str, not NoneType"):
         parse_temporal_intent(None)  # type: ignore[arg-type]
+
+
+def test_unknown_grain_and_void_numeral_raise_time_parse_error():
+    from chrono_engine.timelang import periods, zh
+    with pytest.raises(TimeParseError, match="grain must be one of second, .*, got 'fortnight'"):
+        periods.floor(datetime(2024, 3, 7, tzinfo=timezone.utc), "fortnight")
+    # a handler's way of voiding its match: parser._run catches it as a ValueError
+    with pytest.raises(TimeParseError, match="'几' is not a Chinese or Arabic number") as info:
+        zh._n("几")
+    assert isinstance(info.value, ValueError)
 
 
 # -- intents -------------------------------------------------------------------------------

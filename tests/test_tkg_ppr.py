@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from chrono_engine import _core
+from chrono_engine.errors import ConfigError, QueryError
 from chrono_engine.tkg import rules as R
 from chrono_engine.tkg.graph import RuleGraph, mdl_keep
 
@@ -128,8 +129,21 @@ def test_rule_graph_retrieve_and_mdl():
         assert w == pytest.approx(rules.conf[j] * math.exp(-rules.beta[j] * (25 - t)))
     nodes, mass, stats = g.pagerank([2], 25, head)
     assert abs(mass.sum() - 1) < 1e-9 and stats["pushes"] >= 1
-    with pytest.raises(ValueError, match="head relation"):
+    with pytest.raises(QueryError, match="head relation 99 is not in 0..3"):
         g.retrieve([2], 25, 99)
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(QueryError, match="head relation -1 is not in 0..3"):
+        g.pagerank([2], 25, -1)
+    with pytest.raises(QueryError, match="k must be a positive integer, got 0"):
         g.retrieve([2], 25, head, k=0)
+    for call in (g.retrieve, g.pagerank):
+        with pytest.raises(QueryError, match="seeds must not be empty"):
+            call([], 25, head)
+        with pytest.raises(QueryError, match="seed 99 is not a node"):  # the core's check
+            call([99], 25, head)
+        with pytest.raises(QueryError, match="alpha"):
+            call([2], 25, head, alpha=1.0)
+    with pytest.raises(ConfigError, match=r"quality must hold .* \d+ edges, got shape \(3,\)"):
+        RuleGraph(h, rules, keep, quality=np.ones(3))
+    with pytest.raises(ConfigError, match=r"quality must hold .* quality\[1\] is 0.0"):
+        RuleGraph(h, rules, keep, quality=np.r_[1.0, 0.0, np.ones(len(h.rel) - 2)])
     assert rng is not None

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from chrono_engine.errors import ConfigError, FitError
 from chrono_engine.tkg import rules as R
 
 N_E, N_R = 12, 3  # entities, relations before inverses
@@ -252,9 +253,9 @@ def test_learn_tables_shrinks_to_the_curve():
     big = R.learn_tables(rs, hits3 * 1000, tot3 * 1000, shrink=1e-9).table[0]
     seen = tot3[0] > 0
     assert np.allclose(big[seen], (hits3[0] / np.maximum(tot3[0], 1))[seen], atol=1e-9)
-    with pytest.raises(ValueError, match="shrink"):
+    with pytest.raises(ConfigError, match="shrink must be positive, got 0.0"):
         R.learn_tables(rs, hits3, tot3, shrink=0.0)
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(FitError, match=r"hits3 and tot3 must have shape \(2, .*got \(1, "):
         R.learn_tables(rs, hits3[:1], tot3[:1])
 
 
@@ -323,7 +324,7 @@ def test_recurrence_table_against_python():
     tab = R.learn_recurrence(qs, H, shrink=7.0)
     pooled = (hits.sum(0) + 1.0) / (tot.sum(0) + 2.0)
     assert np.allclose(tab, (hits + 7.0 * pooled[None]) / (tot + 7.0), rtol=0, atol=1e-15)
-    with pytest.raises(ValueError, match="shrink"):
+    with pytest.raises(ConfigError, match="shrink must be positive, got -1.0"):
         R.learn_recurrence(qs, H, shrink=-1.0)
 
 
@@ -358,9 +359,9 @@ def test_forecast_ranks_with_recurrence_against_python():
         tv = sc[o]
         want = 1 + np.sum(sc > tv + 1e-12) + (np.sum(np.abs(sc - tv) <= 1e-12) - 1) / 2
         assert got[i] == want, (i, q)
-    with pytest.raises(ValueError, match="learn_recurrence"):
+    with pytest.raises(ConfigError, match="w_recurrence=0.5 needs a recurrence table .*learn_recurrence"):
         R.forecast_ranks(rs, qs, H, rel, filters, w_recurrence=0.5)
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ConfigError, match="recurrence must have shape .* got \\(2, "):
         R.forecast_ranks(rs, qs, H, rel, filters, recurrence=rtab[:2], w_recurrence=0.5)
 
 
@@ -428,9 +429,9 @@ def test_learn_rules_variants_and_ou():
     kappa = ce.fit_ou(days.astype(float), t_hits[0] / t_tot[0]).kappa
     assert ou.beta[0] == pytest.approx(2 * kappa) and abs(kappa / 0.2 - 1) < 0.3
     assert ou.beta[1] == glob.beta[1] and ou.beta[2] == glob.beta[2]
-    with pytest.raises(ValueError, match="by_time"):
+    with pytest.raises(ConfigError, match="decay='ou' needs by_time"):
         R.learn_rules(rules, hits, tot, decay="ou")
-    with pytest.raises(ValueError, match="decay must be"):
+    with pytest.raises(ConfigError, match="decay must be .* got 'linear'"):
         R.learn_rules(rules, hits, tot, decay="linear")
 
 
@@ -445,5 +446,5 @@ def test_cli_tkg_eval_models(tmp_path, capsys):
     assert cli.main(["tkg", "eval", "--data", str(d), "--confidence", "curve"]) == 0
     assert "confidence curve" in capsys.readouterr().out
     from chrono_engine import tkg
-    with pytest.raises(ValueError, match="confidence must be"):
+    with pytest.raises(ConfigError, match="confidence must be 'table' or 'curve', got 'spline'"):
         tkg.evaluate_rules(tkg.load(d), "test", walks=(100, 0, 0), confidence="spline")

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from .._time import US_PER_DAY
+from ..errors import ConfigError
 from .corpus import Answers, Queries, Workload
 from .definition import decay_eval, decay_rows, static_rank
 
@@ -175,7 +176,7 @@ class NumpyPrefilter:
     def search(self, q: Queries) -> Answers:
         """The exact top-k of every ``as_of`` query, one query at a time."""
         if q.mode != "as_of":
-            raise ValueError("the pre-filter peer answers as_of queries only")
+            raise ConfigError("the pre-filter peer answers as_of queries only")
         ids_out, sc_out = [], []
         for i in range(len(q)):
             T, K = int(q.t[i]), int(q.known_at[i])

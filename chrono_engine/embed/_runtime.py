@@ -5,19 +5,32 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import EmbeddingError, ModelFileError
+from ..errors import EmbeddingError, MissingDependencyError, ModelFileError
 
 #: Providers tried in this order by ``providers="auto"``: CUDA when this onnxruntime build
 #: has it, then CPU (always present, so every session can fall back to it).
 PREFERENCE = ("CUDAExecutionProvider", "CPUExecutionProvider")
 
 
-def _ort():
+def _extra(module: str):
+    """``module`` of the ``[embed]`` extra, imported on first use so that the rest of the
+    package works without it; MissingDependencyError saying how to install it otherwise."""
+    import importlib
     try:
-        import onnxruntime
-    except ImportError as e:  # a declared dependency; say how to get it back
-        raise ImportError("chrono_engine.embed needs onnxruntime (pip install onnxruntime)") from e
-    return onnxruntime
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"chrono_engine.embed needs {module}, which is not installed: "
+                                     f'pip install "chrono_engine[embed]"') from e
+
+
+def onnxruntime():
+    """The ``onnxruntime`` package (sessions), from the ``[embed]`` extra."""
+    return _extra("onnxruntime")
+
+
+def onnx():
+    """The ``onnx`` package (graph building and checking), from the ``[embed]`` extra."""
+    return _extra("onnx")
 
 
 def choose_providers(providers: Any = "auto", available: Sequence[str] | None = None) -> list[str]:
@@ -28,7 +41,7 @@ def choose_providers(providers: Any = "auto", available: Sequence[str] | None = 
     checked against ``available``; CPU is appended as the fallback when missing.
     """
     if available is None:
-        available = _ort().get_available_providers()
+        available = onnxruntime().get_available_providers()
     available = list(available)
     if providers is None or providers == "auto":
         chosen = [p for p in PREFERENCE if p in available]
@@ -52,7 +65,7 @@ def choose_providers(providers: Any = "auto", available: Sequence[str] | None = 
 def session(model: Any, *, providers: Any = "auto", threads: int | None = None,
             path: str | None = None):
     """An ``InferenceSession`` over serialized model bytes or a file path."""
-    ort = _ort()
+    ort = onnxruntime()
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 0):
         raise EmbeddingError(f"threads must be a non-negative integer (0: onnxruntime's default), got {threads!r}")
     so = ort.SessionOptions()

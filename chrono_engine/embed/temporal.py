@@ -257,8 +257,7 @@ class TemporalEncoder:
     def load(cls, path: str | os.PathLike, *, providers: Any = "auto", threads: int | None = None
              ) -> "TemporalEncoder":
         """Read a model written by :meth:`save` (ModelFileError if missing or corrupted)."""
-        import onnx
-
+        onnx = _runtime.onnx()
         data = _runtime.read_model_file(path, "temporal encoder model")
         try:
             model = onnx.load_model_from_string(data)
@@ -285,10 +284,8 @@ class TemporalEncoder:
 
     # ------------------------------------------------------------------ graph
     def _build(self):
-        import onnx
-        from onnx import TensorProto as TP
-        from onnx import helper as h
-        from onnx import numpy_helper as nh
+        onnx = _runtime.onnx()
+        TP, h, nh = onnx.TensorProto, onnx.helper, onnx.numpy_helper
 
         K, D = len(self._periods), self.dim
         inits = [nh.from_array(np.array([1], np.int64), "axis1"),

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._util import sha256_file
-from ..errors import EmbeddingError, ModelFileError
+from ..errors import EmbeddingError, MissingDependencyError, ModelFileError
 from . import _runtime
 
 __all__ = ["TextEncoder", "fetch_tokenizer", "default_model_path", "cache_dir"]
@@ -110,7 +110,7 @@ def _load_tokenizer(tokenizer: Any, max_length: int):
     try:
         from tokenizers import Tokenizer
     except ImportError as e:
-        raise ImportError("TextEncoder needs the 'tokenizers' package: pip install 'chrono_engine[text]'") from e
+        raise MissingDependencyError("TextEncoder needs the 'tokenizers' package: pip install 'chrono_engine[text]'") from e
     if tokenizer is None:
         tokenizer = os.environ.get("CHRONO_TOKENIZER") or fetch_tokenizer()
     data = _runtime.read_model_file(tokenizer, "tokenizer file")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, MissingDependencyError
 from ._times import as_utc_us
 from .temporal import TemporalEncoder
 
@@ -38,7 +38,7 @@ def _torch():
     try:
         import torch
     except ImportError:
-        raise ImportError("training the temporal encoder needs torch: pip install 'chrono_engine[train]'") from None
+        raise MissingDependencyError("training the temporal encoder needs torch: pip install 'chrono_engine[train]'") from None
     return torch
 
 

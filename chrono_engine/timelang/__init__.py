@@ -87,7 +87,8 @@ Invalid input
   * Impossible dates (2月30日, 2024-02-30, February 30) produce no expression at all — no
     error, and no fragment of them (not "2月", not "30日"). Dates outside datetime's range
     are skipped likewise. Any text (empty, 1 MB, garbage) returns a list; only a non-str
-    ``text`` (TypeError) or an unusable ``now`` / ``tz`` (TimeParseError) raise.
+    ``text`` (ArgumentTypeError, a TypeError) or an unusable ``now`` / ``tz`` (TimeParseError)
+    raise.
 
 Not covered (no expression is produced)
   * Holidays (春节, 国庆节, Christmas), zone abbreviations ("4pm CET": the clock is read in

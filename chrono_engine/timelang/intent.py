@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, tzinfo
 
+from ..errors import ArgumentTypeError
 from .grammar import Cand, Ctx
 from .parser import context, normalise, scan, to_expression
 from .types import TemporalIntent
@@ -84,7 +85,9 @@ def parse_temporal_intent(query: str, now: datetime | str | None = None,
                           tz: str | tzinfo | None = None) -> TemporalIntent:
     """The retrieval intent of ``query``: mode, anchor, window and the cleaned query.
 
-    ``now`` and ``tz`` are as for :func:`parse_time`.
+    ``now`` and ``tz`` are as for :func:`parse_time` (an unusable one raises
+    :class:`~chrono_engine.errors.TimeParseError`); a ``query`` that is not a str raises
+    :class:`~chrono_engine.errors.ArgumentTypeError` (a ``TypeError``).
 
     >>> i = parse_temporal_intent("2024 年 8 月签订该采购合同时审批权限表是什么",
     ...                           now="2026-05-01", tz="Asia/Shanghai")
@@ -94,7 +97,7 @@ def parse_temporal_intent(query: str, now: datetime | str | None = None,
     'latest'
     """
     if not isinstance(query, str):
-        raise TypeError(f"query must be a str, not {type(query).__name__}")
+        raise ArgumentTypeError(f"query must be a str, not {type(query).__name__}")
     ctx: Ctx = context(now, tz)
     text = normalise(query)
     cands = scan(text, ctx) if text else []

@@ -5,6 +5,7 @@ import re
 from datetime import datetime, tzinfo
 
 from . import en, formats, zh
+from ..errors import ArgumentTypeError
 from .compose import compose, select
 from .grammar import Cand, Ctx, Rule
 from .periods import resolve_now, resolve_tz
@@ -173,14 +174,15 @@ def parse_time(text: str, now: datetime | str | None = None,
     impossible date (2月30日, February 30) gives no expression rather than an error, and so
     does a to-date range that is still empty ("YTD" at the first instant of a year, whose
     [start, end) would hold nothing); an unusable ``now`` or ``tz`` raises
-    :class:`~chrono_engine.errors.TimeParseError`.
+    :class:`~chrono_engine.errors.TimeParseError`, a ``text`` that is not a str
+    :class:`~chrono_engine.errors.ArgumentTypeError` (a ``TypeError``).
 
     >>> [(e.text, e.start.date().isoformat(), e.end.date().isoformat())
     ...  for e in parse_time("近三个月的报销", now="2025-06-18T12:00")]
     [('近三个月', '2025-03-18', '2025-06-18')]
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, not {type(text).__name__}")
+        raise ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
     ctx = context(now, tz)
     if not text:
         return []

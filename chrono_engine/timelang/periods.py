@@ -12,6 +12,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import TimeParseError
+from .types import GRAINS
 
 __all__ = [
     "UNIT_SECONDS",
@@ -130,7 +131,7 @@ def floor(t: datetime, grain: str) -> datetime:
         return datetime(t.year, 1, 1, tzinfo=tz)
     if grain == "decade":
         return datetime(t.year - t.year % 10, 1, 1, tzinfo=tz)
-    raise ValueError(grain)
+    raise TimeParseError(f"grain must be one of {', '.join(GRAINS)}, got {grain!r}")
 
 
 def shift(t: datetime, grain: str, n: int) -> datetime:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from ..errors import TimeParseError
 from . import periods as P
 from .grammar import (
     RELATIVE_YEAR,
@@ -65,7 +66,8 @@ _FUZZY_WORD = {"初": "early", "底": "late", "末": "late", "中": "mid", "上�
 def _n(s: str) -> int:
     v = cn_int(s)
     if v is None:
-        raise ValueError(s)
+        # a void match: parser._run catches ValueError (TimeParseError is one) and drops it
+        raise TimeParseError(f"{s!r} is not a Chinese or Arabic number")
     return v
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..errors import DataFileError
+from ..errors import DataFileError, NotFoundError
 
 SPLITS = ("train", "valid", "test")
 
@@ -55,7 +55,7 @@ class TKG:
 
     def split(self, name: str) -> pa.Table:
         if name not in SPLITS:
-            raise KeyError(f"split must be one of {SPLITS}, got {name!r}")
+            raise NotFoundError(f"split must be one of {SPLITS}, got {name!r}")
         return getattr(self, name)
 
     def relation_name(self, r: int) -> str:

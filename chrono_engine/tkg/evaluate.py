@@ -25,6 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..errors import ConfigError
 from .data import TKG
 
 
@@ -167,7 +168,7 @@ def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_
     warm = train[train[:, 3] >= np.quantile(train[:, 3], 0.1)]  # queries with some history
     lq = warm if learn_queries >= len(warm) else warm[rng.choice(len(warm), learn_queries, replace=False)]
     if confidence not in ("table", "curve"):
-        raise ValueError(f"confidence must be 'table' or 'curve', got {confidence!r}")
+        raise ConfigError(f"confidence must be 'table' or 'curve', got {confidence!r}")
     hits, tot, hits_t, tot_t, hits3, tot3 = R.rule_histograms(rules, lq, hist, max_hop=max_hop,
                                                               by_time=True, tables=True)
     rules = R.learn_rules(rules, hits, tot, decay=decay, by_time=(hits_t, tot_t))

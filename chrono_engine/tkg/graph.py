@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _core
+from ..errors import ConfigError, QueryError
 from .rules import History, RuleSet
 
 __all__ = ["RuleGraph", "mdl_keep"]
@@ -48,6 +49,11 @@ class RuleGraph:
     rules : learned rules; only length-1 rules give edge weights.
     keep : optional boolean mask of rules to use (e.g. :func:`mdl_keep`).
     quality : optional per-edge reliability q_e in (0, 1] (CSR order; default 1).
+
+    An unusable ``quality`` raises :class:`~chrono_engine.errors.ConfigError`; a query that
+    :meth:`retrieve` or :meth:`pagerank` cannot answer (head relation out of range, no seeds,
+    a seed that is not a node, alpha outside (0, 1)) raises
+    :class:`~chrono_engine.errors.QueryError`.
     """
 
     def __init__(self, hist: History, rules: RuleSet, keep: np.ndarray | None = None,
@@ -63,8 +69,13 @@ class RuleGraph:
                 self._conf[h, r], self._beta[h, r] = rules.conf[j], rules.beta[j]
         if quality is not None:
             quality = np.ascontiguousarray(quality, np.float32)
-            if quality.shape != hist.rel.shape or not ((quality > 0) & (quality <= 1)).all():
-                raise ValueError("quality must hold one value in (0, 1] per edge")
+            if quality.shape != hist.rel.shape:
+                raise ConfigError(f"quality must hold one value in (0, 1] per edge: {len(hist.rel)} edges, "
+                                  f"got shape {quality.shape}")
+            bad = np.flatnonzero(~((quality > 0) & (quality <= 1)))
+            if len(bad):
+                raise ConfigError(f"quality must hold one value in (0, 1] per edge: quality[{bad[0]}] "
+                                  f"is {quality[bad[0]]}")
         self._quality = quality
 
     def retrieve(self, seeds, T: int, head: int, *, tau: float = 1e-3, k: int = 50, alpha: float = 0.15,
@@ -73,16 +84,11 @@ class RuleGraph:
         for head relation ``head`` at time ``T``: columns subject, relation, object, t,
         flow, weight (w of the fact), decay (its e^{-β(T-t)}) and rule_confidence."""
         h = self.hist
-        if not 0 <= int(head) < h.n_relations:
-            raise ValueError(f"head relation {head} is not in 0..{h.n_relations - 1}")
-        seeds = np.atleast_1d(np.asarray(seeds, np.int32))
-        if not len(seeds):
-            raise ValueError("seeds must not be empty")
+        seeds = self._seeds(seeds, head)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
+            raise QueryError(f"k must be a positive integer, got {k!r}")
         conf, beta = self._conf[int(head)], self._beta[int(head)]
-        out = _core.ppr(h.ptr, h.rel, h.obj, h.t, self._quality, conf, beta, seeds,
-                        np.ones(len(seeds)), int(T), alpha, eps, tau, int(k))
+        out = self._ppr(seeds, T, head, alpha, eps, tau, int(k))
         e = out["edge"]
         src = np.searchsorted(h.ptr, e, side="right") - 1
         r = h.rel[e]
@@ -95,8 +101,25 @@ class RuleGraph:
     def pagerank(self, seeds, T: int, head: int, *, tau: float = 1e-3, alpha: float = 0.15,
                  eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray, dict]:
         """(nodes, mass, stats) of the pushed PPR (mass sums to 1)."""
-        h = self.hist
-        seeds = np.atleast_1d(np.asarray(seeds, np.int32))
-        out = _core.ppr(h.ptr, h.rel, h.obj, h.t, self._quality, self._conf[int(head)], self._beta[int(head)],
-                        seeds, np.ones(len(seeds)), int(T), alpha, eps, tau, 0)
+        out = self._ppr(self._seeds(seeds, head), T, head, alpha, eps, tau, 0)
         return out["node"], out["mass"], {"pushes": out["pushes"], "edges_scanned": out["edges_scanned"]}
+
+    def _seeds(self, seeds, head: int) -> np.ndarray:
+        """The seeds as int32 after checking ``head`` and that there is a seed."""
+        if not 0 <= int(head) < self.hist.n_relations:
+            raise QueryError(f"head relation {head} is not in 0..{self.hist.n_relations - 1}")
+        seeds = np.atleast_1d(np.asarray(seeds, np.int32))
+        if not len(seeds):
+            raise QueryError("seeds must not be empty")
+        return seeds
+
+    def _ppr(self, seeds: np.ndarray, T: int, head: int, alpha: float, eps: float, tau: float,
+             k: int) -> dict:
+        """The core's pushed PPR; the arguments it rejects (a seed that is not a node, alpha
+        outside (0, 1), ...) come back as QueryError instead of the core's bare ValueError."""
+        h = self.hist
+        try:
+            return _core.ppr(h.ptr, h.rel, h.obj, h.t, self._quality, self._conf[int(head)],
+                             self._beta[int(head)], seeds, np.ones(len(seeds)), int(T), alpha, eps, tau, k)
+        except ValueError as e:
+            raise QueryError(str(e)) from None

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from ..errors import ConfigError, FitError
+
 __all__ = ["History", "RuleSet", "build_history", "mine_rules", "learn_rules", "learn_tables",
            "learn_recurrence", "apply_rules"]
 
@@ -73,7 +75,7 @@ def build_history(facts: np.ndarray, n_entities: int, n_relations: int) -> Histo
     ptr = np.cumsum(ptr)
     span = int(f[:, 3].max()) + 1 if len(f) else 1
     if float(n_entities) ** 2 * n_relations * span >= 2.0 ** 62:
-        raise ValueError(f"{n_entities} entities x {n_relations} relations x {span} time steps do not fit "
+        raise ConfigError(f"{n_entities} entities x {n_relations} relations x {span} time steps do not fit "
                          "the int64 fact keys")
     keys = np.unique(fact_key(f[:, 0], f[:, 1], f[:, 2], f[:, 3], n_entities, n_relations, span))
     return History(ptr, f[:, 1].astype(np.int32), f[:, 2].astype(np.int32), f[:, 3].astype(np.int64),
@@ -235,7 +237,7 @@ def _index(rules: RuleSet, n_rel: int):
     """Lookup tables: length-1 dense (h, r1) -> rule; longer rules as sorted int64 keys,
     plus sorted prefix keys so a walk can stop early."""
     if float(n_rel) ** 4 >= 1e18:
-        raise ValueError(f"{n_rel} relations (with inverses) are too many for the int64 rule keys")
+        raise ConfigError(f"{n_rel} relations (with inverses) are too many for the int64 rule keys")
     r1 = np.full((n_rel, n_rel), -1, np.int32)
     keys, ids, pre = [], [], []
     for j, (row, L) in enumerate(zip(rules.body, rules.length)):
@@ -449,9 +451,10 @@ def learn_tables(rules: RuleSet, hits3: np.ndarray, tot3: np.ndarray, *, shrink:
     frequency both shape a rule's confidence (as in CountTRuCoLa), and cells without
     evidence keep the learned decay of ``rules`` (whichever ``decay`` variant fitted it)."""
     if shrink <= 0:
-        raise ValueError(f"shrink must be positive, got {shrink!r}")
+        raise ConfigError(f"shrink must be positive, got {shrink!r}")
     if hits3.shape != (len(rules), N_DT_BINS, N_COUNT_BINS) or tot3.shape != hits3.shape:
-        raise ValueError(f"hits3 and tot3 must have shape {(len(rules), N_DT_BINS, N_COUNT_BINS)}")
+        raise FitError(f"hits3 and tot3 must have shape {(len(rules), N_DT_BINS, N_COUNT_BINS)}, "
+                       f"got {hits3.shape} and {tot3.shape}")
     prior = rules.conf[:, None] * np.exp(-rules.beta[:, None] * DT_BIN_MID[None, :])
     table = (hits3 + shrink * prior[:, :, None]) / (tot3 + shrink)
     return RuleSet(rules.body, rules.length, rules.support, rules.conf, rules.beta, table)
@@ -523,7 +526,7 @@ def learn_recurrence(queries: np.ndarray, hist: History, *, shrink: float = 20.0
     shrunk toward the rate of that (gap, count) cell pooled over relations with ``shrink``
     pseudo-observations. Shape (n_relations, N_DT_BINS, N_COUNT_BINS)."""
     if shrink <= 0:
-        raise ValueError(f"shrink must be positive, got {shrink!r}")
+        raise ConfigError(f"shrink must be positive, got {shrink!r}")
     hits, tot = recurrence_histograms(queries, hist)
     pooled = (hits.sum(0) + 1.0) / (tot.sum(0) + 2.0)
     return (hits + shrink * pooled[None]) / (tot + shrink)
@@ -549,7 +552,7 @@ def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str
     elif decay == "ou":
         from ..fit import fit_ou
         if by_time is None:
-            raise ValueError("decay='ou' needs by_time=(hits_t, tot_t) from rule_histograms(..., by_time=True)")
+            raise ConfigError("decay='ou' needs by_time=(hits_t, tot_t) from rule_histograms(..., by_time=True)")
         glob = learn_rules(rules, hits, tot, decay="global", prior_n=prior_n, prior_p=prior_p).beta
         fixed = glob.copy()
         hits_t, tot_t = by_time
@@ -562,7 +565,7 @@ def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str
                 continue
             try:
                 fixed[j] = min(2.0 * fit_ou(days.astype(np.float64), rate).kappa, 10.0)
-            except ValueError:  # degenerate series: keep the global β
+            except FitError:  # degenerate series: keep the global β
                 pass
         _fit(hits, tot, betas, fixed, c, b, prior_n, prior_p)
     elif decay == "global":
@@ -577,7 +580,7 @@ def learn_rules(rules: RuleSet, hits: np.ndarray, tot: np.ndarray, *, decay: str
                 best = (ll, c.copy(), b.copy())
         c, b = best[1], best[2]
     else:
-        raise ValueError(f"decay must be 'per_rule', 'global', 'ou' or 'none', got {decay!r}")
+        raise ConfigError(f"decay must be 'per_rule', 'global', 'ou' or 'none', got {decay!r}")
     return RuleSet(rules.body, rules.length, rules.support, c, b)
 
 
@@ -730,12 +733,13 @@ def forecast_ranks(rules: RuleSet, queries: np.ndarray, hist: History, rel: Rela
     table = _table_arg(rules)
     if recurrence is None:
         if w_recurrence > 0:
-            raise ValueError("w_recurrence needs a recurrence table (learn_recurrence)")
+            raise ConfigError(f"w_recurrence={w_recurrence!r} needs a recurrence table (recurrence=, "
+                              "from learn_recurrence)")
         rtab = np.zeros((0, N_DT_BINS, N_COUNT_BINS))
     else:
         rtab = np.ascontiguousarray(recurrence, np.float64)
         if rtab.shape != (hist.n_relations, N_DT_BINS, N_COUNT_BINS):
-            raise ValueError(f"recurrence must have shape {(hist.n_relations, N_DT_BINS, N_COUNT_BINS)}, "
+            raise ConfigError(f"recurrence must have shape {(hist.n_relations, N_DT_BINS, N_COUNT_BINS)}, "
                              f"got {rtab.shape}")
     wlen = np.r_[0.0, np.asarray(length_weights, np.float64)]
     fptr, fent = filters
