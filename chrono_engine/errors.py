@@ -83,3 +83,21 @@ class ModelFileError(ChronoError, OSError):
     def __init__(self, message: str, *, path: str | None = None):
         super().__init__(message)
         self.path = path
+
+
+class DatasetNotFoundError(DataFileError):
+    """A benchmark dataset asked for by name is not in the data directory (or the name is
+    unknown); the message says where the loader looked and how to get the files."""
+
+
+class DownloadError(ChronoError, OSError):
+    """Fetching a dataset file failed (unreachable host, HTTP error, timeout, a body that is
+    truncated, too large or not the pinned sha256); ``url`` says which file. Nothing of
+    that file is left behind."""
+
+    def __init__(self, message: str, *, url: str | None = None):
+        super().__init__(message)
+        self.url = url
+
+
+__all__ += ["DatasetNotFoundError", "DownloadError"]
