@@ -23,7 +23,8 @@ import numpy as np
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default="../shared/data/icews14")
+    ap.add_argument("--data", default="icews14",
+                    help="dataset name (chrono_engine.datasets: CHRONO_DATA_DIR) or folder")
     ap.add_argument("--facts", type=int, default=8000)
     ap.add_argument("--questions", type=int, default=1000)
     ap.add_argument("--semantic", choices=("minilm", "bow"), default="minilm")

@@ -22,7 +22,8 @@ import numpy as np
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default="../shared/data/icews14")
+    ap.add_argument("--data", default="icews14",
+                    help="dataset name (chrono_engine.datasets: CHRONO_DATA_DIR) or folder")
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--budget", type=int, default=5000, help="most PPR facts retrieved per query")
     ap.add_argument("--tau", type=float, default=1e-4)

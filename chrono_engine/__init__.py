@@ -25,7 +25,7 @@ from .scoring import ScoringPolicy, score
 from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs at import
-    from . import embed, tkg, verify
+    from . import datasets, embed, tkg, verify
     from .embed import TemporalEmbedder, TemporalEncoder, TextEncoder, truncate
     from .verify import ChainBatch, ValidityMonitor, stl, verify_chains, verify_hits
 
@@ -36,7 +36,7 @@ __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
            "fit_ou", "fit_beta_bernoulli", "OUFit",
            "TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate",
-           "build_info", "errors", "timelang", "verify", "embed", "tkg", "__version__"]
+           "build_info", "errors", "timelang", "verify", "embed", "tkg", "datasets", "__version__"]
 
 # Imported on first use, not with the package: layer 3 (verify) and layer 2 (tkg) compile
 # Numba kernels; layer 1 (embed) builds ONNX graphs run by onnxruntime (the [embed] extra,
@@ -44,7 +44,7 @@ __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline
 # (or that is it).
 _LAZY = {**dict.fromkeys(["verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl"], ".verify"),
          **dict.fromkeys(["TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate"], ".embed"),
-         "verify": ".verify", "embed": ".embed", "tkg": ".tkg"}
+         "verify": ".verify", "embed": ".embed", "tkg": ".tkg", "datasets": ".datasets"}
 
 
 def __getattr__(name: str):

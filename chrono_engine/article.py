@@ -1,6 +1,6 @@
-"""The enterprise article's retriever (``TemporalAwareRetriever`` in its TypeScript listing,
-``../shared/seeds/001_7bed408cb65458ba.txt``), reproduced exactly, quirks included — a
-parity reference, not the engine's own method.
+"""The enterprise temporal-RAG article's retriever (``TemporalAwareRetriever`` in the
+article's TypeScript listing), reproduced exactly, quirks included — a parity reference,
+not the engine's own method.
 
 What the listing does, step by step (each reproduced here):
 

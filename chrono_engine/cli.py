@@ -408,6 +408,27 @@ def cmd_tkg_eval(args) -> int:
     return EXIT_OK
 
 
+def cmd_data(args) -> int:
+    from . import datasets
+    from .errors import DatasetNotFoundError, DownloadError
+    try:
+        if args.data_command == "list":
+            where = datasets.data_dir(args.data_dir)
+            print(f"data directory: {where}")
+            for name in datasets.names():
+                state = "present" if datasets.is_present(name, args.data_dir) else "absent"
+                print(f"  {name:10s} {state:8s} {datasets.get(name).description}")
+        elif args.data_command == "path":
+            print(datasets.locate(datasets.get(args.name).name, args.data_dir))
+        else:
+            root = datasets.download(args.name, args.data_dir, base_url=args.base_url, timeout=args.timeout,
+                                     force=args.force)
+            print(f"{args.name}: {len(datasets.get(args.name).files)} files checked in {root}")
+    except (DatasetNotFoundError, DownloadError) as e:
+        raise CliError(str(e), EXIT_FILE) from None
+    return EXIT_OK
+
+
 def cmd_bench(argv: list[str]) -> int:
     from . import bench
     bench.main(argv)
@@ -517,11 +538,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_plot_decay)
 
-    p = sub.add_parser("tkg", help="temporal knowledge graph forecasting (tkg eval --data DIR)")
+    p = sub.add_parser("data", help="benchmark datasets by name: list, path NAME, download NAME")
+    dsub = p.add_subparsers(dest="data_command", required=True, metavar="DATA_COMMAND")
+    data_cmds = {
+        "list": dsub.add_parser("list", help="the known datasets, the data directory and which are present"),
+        "path": dsub.add_parser("path", help="print the folder of dataset NAME (exit 3 and how to get it "
+                                             "if it is absent)"),
+        "download": dsub.add_parser("download", help="fetch dataset NAME from its pinned public sources "
+                                                     "(size and sha256 checked)")}
+    for p in data_cmds.values():
+        p.add_argument("--data-dir", help="data directory (default: $CHRONO_DATA_DIR, else the per-user cache)")
+        p.set_defaults(run=cmd_data)
+    for p in (data_cmds["path"], data_cmds["download"]):
+        p.add_argument("name", metavar="NAME")
+    p = data_cmds["download"]
+    p.add_argument("--base-url", help="mirror serving OWNER/REPO/COMMIT/PATH (default: $CHRONO_DATA_URL, "
+                                      "else raw.githubusercontent.com)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a connection or a read")
+    p.add_argument("--force", action="store_true", help="fetch every file again, even those already checked")
+
+    p = sub.add_parser("tkg", help="temporal knowledge graph forecasting (tkg eval --data NAME|DIR)")
     tsub = p.add_subparsers(dest="tkg_command", required=True, metavar="TKG_COMMAND")
     p = tsub.add_parser("eval", help="single-step, time-aware filtered MRR / Hits@k of a dataset "
                                      "(names or ids format): temporal rules mined, learned and applied")
-    p.add_argument("--data", required=True, help="directory with train.txt, valid.txt, test.txt")
+    p.add_argument("--data", default="icews14", help="dataset name found in the data directory "
+                   "(default icews14; see `chrono data list`) or a directory with train.txt, valid.txt, test.txt")
     p.add_argument("--split", choices=["test", "valid"], default="test")
     p.add_argument("--model", choices=["rules", "recurrency"], default="rules",
                    help="rules: temporal rules with learned decay (default); recurrency: the decayed baseline")

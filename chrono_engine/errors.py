@@ -10,7 +10,8 @@ True
 The family, by what went wrong (the built-in each one also is, in brackets):
 
 - input data: :class:`SchemaError` (ingested rows break a rule of the data model),
-  :class:`DataFileError` (a dataset file), :class:`TimeParseError` (time text or a time
+  :class:`DataFileError` (a dataset file; :class:`DatasetNotFoundError` when a dataset asked
+  for by name is not in the data directory), :class:`TimeParseError` (time text or a time
   argument), :class:`EmbeddingError` (input an embedder cannot encode),
   :class:`FitError` (samples an estimator cannot fit) [ValueError];
 - call arguments: :class:`QueryError` (a search, scoring or retrieval call),
@@ -19,7 +20,8 @@ The family, by what went wrong (the built-in each one also is, in brackets):
   :class:`ArgumentTypeError` (an argument of the wrong type) [TypeError];
 - lookups: :class:`NotFoundError` (a name or id that is not there) [KeyError];
 - files: :class:`StorageError` and its :class:`CorruptStoreError` (a saved store),
-  :class:`ModelFileError` (an ONNX model or tokenizer file) [OSError];
+  :class:`ModelFileError` (an ONNX model or tokenizer file), :class:`DownloadError` (a
+  dataset download) [OSError];
 - installation: :class:`MissingDependencyError` (an optional dependency of one layer is
   not installed; the message names the extra to install) [ImportError].
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 __all__ = ["ChronoError", "SchemaError", "QueryError", "ConfigError", "FitError", "ArgumentTypeError",
            "LifecycleError", "NotFoundError", "StorageError", "CorruptStoreError", "TimeParseError",
-           "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError"]
+           "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError", "DatasetNotFoundError", "DownloadError"]
 
 
 class ChronoError(Exception):
@@ -124,3 +126,19 @@ class ModelFileError(ChronoError, OSError):
     def __init__(self, message: str, *, path: str | None = None):
         super().__init__(message)
         self.path = path
+
+
+class DatasetNotFoundError(DataFileError):
+    """A benchmark dataset asked for by name is not in the data directory (or the name is
+    unknown); the message says where the loader looked and how to get the files."""
+
+
+class DownloadError(ChronoError, OSError):
+    """Fetching a dataset file failed (unreachable host, HTTP error, timeout, a body that is
+    truncated, too large or not the pinned sha256); ``url`` says which file. Nothing of
+    that file is left behind."""
+
+    def __init__(self, message: str, *, url: str | None = None):
+        super().__init__(message)
+        self.url = url
+

@@ -1,5 +1,5 @@
-"""The article preset against a line-by-line Python translation of the article's TypeScript
-listing (../shared/seeds/001_7bed408cb65458ba.txt, TemporalAwareRetriever), case by case."""
+"""The article preset against a line-by-line Python translation of the enterprise
+temporal-RAG article's listing (TypeScript, TemporalAwareRetriever), case by case."""
 import math
 import random
 import re

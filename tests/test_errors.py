@@ -19,7 +19,8 @@ BUILTIN = {"SchemaError": ValueError, "QueryError": ValueError, "ConfigError": V
            "FitError": ValueError, "ArgumentTypeError": TypeError, "LifecycleError": ValueError,
            "NotFoundError": KeyError, "StorageError": OSError, "CorruptStoreError": OSError,
            "TimeParseError": ValueError, "DataFileError": ValueError, "EmbeddingError": ValueError,
-           "MissingDependencyError": ImportError, "ModelFileError": OSError}
+           "MissingDependencyError": ImportError, "ModelFileError": OSError,
+           "DatasetNotFoundError": ValueError, "DownloadError": OSError}
 
 
 def test_every_class_is_a_chrono_error_and_its_builtin():

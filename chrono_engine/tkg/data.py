@@ -1,6 +1,6 @@
 """Loading temporal KG forecasting datasets (train / valid / test) into Arrow columns.
 
-Two encodings (see ``../shared/data/README.md``):
+Two encodings (``docs/data.md`` describes them and the datasets known by name):
 
 - **names**: ``subject<TAB>relation<TAB>object<TAB>YYYY-MM-DD``; ids come from
   ``entity2id.json`` / ``relation2id.json`` when present (every name must be listed), else
@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from .. import datasets
 from ..errors import DataFileError, NotFoundError
 
 SPLITS = ("train", "valid", "test")
@@ -233,10 +234,21 @@ def _finish(root, tables, ents, rels, unit, day0, fmt) -> TKG:
                test=tables["test"], time_unit=unit, day0=day0, source_format=fmt)
 
 
-def load(path) -> TKG:
+def load(path, *, data_dir=None) -> TKG:
     """Load ``path``/{train,valid,test}.txt in the names or the ids format (detected from
-    train.txt). Raises DataFileError naming the file and line of the first problem."""
-    root = Path(path)
+    train.txt). Raises DataFileError naming the file and line of the first problem.
+
+    ``path`` is a folder, or the name of a dataset (``"icews14"``) found in the data
+    directory by :func:`chrono_engine.datasets.locate` (``data_dir``, else
+    ``$CHRONO_DATA_DIR``, else the per-user cache; :class:`~chrono_engine.errors.DatasetNotFoundError`
+    says how to get it when it is not there).
+
+    >>> from chrono_engine import tkg
+    >>> d = tkg.load("icews14")  # doctest: +SKIP
+    >>> d.n_entities, d.train.num_rows  # doctest: +SKIP
+    (7128, 63685)
+    """
+    root = datasets.locate(path, data_dir)
     if not root.is_dir():
         raise DataFileError(f"{root}: not a directory (expected train.txt, valid.txt, test.txt in it)",
                             path=str(root))

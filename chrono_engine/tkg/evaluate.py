@@ -1,4 +1,4 @@
-"""Single-step, time-aware filtered evaluation of TKG forecasting (``../shared/data/README.md``):
+"""Single-step, time-aware filtered evaluation of TKG forecasting (``docs/data.md``):
 the temporal-rule model (:func:`evaluate_rules`, the default of ``chrono tkg eval``) and a
 decayed recurrency baseline (:func:`evaluate`).
 
