@@ -43,7 +43,7 @@ def run(args) -> dict:
         "count_valid_at": (lambda t: eng.count_valid_at(int(t)),
                            lambda t: int(s_from.searchsorted(t, "right") - s_to.searchsorted(t, "right"))),
         "count_overlapping (30 days)": (
-            lambda t: eng._core.count_overlapping(int(t), int(t) + span),  # what window mode counts
+            lambda t: eng.count_overlapping(int(t), int(t) + span),  # what window mode counts
             lambda t: int(s_from.searchsorted(t + span, "left") - s_to.searchsorted(t, "right"))),
     }
     report = {"n": n, "calls": args.calls, "rows": []}

@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="add rows from Parquet / Arrow IPC / CSV / JSON Lines to a store "
                                       "(created when absent)")
     p.add_argument("store", help="store directory (saved atomically after the ingest)")
-    p.add_argument("file", help="input file; columns as in DESIGN.md (vector, valid_from, ...)")
+    p.add_argument("file", help="input file; columns as in docs/data-model.md (vector, valid_from, ...)")
     file_opts(p)
     p.add_argument("--dim", type=int, help="vector dimension of a new store (default: from the data)")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine", help="new store's metric")

@@ -359,8 +359,13 @@ class Engine:
         return self._state.validity_of_rows(_instant(at, "at"), rows)
 
     def count_valid_at(self, t: Any) -> int:
-        """How many items are valid at T (interval index; microseconds)."""
+        """How many items are valid at T: valid_from ≤ T < valid_to (the interval index)."""
         return int(self._state.core.count_valid_at(_instant(t, "t")))
+
+    def count_overlapping(self, start: Any, end: Any) -> int:
+        """How many items' valid intervals overlap [start, end): what ``window`` mode
+        considers (the interval index)."""
+        return int(self._state.core.count_overlapping(_instant(start, "start"), _instant(end, "end")))
 
     def rows_of(self, ids: Any) -> np.ndarray:
         """Row numbers (ingest order) of ids; raises NotFoundError naming the first unknown id."""

@@ -2,8 +2,8 @@
 
 :func:`normalize_rows` is the single gate every ingested batch goes through. It accepts a
 ``pyarrow.Table`` or ``RecordBatch``, a pandas ``DataFrame``, a dict of column -> array or
-list, or a list of row dicts, checks every rule of the data model (``DESIGN.md``, "Data
-model") and returns an :class:`IngestBatch` of NumPy arrays the core ingests as they are.
+list, or a list of row dicts, checks every rule of the data model (``docs/data-model.md``)
+and returns an :class:`IngestBatch` of NumPy arrays the core ingests as they are.
 
 >>> import numpy as np
 >>> from chrono_engine.schema import normalize_rows

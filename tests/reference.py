@@ -1,5 +1,5 @@
-"""NumPy reference of the engine's search definition (DESIGN.md "Scoring" and "Query
-modes"), written independently of the C++ planner. Tests compare the engine against it."""
+"""NumPy reference of the engine's search definition (docs/scoring.md and docs/search.md,
+"Modes"), written independently of the C++ planner. Tests compare the engine against it."""
 from __future__ import annotations
 
 import numpy as np

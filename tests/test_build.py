@@ -45,7 +45,7 @@ def test_build_flags_are_portable():
     assert "-march=native" not in flags and "-mtune=native" not in flags
     for unsafe in ("-ffast-math", "-Ofast", "-funsafe-math-optimizations", "-ffinite-math-only"):
         assert unsafe not in flags, unsafe
-    # the shipped baseline is named and is not newer than x86-64-v3 (DESIGN / CONVENTIONS)
+    # the shipped baseline is named and is not newer than x86-64-v3 (docs/architecture.md)
     baseline = ce.build_info()["baseline"]
     m = re.search(r"-march=(\S+)", flags)
     if m:  # x86 builds pin -march; other architectures may not

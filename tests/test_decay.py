@@ -1,7 +1,7 @@
 """Decay families, their kernel contract and DecayPolicy.
 
 The references here are written independently of chrono_engine.decay: scalar ``math``
-formulas straight from DESIGN.md's table, the Elasticsearch / Milvus / Qdrant documented
+formulas straight from the decay table (docs/scoring.md), the Elasticsearch / Milvus / Qdrant documented
 formulas, and (when installed) the chronofy 0.1.9 reference package.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ ages = st.lists(st.floats(min_value=-1e4, max_value=1e4, allow_nan=False), min_s
 
 
 # ---------------------------------------------------------------------------------------
-# independent scalar references (DESIGN.md "Scoring" table)
+# independent scalar references (docs/scoring.md, the decay table)
 # ---------------------------------------------------------------------------------------
 
 def _age_in_unit(age_days: float, unit: str, symmetric: bool) -> float:

@@ -1,7 +1,7 @@
 """ce.score (issue 2, item 6): the C++ rescoring kernel against an independent NumPy
 formula, Arrow in / Arrow out, and its input checks.
 
-The reference below is written from DESIGN.md's "Scoring" section, not from
+The reference below is written from the scoring definition (docs/scoring.md), not from
 chrono_engine.decay: V = q · D_j(age), age = (T − t_e) in days clamped at 0 (or |T − t_e|
 for symmetric profiles); product fusion s⁺·V, linear α·s + (1 − α)·V; rows not valid at T
 (valid_from ≤ T < valid_to) or flagged deprecated are multiplied by the penalty, dropped
