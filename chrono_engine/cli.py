@@ -13,7 +13,8 @@
     chrono history STORE STEM           every version of a lineage
     chrono verify CHAINS --validity ... STL robustness of reasoning chains
     chrono plot-decay [STORE]           decay curves as a PNG (matplotlib, extra [plot])
-    chrono tkg eval --data DIR          TKG forecasting metrics (MRR, Hits@k) of a dataset
+    chrono tkg eval [--data NAME|DIR]   TKG forecasting metrics (MRR, Hits@k) of a dataset
+    chrono data list|path|download NAME benchmark datasets by name (docs/data.md)
 
 Libraries: argparse (standard library: sub-commands, generated help, no dependency) and
 tqdm for progress bars (small, maintained, no dependencies; it draws on stderr only when
@@ -257,14 +258,45 @@ def cmd_ingest(args) -> int:
     return EXIT_OK
 
 
+# One flag per SearchOptions field (tests/test_cli.py checks that none is missing):
+# name -> (argparse keywords, help). Flags left unset keep SearchOptions' defaults.
+_SEARCH_FLAGS = {
+    "mode": (dict(choices=["latest", "as_of", "window", "all"]), "search mode (default latest)"),
+    "as_of": (dict(metavar="T"), "valid time T (ISO-8601; naive = UTC)"),
+    "known_at": (dict(metavar="T"), "transaction time: what the store knew then (default now)"),
+    "window": (dict(nargs=2, metavar=("START", "END")), "window mode's interval [START, END)"),
+    "fact_types": (dict(nargs="+", metavar="TYPE"), "search only these fact types"),
+    "tau": (dict(type=float), "τ: items with validity below it never qualify (default 0)"),
+    "deprecated": (dict(choices=["penalize", "exclude", "include"]),
+                   "latest mode: items not in force are penalised (default), excluded or included"),
+    "deprecation_penalty": (dict(type=float), "the penalty factor (default 0.1)"),
+    "arbitrate": (dict(action=argparse.BooleanOptionalAction), "one version per stem (default on)"),
+    "fusion": (dict(choices=["product", "linear"]), "similarity × validity (default) or α·s + (1−α)·V"),
+    "alpha": (dict(type=float), "α of linear fusion (default 0.75)"),
+    "exact": (dict(action=argparse.BooleanOptionalAction), "force a certified exact answer"),
+    "explain": (dict(action=argparse.BooleanOptionalAction), "add decay, penalty, plan and reason columns"),
+    "lang": (dict(choices=["en", "zh"]), "citation language (default en)"),
+    "verify": (dict(type=float, metavar="GAMMA"), "the layer-3 gate: robustness, satisfied, refetch"),
+}
+
+
+def _add_search_flags(p) -> None:
+    for name, (kw, help_) in _SEARCH_FLAGS.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=name, default=None, help=help_, **kw)
+
+
 def _search_options(args):
     """The search options of ``chrono search``'s flags."""
     from .search import SearchOptions
-    return SearchOptions(mode=args.mode, as_of=args.as_of, known_at=args.known_at,
-                         window=tuple(args.window) if args.window is not None else None, exact=args.exact)
+    given = {name: getattr(args, name) for name in _SEARCH_FLAGS if getattr(args, name) is not None}
+    if "window" in given:
+        given["window"] = tuple(given["window"])
+    return SearchOptions(**given)
 
 
 SHOW = ["id", "score", "stem_id", "version", "title", "valid_from", "valid_to", "validity", "certified"]
+# columns --explain and --verify add
+_EXPLAIN_AND_GATE = ["decay", "penalty", "plan", "reason", "robustness", "satisfied", "refetch"]
 
 
 def cmd_search(args) -> int:
@@ -274,7 +306,8 @@ def cmd_search(args) -> int:
         raise CliError(f"the query vector has {q.shape[-1]} dimensions, the store {eng.dim}")
     opts = _search_options(args)
     res = eng.search_batch(q, args.k, opts) if q.shape[0] > 1 else eng.search(q[0], args.k, opts)
-    _print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW)
+    extra = [c for c in res.column_names if c in _EXPLAIN_AND_GATE]
+    _print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW + extra)
     return EXIT_OK
 
 
@@ -479,20 +512,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=0, help="index build threads (0: all cores)")
     p.set_defaults(run=cmd_ingest)
 
-    def time_opts(p):
-        p.add_argument("--mode", choices=["latest", "as_of", "window", "all"], default="latest")
-        p.add_argument("--as-of", metavar="T", help="valid time T (ISO-8601; naive = UTC)")
-        p.add_argument("--known-at", metavar="T", help="transaction time: what the store knew then")
-        p.add_argument("--window", nargs=2, metavar=("START", "END"), help="window mode's interval")
-        p.add_argument("-k", type=int, default=10, help="results per query (default 10)")
-        p.add_argument("--json", action="store_true", help="JSON output")
-
     p = sub.add_parser("search", help="fused temporal top-k for query vectors")
     p.add_argument("store")
     p.add_argument("--vector", help="one query vector as a JSON list")
     p.add_argument("--vectors", metavar="FILE", help="query vectors (.npy, or text: one per line)")
-    p.add_argument("--exact", action="store_true", help="force a certified exact answer")
-    time_opts(p)
+    p.add_argument("-k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    _add_search_flags(p)
     p.set_defaults(run=cmd_search)
 
     p = sub.add_parser("query", help="ask in English or Chinese (time words such as '上个月', 'as of' "

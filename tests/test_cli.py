@@ -162,3 +162,30 @@ def test_plot_decay_renders(tmp_path, capsys):
     assert code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     at = json.loads(text)["at_days"]
     assert at["365"]["policy"] == pytest.approx(0.5) and at["30"]["news"] == pytest.approx(2 ** (-30 / 14))
+
+
+def test_search_flags_are_the_search_options(files, capsys):
+    """`chrono search` has one flag per SearchOptions field, and what the flags say reaches
+    the search: the same table as the Python API with the same options."""
+    assert set(cli._SEARCH_FLAGS) == set(ce.SearchOptions.names())
+    d, vec = files
+    st = d / "store"
+    assert run(capsys, "ingest", st, d / "in.parquet", "--map", "vec=vector", "--half-life", "30")[0] == 0
+    eng = ce.Engine.open(st)
+    opts = ce.SearchOptions(mode="window", window=("2024-01-05", "2024-01-20"), as_of="2024-01-25",
+                            known_at="2030-01-01", fact_types=["news"], tau=0.01, arbitrate=False,
+                            fusion="linear", alpha=0.5, exact=True, explain=True, lang="zh", verify=0.3)
+    want = eng.search(vec[5], 7, opts).to_pylist()
+    code, out, _ = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "-k", "7", "--json",
+                       "--mode", "window", "--window", "2024-01-05", "2024-01-20", "--as-of", "2024-01-25",
+                       "--known-at", "2030-01-01", "--fact-types", "news", "--tau", "0.01", "--no-arbitrate",
+                       "--fusion", "linear", "--alpha", "0.5", "--exact", "--explain", "--lang", "zh",
+                       "--verify", "0.3")
+    assert code == 0
+    got = json.loads(out)
+    assert [r["id"] for r in got] == [r["id"] for r in want] and len(want) > 0
+    assert [r["citation"] for r in got] == [r["citation"] for r in want]
+    assert {"reason", "robustness", "refetch"} <= set(got[0])
+    # a bad option value is a usage error of the engine, named, exit 1
+    code, _, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--alpha", "2")
+    assert code == 1 and "alpha" in err
