@@ -18,12 +18,12 @@ Accepted, everywhere:
 Sub-microsecond precision is floored. Unit conversions never wrap: a value whose
 microseconds do not fit int64 is an error, not a silently wrong time.
 
-Range: a time given as a date, datetime, string or datetime64 must fall within years
-1..9999. Integers are taken as they are for *query instants* (``as_of``, ``known_at``,
-window ends, the ``at`` of ``validity``), so sentinels such as :data:`OPEN_END` can ask for
-"everything known"; *stored* times (ingest columns) must lie within years 1..9999 too, with
-the single exception of :data:`OPEN_END` in a column that may be open (``valid_to``,
-``retracted_at``).
+Range: *stored* times (ingest columns, lifecycle times) must lie within years 1..9999,
+whatever their kind, with the single exception of :data:`OPEN_END` given as an integer in a
+column that may be open (``valid_to``, ``retracted_at``). *Query instants* (``as_of``,
+``known_at``, window ends, the ``at`` of ``validity``, ``ce.score``'s candidate times) may
+be any value whose microseconds fit int64, so that sentinels such as :data:`OPEN_END` can
+ask for "everything known" (dates, datetimes and strings lie within years 1..9999 anyway).
 
 Every converter raises :class:`TimeInputError` (a :class:`~chrono_engine.errors.TimeParseError`,
 so a ``ValueError``) naming the argument or column, the row when there is one, and the rule;

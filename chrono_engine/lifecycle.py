@@ -88,7 +88,7 @@ HISTORY_SCHEMA = pa.schema([
 
 def _time(value: Any, name: str) -> int:
     try:
-        return scalar_us(value, name)
+        return scalar_us(value, name, stored=True)
     except TimeInputError as e:
         raise LifecycleError(str(e)) from None
 
