@@ -64,7 +64,7 @@ def test_tkg_unknown_split_raises_not_found_error():
     assert str(info.value) == "split must be one of ('train', 'valid', 'test'), got 'dev'"
 
 
-def test_the_embed_layer_without_its_extra_says_which_extra_to_install():
+def test_the_embed_layer_without_its_extra_says_which_extra_to_install(tmp_path):
     """onnx and onnxruntime are the [embed] extra: without them the package and every layer
     but embed import and work; an encoder raises MissingDependencyError naming the extra."""
     code = """
@@ -90,11 +90,13 @@ for make, module in ((lambda: ce.TemporalEncoder(dim=32), "onnx"),
         raise AssertionError("no MissingDependencyError")
 print("ok")
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)  # outside the checkout: the installed package, not the source tree
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
-def test_the_embed_extra_is_imported_on_first_use_only():
+def test_the_embed_extra_is_imported_on_first_use_only(tmp_path):
     code = "import sys, chrono_engine.embed; print(sorted({'onnx', 'onnxruntime'} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)  # outside the checkout: the installed package, not the source tree
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

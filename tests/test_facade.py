@@ -28,11 +28,12 @@ def test_every_public_name_resolves_and_is_listed_by_dir():
         ce.nope  # noqa: B018
 
 
-def test_lazy_layers_are_not_imported_with_the_package():
+def test_lazy_layers_are_not_imported_with_the_package(tmp_path):
     code = ("import sys, chrono_engine as ce; names = dir(ce); "
             "print(sorted(m for m in ('numba', 'onnx', 'onnxruntime', 'chrono_engine.tkg', "
             "'chrono_engine.verify', 'chrono_engine.embed') if m in sys.modules), 'tkg' in names)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)  # outside the checkout: the installed package, not the source tree
     assert out.returncode == 0 and out.stdout.strip() == "[] True", out.stderr
 
 
