@@ -16,20 +16,19 @@ def test_int8_dots_match_numpy(variant, d):
     c = rng.integers(-127, 128, d).astype(np.int8)
     Q = rng.standard_normal((9, d)).astype(np.float32)
     want = Q.astype(np.float64) @ c.astype(np.float64)
-    many = _core.dot_many_i8(c, Q, variant)
-    np.testing.assert_allclose(many, want, rtol=1e-5, atol=1e-4 * np.sqrt(d))
     for G, R in ((1, 1), (8, 3), (9, 4), (31, 7), (64, 9)):  # queries transposed, padded to 8s
         QG = rng.standard_normal((G, d)).astype(np.float32)
         C = rng.integers(-127, 128, (R, d)).astype(np.int8)
         np.testing.assert_allclose(_core.dot_qt_i8(C, QG, variant), C.astype(np.float64) @ QG.T.astype(np.float64),
                                    rtol=1e-5, atol=1e-4 * np.sqrt(d))
-    one = np.array([_core.dot_i8(Q[g], c, variant) for g in range(9)])
+    # one query at a time (converting the row as it goes), then subsets (converting it once)
+    one = np.array([_core.dot_i8_some(c, Q, np.array([g], np.uint32), variant)[0] for g in range(9)])
     np.testing.assert_allclose(one, want, rtol=1e-5, atol=1e-4 * np.sqrt(d))
     for which in ([], [4], [8, 0, 3], list(range(9))):  # a subset of the queries
         some = _core.dot_i8_some(c, Q, np.array(which, np.uint32), variant)
         np.testing.assert_allclose(some, want[which], rtol=1e-5, atol=1e-4 * np.sqrt(d))
     with pytest.raises(ValueError):
-        _core.dot_i8(Q[0], c[:-1] if d > 1 else np.zeros(2, np.int8), variant)
+        _core.dot_i8_some(c[:-1] if d > 1 else np.zeros(2, np.int8), Q, np.array([0], np.uint32), variant)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "ip"])
@@ -55,7 +54,8 @@ def test_compact_cap_bounds_the_exact_similarity(metric):
     Q = rng.standard_normal((30, d)).astype(np.float32)
     for q in Q:
         exact = np.array([_core.dot(q, stored[i].astype(np.float32)) for i in range(n)])
-        cap = np.array([float(scale[i]) * _core.dot_i8(q, codes[i]) for i in range(n)])
+        cap = np.array([float(scale[i]) * _core.dot_i8_some(codes[i], q[None], np.zeros(1, np.uint32))[0]
+                        for i in range(n)])
         cap = cap + np.linalg.norm(q.astype(np.float64)) * err
         assert (cap >= exact).all()
         assert (cap - exact).max() < 0.05 * np.linalg.norm(q) * np.linalg.norm(stored, axis=1).max()

@@ -319,8 +319,8 @@ void bind_store(py::module_& m) {
       .def("__getitem__", [](const NameTable& t, std::int64_t code) {
         if (code < 0 || static_cast<std::size_t>(code) >= t.size()) throw py::index_error("name code out of range");
         return to_py(t.name(static_cast<std::size_t>(code)));
-      })
-      .def("find", [](const NameTable& t, py::handle s) { return t.find(utf8(s, "name")); })
+      }, py::arg("code"))
+      .def("find", [](const NameTable& t, py::handle s) { return t.find(utf8(s, "name")); }, py::arg("name"))
       .def("add_all", [](NameTable& t, const py::sequence& names) {
         // codes of `names`, adding the new ones in order; all or nothing
         const std::size_t n0 = t.size();
@@ -336,7 +336,7 @@ void bind_store(py::module_& m) {
           throw;
         }
         return out;
-      })
+      }, py::arg("names"))
       .def("take", [](const NameTable& t, carray<std::int32_t> codes) {
         // the names of `codes` as Arrow string buffers (int32 offsets, UTF-8 data); code -1
         // gives an empty slot (the caller marks it null)
@@ -361,8 +361,8 @@ void bind_store(py::module_& m) {
             std::copy(v.begin(), v.end(), d + o[i]);
           }
         return py::make_tuple(offsets, data);
-      })
-      .def("truncate", &NameTable::truncate)
+      }, py::arg("codes"))
+      .def("truncate", &NameTable::truncate, py::arg("n"))
       .def("tolist", [](const NameTable& t) {
         py::list out(t.size());
         for (std::size_t i = 0; i < t.size(); ++i) out[i] = to_py(t.name(i));
@@ -373,19 +373,28 @@ void bind_store(py::module_& m) {
   py::class_<PyStore>(m, "Store")
       .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t>(), py::arg("dim"),
            py::arg("metric"), py::arg("M"), py::arg("ef_construction"), py::arg("seed"))
-      .def("set_decay", [](PyStore& p, carray<double> table) { p.s->set_decay(specs_from(table)); })
-      .def("ingest", &PyStore::ingest)
-      .def("restore", &PyStore::restore)
-      .def("search_batch", &PyStore::search_batch)
+      .def("set_decay", [](PyStore& p, carray<double> table) { p.s->set_decay(specs_from(table)); }, py::arg("table"))
+      .def("ingest", &PyStore::ingest, py::arg("vectors"), py::arg("valid_from"), py::arg("valid_to"),
+           py::arg("observed_at"), py::arg("ingested_at"), py::arg("retracted_at"), py::arg("version"),
+           py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"),
+           py::arg("threads"))
+      .def("restore", &PyStore::restore, py::arg("path"), py::arg("valid_from"), py::arg("valid_to"),
+           py::arg("observed_at"), py::arg("ingested_at"), py::arg("retracted_at"), py::arg("version"),
+           py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"))
+      .def("search_batch", &PyStore::search_batch, py::arg("queries"), py::arg("t"), py::arg("known_at"),
+           py::arg("win_start"), py::arg("win_end"), py::arg("mode"), py::arg("fusion"), py::arg("alpha"),
+           py::arg("tau"), py::arg("invalid"), py::arg("penalty"), py::arg("arbitrate"), py::arg("type_mask"),
+           py::arg("k"), py::arg("exact"), py::arg("ef"), py::arg("ef_max"), py::arg("scan_limit"),
+           py::arg("seed_ef"), py::arg("seed_min"), py::arg("group"), py::arg("scan"), py::arg("threads"))
       .def("update", &PyStore::update, py::arg("rows"), py::arg("valid_to") = py::none(),
            py::arg("deprecated") = py::none(), py::arg("retracted_at") = py::none())
-      .def("rows_of", &PyStore::rows_of)
+      .def("rows_of", &PyStore::rows_of, py::arg("ids"))
       .def("columns", &PyStore::columns_out)
-      .def("columns_at", &PyStore::columns_at)
+      .def("columns_at", &PyStore::columns_at, py::arg("rows"))
       .def("bound_rows", &PyStore::bound_rows, py::arg("rows"), py::arg("t"), py::arg("known_at"), py::arg("x1"),
            py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
            py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "")
-      .def("vectors", &PyStore::vectors)
+      .def("vectors", &PyStore::vectors, py::arg("rows"))
       .def("compact", [](PyStore& p, carray<std::uint32_t> rows) {
         // (codes, scale, err) of the compact copy for `rows` (tests check its bound)
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
@@ -401,26 +410,26 @@ void bind_store(py::module_& m) {
           err.mutable_data()[i] = ann.compact_err(r);
         }
         return py::make_tuple(codes, scale, err);
-      })
-      .def("rows_valid_at", &PyStore::rows_valid_at)
-      .def("rows_overlapping", &PyStore::rows_overlapping)
+      }, py::arg("rows"))
+      .def("rows_valid_at", &PyStore::rows_valid_at, py::arg("t"))
+      .def("rows_overlapping", &PyStore::rows_overlapping, py::arg("start"), py::arg("end"))
       .def("rows_observed_between", &PyStore::rows_observed_between, py::arg("type"), py::arg("lo"), py::arg("hi"))
       .def("valid_at_upper_bound", [](PyStore& p, std::int64_t t) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         return p.s->intervals().valid_at_upper_bound(t);
-      })
+      }, py::arg("t"))
       .def("count_valid_at", [](PyStore& p, std::int64_t t) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         return p.s->intervals().count_valid_at(t);
-      })
+      }, py::arg("t"))
       .def("count_overlapping", [](PyStore& p, std::int64_t a, std::int64_t b) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         return p.s->intervals().count_overlapping(a, b);
-      })
+      }, py::arg("start"), py::arg("end"))
       .def("save_graph", [](PyStore& p, const std::string& path) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         p.s->ann().save(path);
-      })
+      }, py::arg("path"))
       .def("memory", [](PyStore& p) {
         py::dict d;
         d["metadata"] = p.s->metadata_bytes();

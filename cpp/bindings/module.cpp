@@ -80,19 +80,6 @@ PYBIND11_MODULE(_core, m) {
     return variant(which).dot(a.data(), b.data(), static_cast<std::size_t>(a.size()));
   }, py::arg("a"), py::arg("b"), py::arg("variant") = "");
   // the compact-copy kernels, for tests against NumPy
-  m.def("dot_i8", [](carray<float> q, py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> c,
-                     const std::string& which) {
-    if (q.size() != c.size()) throw std::invalid_argument("length mismatch");
-    return variant(which).dot_i8(q.data(), c.data(), static_cast<std::size_t>(q.size()));
-  }, py::arg("q"), py::arg("c"), py::arg("variant") = "");
-  m.def("dot_many_i8", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> c, carray<float> Q,
-                          const std::string& which) {
-    if (Q.ndim() != 2 || Q.shape(1) != c.size()) throw std::invalid_argument("Q must be (G, len(c))");
-    const std::size_t G = static_cast<std::size_t>(Q.shape(0));
-    py::array_t<float> out(static_cast<py::ssize_t>(G));
-    variant(which).dot_many_i8(c.data(), Q.data(), G, static_cast<std::size_t>(c.size()), out.mutable_data());
-    return out;
-  }, py::arg("c"), py::arg("Q"), py::arg("variant") = "");
   m.def("dot_i8_some", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> c, carray<float> Q,
                           carray<std::uint32_t> which, const std::string& which_variant) {
     if (Q.ndim() != 2 || Q.shape(1) != c.size()) throw std::invalid_argument("Q must be (G, len(c))");

@@ -128,9 +128,8 @@ static void decay_batch(const DecaySpec& s, const double* __restrict age, double
   else decay_loop<false>(s.code, p0, p1, scale, age, out, n);
 }
 
-// The similarity every plan uses: 16 lanes, summed in a fixed order, so that dot() and
-// dot_many() give bit-identical results for the same pair.
-static float dot_one(const float* a, const float* b, std::size_t d) {
+// The similarity every plan uses: 16 lanes, summed in a fixed order.
+static float dot(const float* a, const float* b, std::size_t d) {
   float acc[16] = {0};
   std::size_t i = 0;
   for (; i + 16 <= d; i += 16)
@@ -141,31 +140,7 @@ static float dot_one(const float* a, const float* b, std::size_t d) {
   return s;
 }
 
-static void dot_many(const float* x, const float* Q, std::size_t G, std::size_t d, float* out) {
-  std::size_t g = 0;
-  for (; g + 4 <= G; g += 4) {
-    const float* q0 = Q + g * d;
-    const float* q1 = q0 + d;
-    const float* q2 = q1 + d;
-    const float* q3 = q2 + d;
-    float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
-    std::size_t i = 0;
-    for (; i + 16 <= d; i += 16)
-      for (int j = 0; j < 16; ++j) {
-        float xv = x[i + j];
-        a0[j] += q0[i + j] * xv;
-        a1[j] += q1[i + j] * xv;
-        a2[j] += q2[i + j] * xv;
-        a3[j] += q3[i + j] * xv;
-      }
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (; i < d; ++i) { s0 += q0[i] * x[i]; s1 += q1[i] * x[i]; s2 += q2[i] * x[i]; s3 += q3[i] * x[i]; }
-    for (int j = 0; j < 16; ++j) { s0 += a0[j]; s1 += a1[j]; s2 += a2[j]; s3 += a3[j]; }
-    out[g] = s0; out[g + 1] = s1; out[g + 2] = s2; out[g + 3] = s3;
-  }
-  for (; g < G; ++g) out[g] = dot_one(Q + g * d, x, d);
-}
-
+// <q, x> for an int8 vector x, converting as it goes (dot_i8_some's path for one query)
 static float dot_i8(const float* q, const std::int8_t* x, std::size_t d) {
   float acc[16] = {0};
   std::size_t i = 0;
@@ -189,15 +164,7 @@ static void dot_i8_some(const std::int8_t* x, const float* Q, const std::uint32_
   }
   alignas(64) float xf[kMax];
   for (std::size_t i = 0; i < d; ++i) xf[i] = static_cast<float>(x[i]);
-  for (std::size_t j = 0; j < n; ++j) out[j] = dot_one(Q + which[j] * d, xf, d);
-}
-
-static void dot_many_i8(const std::int8_t* x, const float* Q, std::size_t G, std::size_t d, float* out) {
-  constexpr std::size_t kMax = 4096;
-  if (d > kMax) { for (std::size_t g = 0; g < G; ++g) out[g] = dot_i8(Q + g * d, x, d); return; }
-  alignas(64) float xf[kMax];
-  for (std::size_t i = 0; i < d; ++i) xf[i] = static_cast<float>(x[i]);
-  dot_many(xf, Q, G, d, out);
+  for (std::size_t j = 0; j < n; ++j) out[j] = dot(Q + which[j] * d, xf, d);
 }
 
 // A float no smaller than x >= 0 (or NaN): the next float up is one ulp (bits + 1) for
@@ -431,8 +398,6 @@ static float l2sq(const float* a, const float* b, std::size_t d) {
   return s;
 }
 
-static float dot(const float* a, const float* b, std::size_t d) { return dot_one(a, b, d); }
-
 // ce.score when every fact type decays exponentially (or not at all) and asymmetrically:
 // one branch-free pass, the type's parameters gathered per row. The arithmetic is that of
 // decay_one / clamp_age and of the general loop below, so both paths agree bit for bit.
@@ -595,6 +560,19 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
       if (A.out_validity) A.out_validity[r] = static_cast<float>(v);
     }
   }
+}
+
+// This instruction set's dispatch table, filled field by field (so that a reordering of
+// Kernels cannot wire a pointer to the wrong slot). dot_qt_s8: null unless the CPU
+// variant has one (kernels_v4.cpp).
+constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) dot_qt_s8 = nullptr) {
+  static_assert(sizeof(Kernels) == 9 * sizeof(void*), "a new Kernels field must be set here");
+  Kernels k{};
+  k.name = name;
+  k.dot = dot; k.dot_i8_some = dot_i8_some; k.l2sq = l2sq;             // similarities
+  k.decay = decay_batch; k.score = score; k.bound_rows = bound_rows;  // validities and bounds
+  k.dot_qt_i8 = dot_qt_i8; k.dot_qt_s8 = dot_qt_s8;                   // group dots
+  return k;
 }
 
 }  // namespace CHRONO_KNS

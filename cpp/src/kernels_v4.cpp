@@ -103,9 +103,6 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8(const std::int8_t* c
 
 }  // namespace v4
 
-extern const Kernels kKernelsV4 = {"x86-64-v4", v4::dot, v4::dot_many, v4::dot_i8, v4::dot_many_i8, v4::dot_i8_some,
-                                   v4::l2sq, v4::decay_batch, v4::score, v4::bound_rows, v4::dot_qt_i8, nullptr};
-extern const Kernels kKernelsV4Vnni = {"x86-64-v4-vnni", v4::dot, v4::dot_many, v4::dot_i8, v4::dot_many_i8,
-                                       v4::dot_i8_some, v4::l2sq, v4::decay_batch, v4::score, v4::bound_rows,
-                                       v4::dot_qt_i8, v4::dot_qt_s8};
+extern const Kernels kKernelsV4 = v4::make_kernels("x86-64-v4");
+extern const Kernels kKernelsV4Vnni = v4::make_kernels("x86-64-v4-vnni", v4::dot_qt_s8);
 }  // namespace chrono

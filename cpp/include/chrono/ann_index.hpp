@@ -149,7 +149,7 @@ class AnnIndex {
 
   // The compact copy: per row int8 codes c, a scale and an error term such that for any
   // query q the similarity the engine computes (float dot with the full vector) is at most
-  //   scale * <q, c> (computed in float by dot_i8 / dot_many_i8) + |q| * err.
+  //   scale * <q, c> (computed in float by dot_i8_some / dot_qt_i8) + |q| * err.
   // It is 4x smaller than the vectors, so a certified scan reads it first and loads full
   // vectors only for rows that this upper bound cannot rule out.
   const std::int8_t* compact(std::size_t row) const { return c8_.data() + row * dim_; }

@@ -1,4 +1,4 @@
-// Decay families D(age) (DESIGN.md, "Scoring"), as one small parameter record per fact type.
+// Decay families D(age), as one small parameter record per fact type.
 //
 // The Python layer (chrono_engine/decay.py) converts every family to this record with
 // `_kernel_spec()`; `decay.evaluate_spec` there is the NumPy reference of the kernels'

@@ -18,7 +18,7 @@
 namespace chrono {
 
 // The largest |age| (days) at which D(age) >= level, or +inf if D never falls below it,
-// or -1 if even D(0) < level. Families are non-increasing in |age| (DESIGN.md).
+// or -1 if even D(0) < level. Families are non-increasing in |age|.
 inline double decay_reach_days(const DecaySpec& s, double level) {
   const double inf = std::numeric_limits<double>::infinity();
   if (!(level > 0.0)) return inf;

@@ -18,14 +18,8 @@ struct Kernels {
   const char* name;
   // inner product of two float vectors of length d
   float (*dot)(const float* a, const float* b, std::size_t d);
-  // out[g] = <Q[g], x> for G row-major queries Q (G x d): one load of x serves all G
-  void (*dot_many)(const float* x, const float* Q, std::size_t G, std::size_t d, float* out);
-  // <q, x> for an int8 vector x (the compact copy; scaling is the caller's)
-  float (*dot_i8)(const float* q, const std::int8_t* x, std::size_t d);
-  // out[g] = <Q[g], x> for an int8 vector x: one conversion serves all G queries
-  void (*dot_many_i8)(const std::int8_t* x, const float* Q, std::size_t G, std::size_t d, float* out);
-  // out[j] = <Q[which[j]], x> for n of the G row-major queries Q (G x d), int8 x converted
-  // once (dot_i8 per query, up to float rounding)
+  // out[j] = <Q[which[j]], x> for n of the G row-major queries Q (G x d) and an int8 vector
+  // x (the compact copy; scaling is the caller's), converted once for all n
   void (*dot_i8_some)(const std::int8_t* x, const float* Q, const std::uint32_t* which, std::size_t n,
                       std::size_t d, float* out);
   // squared Euclidean distance

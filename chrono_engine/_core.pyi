@@ -1,0 +1,207 @@
+"""Type stub of chrono_engine's private compiled core (built from cpp/; do not import directly).
+
+Array arguments are converted to the C-contiguous dtype named here (numpy's forcecast): passing
+that dtype avoids a copy. Times are int64 microseconds since the Unix epoch; "open" ends are
+int64 max. The bindings only convert types, release the GIL and map errors (ValueError for
+bad shapes and values, IndexError for rows and codes out of range); checking and defaults
+live in the Python layer. tests/test_core_stub.py keeps this file and the module in step.
+"""
+from collections.abc import Sequence
+from typing import TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+_F32 = npt.NDArray[np.float32]
+_F64 = npt.NDArray[np.float64]
+_I8 = npt.NDArray[np.int8]
+_I32 = npt.NDArray[np.int32]
+_I64 = npt.NDArray[np.int64]
+_U8 = npt.NDArray[np.uint8]
+_U16 = npt.NDArray[np.uint16]
+_U32 = npt.NDArray[np.uint32]
+_U64 = npt.NDArray[np.uint64]
+
+
+class _BuildInfo(TypedDict):
+    compiler: str
+    flags: str
+    baseline: str
+    simd: str
+    simd_available: list[str]
+    hnswlib_version: str
+    hnswlib_simd: str
+    hardware_threads: int
+
+
+class _SearchResult(TypedDict):
+    query: _I32
+    rank: _I32
+    row: _U32
+    id: _U64
+    score: _F64
+    similarity: _F32
+    validity: _F32
+    decay: _F32
+    penalty: _F32
+    certified: npt.NDArray[np.bool_]
+    plan: _U8
+    scored: _U64
+    in_force: _U64
+    candidates: _U64
+
+
+class _Columns(TypedDict):
+    valid_from: _I64
+    valid_to: _I64
+    observed_at: _I64
+    ingested_at: _I64
+    retracted_at: _I64
+    version: _U64
+    reliability: _F32
+    stem: _I32
+    fact_type: _U16
+    deprecated: _U8
+    id: _U64
+
+
+class _BoundRows(TypedDict):
+    kept: _U32
+    best: _F64
+    validity: _F32
+    penalty: _F32
+    count: _U32
+
+
+class _Memory(TypedDict):
+    metadata: int
+    interval_index: int
+    freshness_index: int
+    graph: int
+    vectors: int
+    compact_vectors: int
+
+
+class _PprResult(TypedDict):
+    node: _I32
+    mass: _F64
+    edge: _I64
+    flow: _F64
+    weight: _F64
+    pushes: int
+    edges_scanned: int
+
+
+class Names:
+    """An append-only table of UTF-8 names (the stems), each with a dense int32 code."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, code: int) -> str:
+        """The name of ``code`` (IndexError out of range)."""
+    def find(self, name: str) -> int:
+        """The code of ``name``, or -1."""
+    def add_all(self, names: Sequence[str]) -> _I32:
+        """The codes of ``names``, adding the new ones in order; all or nothing."""
+    def take(self, codes: _I32) -> tuple[_I32, _U8]:
+        """The names of ``codes`` as Arrow string buffers (int32 offsets, UTF-8 data); -1: empty."""
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` names."""
+    def tolist(self) -> list[str]: ...
+    def memory_bytes(self) -> int: ...
+
+
+class Store:
+    """Items' vectors (HNSW graph and compact int8 copy), bitemporal metadata, the interval
+    and freshness indexes, and the planner that searches them."""
+
+    def __init__(self, dim: int, metric: str, M: int, ef_construction: int, seed: int) -> None:
+        """``metric``: "cosine", "ip" or "l2"."""
+    def set_decay(self, table: _F64) -> None:
+        """Decay per fact-type code: rows (code, p0, p1, scale, symmetric)."""
+    def ingest(self, vectors: _F32, valid_from: _I64, valid_to: _I64, observed_at: _I64,
+               ingested_at: _I64, retracted_at: _I64, version: _U64, reliability: _F32, stem: _I32,
+               fact_type: _U16, deprecated: _U8, ids: _U64 | None, threads: int) -> int:
+        """Append n items (vectors (n, dim)); returns the first new row."""
+    def restore(self, path: str, valid_from: _I64, valid_to: _I64, observed_at: _I64,
+                ingested_at: _I64, retracted_at: _I64, version: _U64, reliability: _F32, stem: _I32,
+                fact_type: _U16, deprecated: _U8, ids: _U64) -> None:
+        """Load a saved graph (save_graph) and the metadata of its rows."""
+    def search_batch(self, queries: _F32, t: _I64, known_at: _I64, win_start: _I64, win_end: _I64,
+                     mode: int, fusion: int, alpha: float, tau: float, invalid: int, penalty: float,
+                     arbitrate: bool, type_mask: _U8 | None, k: int, exact: bool, ef: int, ef_max: int,
+                     scan_limit: int, seed_ef: int, seed_min: int, group: int, scan: int,
+                     threads: int) -> _SearchResult:
+        """Fused temporal top-k for each query (n, dim) at its own times. Codes: mode 0 latest,
+        1 as_of, 2 window, 3 all; fusion 0 product, 1 linear; invalid 0 penalize, 1 exclude,
+        2 include; scan 0 auto, 1 bounds, 2 similarity. Hits ordered by query, rank."""
+    def update(self, rows: _U32, valid_to: _I64 | None = None, deprecated: _U8 | None = None,
+               retracted_at: _I64 | None = None) -> None:
+        """Lifecycle edits in place, all or nothing: close (valid_to), deprecate or retract rows."""
+    def rows_of(self, ids: _U64) -> _I64:
+        """The row of each id, -1 for an unknown one."""
+    def columns(self) -> _Columns:
+        """Every row's metadata."""
+    def columns_at(self, rows: _U32) -> _Columns:
+        """The metadata of ``rows`` (IndexError out of range)."""
+    def bound_rows(self, rows: _U32, t: _F64, known_at: _I64, x1: _I64, x2: _I64, theta: _F64,
+                   a: _F64, b: _F64, tau: float, out_pen: float, latest: bool,
+                   mask: _U8 | None = None, variant: str = "") -> _BoundRows:
+        """The certified plan's metadata pass (Kernels::bound_rows) on ``rows`` for 1-64
+        queries, on a kernel variant ("" the one chosen at run time); for tests."""
+    def vectors(self, rows: _U32) -> _F32:
+        """The stored vectors of ``rows``, (n, dim)."""
+    def compact(self, rows: _U32) -> tuple[_I8, _F32, _F32]:
+        """(codes, scale, err) of the compact int8 copy of ``rows``; for tests."""
+    def rows_valid_at(self, t: int) -> _U32:
+        """Rows with valid_from <= t < valid_to, sorted (the interval index)."""
+    def rows_overlapping(self, start: int, end: int) -> _U32:
+        """Rows whose validity overlaps [start, end), sorted (the interval index)."""
+    def rows_observed_between(self, type: int, lo: int, hi: int) -> tuple[_U32, int]:
+        """Rows of a fact-type code observed in [lo, hi], sorted, and the freshness list's
+        own count of them; for tests."""
+    def valid_at_upper_bound(self, t: int) -> int:
+        """An upper bound on count_valid_at(t) read from the index's shape alone."""
+    def count_valid_at(self, t: int) -> int: ...
+    def count_overlapping(self, start: int, end: int) -> int: ...
+    def save_graph(self, path: str) -> None:
+        """Write the HNSW graph and vectors to ``path``."""
+    def memory(self) -> _Memory:
+        """Bytes held per structure."""
+    @property
+    def size(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def M(self) -> int: ...
+    @property
+    def ef_construction(self) -> int: ...
+
+
+def build_info() -> _BuildInfo:
+    """What was built (compiler, flags, baseline) and chosen at run time (simd)."""
+def decay_eval(ages: _F64, spec: _F64, variant: str = "") -> _F64:
+    """D(age) for ages in days and one decay spec (code, p0, p1, scale, symmetric)."""
+def score(similarity: _F32, observed_at: _I64, reliability: _F32 | None, fact_type: _I32 | None,
+          valid_from: _I64 | None, valid_to: _I64 | None, deprecated: _U8 | None, specs: _F64, t: int,
+          fusion: int, alpha: float, penalty: float, invalid_policy: int, tau: float, threads: int = 1,
+          out_score: _F32 | None = None, out_validity: _F32 | None = None) -> tuple[_F32, _F32]:
+    """ce.score's kernel: (fused score, validity) per candidate; ``out_*`` are written in
+    place when given (float32, C-contiguous, writable, one value per candidate)."""
+def ppr(ptr: _I64, rel: _I32, dst: _I32, time: _I64, quality: _F32 | None, conf: _F64, beta: _F64,
+        seeds: _I32, seed_mass: _F64, T: int, alpha: float = 0.15, eps: float = 1e-06, tau: float = 0.001,
+        k: int = 50) -> _PprResult:
+    """Decay-weighted seeded personalised PageRank over a temporal CSR graph at time T."""
+
+# Kernel test bindings ("" = the variant chosen at run time, else a name from
+# build_info()["simd_available"]), compared against NumPy in tests/test_compact.py.
+def dot(a: _F32, b: _F32, variant: str = "") -> float:
+    """The engine's float similarity <a, b>."""
+def dot_i8_some(c: _I8, Q: _F32, which: _U32, variant: str = "") -> _F32:
+    """<Q[which[j]], c> for an int8 row c and queries Q (G, len(c))."""
+def dot_qt_i8(C: _I8, Q: _F32, variant: str = "") -> _F32:
+    """C @ Q.T for int8 rows C (R, d) and 1-64 float queries Q (G, d), as (R, G)."""
+def quantise_queries(Q: _F32) -> tuple[_I8, _F64, _F64]:
+    """The planner's int8 query quantisation of Q (G, d): (q8, scale, residual norm)."""
+def dot_qt_s8(C: _I8, Q8: _I8, variant: str = "") -> _I32:
+    """Exact int32 C @ Q8.T for int8 rows C (R, d) and 1-64 int8 queries (AVX512-VNNI only)."""
