@@ -29,7 +29,7 @@ struct SearchParams {
   bool exact = false;
   std::size_t ef = 64;             // first graph-plan walk width (at least 4k)
   std::size_t ef_max = 4096;       // widest graph-plan walk
-  std::size_t scan_limit = 50000;  // graph plan when more candidates survive (exact=False)
+  std::size_t scan_limit = 150000;  // graph plan when more candidates survive (exact=False); the Engine's default
   std::size_t seed_ef = 32;        // seed walk width (0: never seed)
   std::size_t seed_min = 150000;   // seed only when more items than this are in force
   ScanOrder scan = ScanOrder::Auto;  // the certified scan's order (planner.hpp)

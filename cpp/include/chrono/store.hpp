@@ -1,7 +1,7 @@
 // The store: HNSW graph + per-item metadata + interval index + stems, behind one
-// readers-writer lock. Searches take the lock shared per query; every write (ingest,
+// readers-writer lock. Searches take the lock shared per group of queries; every write (ingest,
 // lifecycle update) takes it exclusively and validates before it mutates, so a rejected
-// call changes nothing and each query sees a consistent snapshot.
+// call changes nothing and each group of queries sees a consistent snapshot.
 #pragma once
 #include <algorithm>
 #include <cmath>
