@@ -5,6 +5,7 @@ Internal: no public names. Knows nothing about errors; callers check what they n
 """
 from __future__ import annotations
 
+import datetime as _dt
 import sys
 from typing import Any
 
@@ -42,6 +43,16 @@ def combine(ch: pa.ChunkedArray) -> pa.Array:
     return ch.combine_chunks()
 
 
+def _arrow_from_objects(items: Any, **kw) -> pa.Array:
+    """``pa.array`` of Python objects, refusing one lossy inference: Arrow types a sequence
+    that starts with a ``date`` as date32 and then truncates any ``datetime`` in it to its
+    day (a ``datetime`` is a ``date``). Such a mix is left to the caller's per-object path."""
+    arr = pa.array(items, **kw)
+    if pa.types.is_date(arr.type) and any(isinstance(x, _dt.datetime) for x in items):
+        raise TypeError("dates mixed with datetimes")
+    return arr
+
+
 def canonical(col: Any):
     """One column as a ``pa.Array`` (dictionaries decoded), a non-object ``np.ndarray`` (of
     any ndim: the caller checks the shape) or a list of Python objects (only when Arrow
@@ -61,7 +72,7 @@ def canonical(col: Any):
         if isinstance(dt, np.dtype) and dt.kind in "biufM":
             return col.to_numpy()
         try:
-            return canonical(pa.array(col, from_pandas=True))
+            return canonical(_arrow_from_objects(col, from_pandas=True))
         except ARROW_ERRORS:
             return list(col)
     if isinstance(col, np.ndarray):
@@ -69,13 +80,14 @@ def canonical(col: Any):
             return col
         if col.dtype.kind == "O":
             try:
-                return canonical(pa.array(col, from_pandas=True))
+                return canonical(_arrow_from_objects(col, from_pandas=True))
             except ARROW_ERRORS:
                 return col.tolist()
         if col.dtype.kind in "US":
             return pa.array(col)
         return col
+    items = list(col)
     try:
-        return canonical(pa.array(list(col)))
+        return canonical(_arrow_from_objects(items))
     except ARROW_ERRORS:
-        return list(col)
+        return items

@@ -318,13 +318,10 @@ def _objects(name: str, items: list) -> _Times:
 
 
 def _read(name: str, col: Any) -> _Times:
-    col = canonical(col) if not isinstance(col, (np.ndarray, pa.Array, list)) else col
+    col = canonical(col)  # as ingest reads every column: one Arrow conversion where it can
     if isinstance(col, np.ndarray):
-        if col.dtype.kind == "O" or col.dtype.kind in "US":
-            col = canonical(col)
-        elif col.ndim != 1:
+        if col.ndim != 1:
             _fail(f"expected a 1-D column of times, got shape {col.shape}", name, None, "wrong type")
-    if isinstance(col, np.ndarray):
         return _numpy(name, col)
     if isinstance(col, pa.Array):
         return _arrow(name, col)

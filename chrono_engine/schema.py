@@ -58,6 +58,7 @@ and over the distinct values of ``fact_type`` / ``version``.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import difflib
 import re
 import warnings
@@ -243,7 +244,13 @@ def _records_to_columns(records) -> dict[str, Any]:
     except ARROW_ERRORS:
         struct = None
     if struct is not None and pa.types.is_struct(struct.type):
-        return {struct.type.field(i).name: struct.field(i) for i in range(struct.type.num_fields)}
+        cols = {struct.type.field(i).name: struct.field(i) for i in range(struct.type.num_fields)}
+        for name, col in cols.items():  # a date field may hide datetimes truncated to their day
+            if pa.types.is_date(col.type):
+                values = [rec.get(name) for rec in records]
+                if any(isinstance(v, _dt.datetime) for v in values):
+                    cols[name] = values
+        return cols
     # Mixed types within a column: keep Python objects so each column can name its bad row.
     keys = dict.fromkeys(k for rec in records for k in rec)
     return {k: [rec.get(k) for rec in records] for k in keys}

@@ -111,3 +111,17 @@ def test_each_layer_names_a_bad_time_with_its_own_class():
     # uncaught, the module's own error is a TimeParseError (a ChronoError and a ValueError)
     with pytest.raises(TimeParseError):
         _time.scalar_us(BAD, "t")
+
+
+def test_dates_mixed_with_datetimes_keep_their_time_of_day():
+    """Arrow types a sequence that starts with a date as date32 and truncates a datetime in it
+    to its day; every container of every layer must keep the 06:00."""
+    pd = pytest.importorskip("pandas")
+    mixed = [dt.date(2024, 1, 1), dt.datetime(2024, 1, 2, 6)]
+    want = [_time.scalar_us("2024-01-01", "t"), _time.scalar_us("2024-01-02T06:00", "t")]
+    for col in (mixed, tuple(mixed), np.array(mixed, dtype=object), pd.Series(mixed, dtype=object)):
+        assert _time.column_us("valid_from", col)[0].tolist() == want, type(col)
+    eng = ce.Engine(2)
+    ids = eng.ingest({"vector": [[1, 0], [0, 1]], "valid_from": mixed})
+    ids2 = eng.ingest([{"vector": [1, 0], "valid_from": mixed[0]}, {"vector": [0, 1], "valid_from": mixed[1]}])
+    assert eng.columns(ids)["valid_from"].tolist() == want == eng.columns(ids2)["valid_from"].tolist()
