@@ -322,32 +322,33 @@ def history(state: StoreState, stem_id: str) -> pa.Table:
         mine = _stem_rows(state, stem_id, cols)
         strings = state.strings()
     order = mine[np.lexsort((cols["id"][mine], cols["valid_from"][mine], cols["version"][mine]))]
-    return _rows_table(state, cols, strings, order)
+    return _rows_table(state, {k: v[order] for k, v in cols.items()}, strings, order)
 
 
 def get(state: StoreState, ids: Any) -> pa.Table:
     """The rows of ``ids`` in the order given, as :data:`HISTORY_SCHEMA` (stored now).
     Raises NotFoundError naming the first unknown id."""
-    rows = state.rows_of(ids)
     with state.write:  # one consistent snapshot of metadata and strings
-        cols = state.columns()
+        rows = state.rows_of(ids)
+        cols = state.columns_at(rows)
         strings = state.strings()
     return _rows_table(state, cols, strings, rows)
 
 
 def _rows_table(state: StoreState, cols: dict, strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
+    """:data:`HISTORY_SCHEMA` for ``rows``, whose metadata ``cols`` holds in the same order."""
     s = strings.take(pa.array(rows, pa.int64())) if strings is not None else \
         pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
     return pa.table([
-        pa.array(cols["id"][rows], pa.uint64()),
-        state.stem_names(cols["stem"][rows]),
+        pa.array(cols["id"], pa.uint64()),
+        state.stem_names(cols["stem"]),
         s.column("version").cast(pa.string()),
         s.column("supersedes").cast(pa.string()),
-        _ts(cols["valid_from"][rows], False),
-        _ts(cols["valid_to"][rows], True),
-        _ts(cols["ingested_at"][rows], False),
-        _ts(cols["retracted_at"][rows], True),
-        pa.array(cols["deprecated"][rows].astype(bool)),
+        _ts(cols["valid_from"], False),
+        _ts(cols["valid_to"], True),
+        _ts(cols["ingested_at"], False),
+        _ts(cols["retracted_at"], True),
+        pa.array(cols["deprecated"].astype(bool)),
         s.column("title").cast(pa.string()),
         s.column("content").cast(pa.string()),
     ], schema=HISTORY_SCHEMA)

@@ -55,6 +55,26 @@ def snapshot(eng):
             eng.count_valid_at("2025-01-01"), eng.stems, eng._state.strings().num_rows)
 
 
+def test_get_returns_stored_rows_in_the_order_asked():
+    eng = make_engine()
+    eng.supersede("TRAVEL", [{"vector": vec(5), "content": "cap 800"}], "2026-03-01", version="v2.0.0")
+    eng.retract([2], at="2099-01-01")
+    hist = {r["id"]: r for s in eng.stems for r in eng.history(s).to_pylist()}
+    want = [4, 3, 0, 2]
+    got = eng.get(np.array(want, np.uint64))
+    assert got.schema == lifecycle.HISTORY_SCHEMA
+    rows = got.to_pylist()
+    assert [r["id"] for r in rows] == want
+    for r in rows:
+        if r["stem_id"] is not None:
+            assert r == hist[r["id"]]
+    assert rows[1]["stem_id"] is None and rows[1]["title"] == "no stem" and rows[1]["valid_to"] is None
+    assert rows[3]["retracted_at"] is not None and rows[2]["deprecated"]
+    assert eng.get([]).num_rows == 0
+    with pytest.raises(ce.errors.NotFoundError, match="unknown id 99"):
+        eng.get([0, 99])
+
+
 # ----------------------------------------------------------------------------- supersede
 
 def test_supersede_closes_deprecates_and_links():
