@@ -34,9 +34,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from chrono_engine.verify import ChainBatch, stl, verify_chains  # noqa: E402
+from chrono_engine.verify import ChainBatch, stl, verify_chains
 
 BETA = {"vital": math.log(2) / 7.0, "policy": math.log(2) / 90.0, "fact": math.log(2) / 365.0}
 TYPES = list(BETA)
