@@ -24,10 +24,17 @@ from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError
 from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
 
-__all__ = ["StoreState", "STRING_COLUMNS", "embed_content"]
+__all__ = ["StoreState", "STRING_COLUMNS", "embed_content", "strings_at"]
 
 #: String columns kept by row (fact_type and stem_id names are not: the core holds their codes).
 STRING_COLUMNS = ("content", "title", "source", "modality", "version", "supersedes")
+
+
+def strings_at(strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
+    """The string columns of ``rows`` from a snapshot of the table (None: no row yet)."""
+    if strings is None or not len(rows):
+        return pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
+    return strings.take(pa.array(rows, pa.int64()))
 
 
 class StoreState:

@@ -32,6 +32,7 @@ search and scoring, ``LifecycleError``, ``EmbeddingError``, ``FitError``).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import time as _time
@@ -46,7 +47,7 @@ from ._columns import canonical, is_series
 from .errors import TimeParseError
 
 __all__ = ["OPEN_END", "MIN_TIME_US", "MAX_TIME_US", "US_PER_SECOND", "US_PER_DAY",
-           "TimeInputError", "now_us", "scalar_us", "array_us", "column_us", "from_us", "iso"]
+           "TimeInputError", "errors_as", "now_us", "scalar_us", "array_us", "column_us", "from_us", "iso"]
 
 #: Stored end of an open interval (``valid_to`` / ``retracted_at`` null): the int64 maximum.
 OPEN_END = int(np.iinfo(np.int64).max)
@@ -90,6 +91,16 @@ class TimeInputError(TimeParseError):
         self.detail, self.name, self.rule, self.row = detail, name, rule, row
 
 
+@contextlib.contextmanager
+def errors_as(cls: type[Exception]):
+    """Re-raise a :class:`TimeInputError` of the block as ``cls`` with the same message: how
+    each layer names a bad time with its own error class (``with errors_as(QueryError):``)."""
+    try:
+        yield
+    except TimeInputError as e:
+        raise cls(str(e)) from None
+
+
 def now_us() -> int:
     """The wall clock, in µs since the epoch."""
     return _time.time_ns() // 1000
@@ -117,9 +128,11 @@ def _scale(raw: np.ndarray, num: int, den: int, count: int = 1) -> tuple[np.ndar
     if num != 1:
         lim = _INT64_LIMIT // num
         oob = (raw > lim) | (raw < -lim)
-        raw = np.where(oob, 0, raw) * np.int64(num) if oob.any() else raw * np.int64(num)
-        if not oob.any():
+        if oob.any():
+            raw = np.where(oob, 0, raw)
+        else:
             oob = None
+        raw = raw * np.int64(num)
     if den != 1:
         raw = np.floor_divide(raw, np.int64(den))
     return raw.astype(np.int64, copy=False), oob
@@ -275,6 +288,16 @@ def _scalar_kind(x) -> str:
     return "bad"
 
 
+def _calendar_us(x: _dt.date) -> int:
+    """A datetime (naive = UTC; a pandas Timestamp floored to the µs) or a date (midnight
+    UTC) as µs since the epoch."""
+    if isinstance(x, _dt.datetime):
+        if hasattr(x, "nanosecond") and hasattr(x, "to_pydatetime"):  # pandas.Timestamp
+            x = x.to_pydatetime(warn=False)
+        return (x - (_EPOCH_NAIVE if x.tzinfo is None else _EPOCH_UTC)) // _ONE_US
+    return (x - _EPOCH_DATE).days * US_PER_DAY
+
+
 def _objects(name: str, items: list) -> _Times:
     """Mixed Python objects (only when Arrow could not convert the list in one go)."""
     n = len(items)
@@ -302,12 +325,8 @@ def _objects(name: str, items: list) -> _Times:
             t = _numpy(name, np.asarray([x]))
             us[i] = t.us[0]
             oob[i] = t.oob is not None and t.oob[0]
-        elif kind == "datetime":
-            if hasattr(x, "nanosecond") and hasattr(x, "to_pydatetime"):  # pandas.Timestamp
-                x = x.to_pydatetime(warn=False)
-            us[i] = (x - (_EPOCH_NAIVE if x.tzinfo is None else _EPOCH_UTC)) // _ONE_US
-        else:  # date
-            us[i] = (x - _EPOCH_DATE).days * US_PER_DAY
+        else:  # datetime, date
+            us[i] = _calendar_us(x)
     if str_rows:
         rows = np.asarray(str_rows)
         vals, _, bad = _parse_iso(pa.array(str_vals, type=pa.string()))
@@ -396,12 +415,8 @@ def scalar_us(value: Any, name: str, *, stored: bool = False) -> int:
         if us is None:
             _fail(f"cannot read {value[:80]!r} as an ISO-8601 time", name, None, "bad time string")
         return us
-    if kind == "datetime":
-        if hasattr(value, "nanosecond") and hasattr(value, "to_pydatetime"):  # pandas.Timestamp
-            value = value.to_pydatetime(warn=False)
-        return (value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH_UTC)) // _ONE_US
-    if kind == "date":
-        return (value - _EPOCH_DATE).days * US_PER_DAY
+    if kind in ("datetime", "date"):
+        return _calendar_us(value)
     us, _ = column_us(name, [value], stored=stored)  # int, float, datetime64: range checks
     return int(us[0])
 

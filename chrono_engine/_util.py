@@ -1,11 +1,21 @@
-"""Small file helpers shared by the store format and the model downloads (internal)."""
+"""Small file helpers shared by the store format, the model and dataset downloads (internal)."""
 from __future__ import annotations
 
 import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["sha256_file", "fsync_file", "fsync_dir"]
+__all__ = ["sha256_file", "fsync_file", "fsync_dir", "cache_dir"]
+
+
+def cache_dir() -> Path:
+    """The package's per-user cache (model tokenizer, downloaded datasets):
+    ``$CHRONO_ENGINE_CACHE``, else ``$XDG_CACHE_HOME/chrono_engine``, else
+    ``~/.cache/chrono_engine``."""
+    if os.environ.get("CHRONO_ENGINE_CACHE"):
+        return Path(os.environ["CHRONO_ENGINE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "chrono_engine"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

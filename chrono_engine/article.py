@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._time import OPEN_END, TimeInputError, column_us, scalar_us
+from ._time import OPEN_END, column_us, errors_as, scalar_us
 from .errors import QueryError
 
 __all__ = ["article_reference_pipeline", "parse_article_intent", "article_freshness",
@@ -270,10 +270,8 @@ def article_reference_pipeline(chunks: Sequence[Mapping[str, Any]], query: str, 
 def _ms(col: Any, name: str, nullable: bool) -> np.ndarray:
     """A candidate time column as float milliseconds (JS dates hold whole ms); with
     ``nullable``, a null or open end reads +inf."""
-    try:
+    with errors_as(QueryError):
         us, nulls = column_us(name, col, nullable=nullable, stored=False)
-    except TimeInputError as e:
-        raise QueryError(str(e)) from None
     ms = np.floor_divide(us, 1000).astype(np.float64)
     if nullable:
         open_ = us == OPEN_END
@@ -314,10 +312,8 @@ def score_table(t: pa.Table, *, as_of_us: int, policy: Any, window: Any = None,
     elif window is not None:
         if len(window) != 2:
             raise QueryError("window must be (start, end)")
-        try:
+        with errors_as(QueryError):
             win = (scalar_us(window[0], "window start") // 1000, scalar_us(window[1], "window end") // 1000)
-        except TimeInputError as e:
-            raise QueryError(str(e)) from None
         target, historical = clock, True
     else:
         target, historical, win = clock, False, None

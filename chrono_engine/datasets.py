@@ -6,8 +6,9 @@ same name in one data directory, the first of:
 
 1. the ``data_dir`` argument;
 2. the environment variable ``CHRONO_DATA_DIR``;
-3. a per-user cache, ``$XDG_CACHE_HOME/chrono_engine/data`` (``~/.cache/chrono_engine/data``
-   when ``XDG_CACHE_HOME`` is unset).
+3. the package's per-user cache, ``data/`` in ``$CHRONO_ENGINE_CACHE``, else in
+   ``$XDG_CACHE_HOME/chrono_engine``, else in ``~/.cache/chrono_engine`` (the tokenizer of
+   the text encoder is cached there too).
 
 A dataset counts as present when every one of its files is there. :func:`download` fetches
 the files from the public repositories they come from, each pinned to an upstream commit
@@ -35,6 +36,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._util import cache_dir
 from .errors import DatasetNotFoundError, DownloadError
 
 __all__ = ["RemoteFile", "Dataset", "DATASETS", "DEFAULT_BASE_URL", "names", "get", "data_dir", "locate",
@@ -140,8 +142,7 @@ def _data_dir_and_origin(data_dir) -> tuple[Path, str]:
         return Path(data_dir), "the data_dir argument"
     if os.environ.get("CHRONO_DATA_DIR"):
         return Path(os.environ["CHRONO_DATA_DIR"]), "CHRONO_DATA_DIR"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "chrono_engine" / "data", "the per-user cache, as CHRONO_DATA_DIR is not set"
+    return cache_dir() / "data", "the per-user cache, as CHRONO_DATA_DIR is not set"
 
 
 def data_dir(data_dir: str | os.PathLike | None = None) -> Path:

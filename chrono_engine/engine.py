@@ -26,7 +26,6 @@ import pyarrow as pa
 
 from . import lifecycle, search as _search, storage
 from ._state import StoreState, embed_content
-from ._time import TimeInputError, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, QueryError
 from .search import QueryResult, SearchOptions
@@ -35,13 +34,6 @@ __all__ = ["Engine", "QueryResult", "SearchOptions"]
 
 # the planner settings: Engine attributes, saved with the store
 _PLANNER = ("ef", "ef_max", "scan_limit", "seed_ef", "seed_min", "group", "scan")
-
-
-def _instant(value: Any, name: str) -> int:
-    try:
-        return scalar_us(value, name)
-    except TimeInputError as e:
-        raise QueryError(str(e)) from None
 
 
 class Engine:
@@ -356,16 +348,16 @@ class Engine:
         Raises NotFoundError naming the first unknown id.
         """
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
-        return self._state.validity_of_rows(_instant(at, "at"), rows)
+        return self._state.validity_of_rows(_search.instant(at, "at"), rows)
 
     def count_valid_at(self, t: Any) -> int:
         """How many items are valid at T: valid_from ≤ T < valid_to (the interval index)."""
-        return int(self._state.core.count_valid_at(_instant(t, "t")))
+        return int(self._state.core.count_valid_at(_search.instant(t, "t")))
 
     def count_overlapping(self, start: Any, end: Any) -> int:
         """How many items' valid intervals overlap [start, end): what ``window`` mode
         considers (the interval index)."""
-        return int(self._state.core.count_overlapping(_instant(start, "start"), _instant(end, "end")))
+        return int(self._state.core.count_overlapping(_search.instant(start, "start"), _search.instant(end, "end")))
 
     def rows_of(self, ids: Any) -> np.ndarray:
         """Row numbers (ingest order) of ids; raises NotFoundError naming the first unknown id."""

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._time import US_PER_DAY, TimeInputError, column_us
+from ._time import US_PER_DAY, column_us, errors_as
 from .errors import ArgumentTypeError, FitError
 
 __all__ = ["OUFit", "fit_ou", "fit_beta_bernoulli", "MAX_BETA"]
@@ -58,10 +58,8 @@ def _times(times: Any) -> np.ndarray:
     t = np.asarray(times) if not isinstance(times, (pa.Array, pa.ChunkedArray)) else times
     if isinstance(t, np.ndarray) and t.dtype.kind in "iuf":
         return t.astype(np.float64)
-    try:
+    with errors_as(FitError):
         us, _ = column_us("times", t)
-    except TimeInputError as e:
-        raise FitError(str(e)) from None
     return (us - us[0]) / US_PER_DAY if len(us) else us.astype(np.float64)
 
 

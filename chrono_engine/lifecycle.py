@@ -66,8 +66,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._state import STRING_COLUMNS, StoreState, embed_content
-from ._time import OPEN_END, TimeInputError, iso as _iso, now_us, scalar_us
+from ._state import StoreState, embed_content, strings_at
+from ._time import OPEN_END, errors_as, iso as _iso, now_us, scalar_us
 from .errors import LifecycleError, NotFoundError, SchemaError
 from .schema import _raw_columns, format_version, parse_version
 
@@ -87,10 +87,8 @@ HISTORY_SCHEMA = pa.schema([
 
 
 def _time(value: Any, name: str) -> int:
-    try:
+    with errors_as(LifecycleError):
         return scalar_us(value, name, stored=True)
-    except TimeInputError as e:
-        raise LifecycleError(str(e)) from None
 
 
 def _check_stem(stem_id: Any) -> str:
@@ -337,8 +335,7 @@ def get(state: StoreState, ids: Any) -> pa.Table:
 
 def _rows_table(state: StoreState, cols: dict, strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
     """:data:`HISTORY_SCHEMA` for ``rows``, whose metadata ``cols`` holds in the same order."""
-    s = strings.take(pa.array(rows, pa.int64())) if strings is not None else \
-        pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
+    s = strings_at(strings, rows)
     return pa.table([
         pa.array(cols["id"], pa.uint64()),
         state.stem_names(cols["stem"]),

@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from ._time import TimeInputError, column_us, scalar_us
+from ._time import column_us, errors_as
 from .decay import DecayPolicy, parse_decay
 from .errors import QueryError
-from .search import FUSIONS, OUT_OF_FORCE, choice, unit_float
+from .search import FUSIONS, OUT_OF_FORCE, choice, instant, unit_float
 
 __all__ = ["ScoringPolicy", "score"]
 
@@ -95,21 +95,12 @@ def _one_array(col: Any) -> pa.Array:
     return col
 
 
-def _instant(value: Any, name: str) -> int:
-    try:
-        return scalar_us(value, name)
-    except TimeInputError as e:
-        raise QueryError(str(e)) from None
-
-
 def _times(col: Any, name: str) -> np.ndarray:
     """A candidate time column as int64 µs (no copy for int64 µs or ``timestamp[us]``
     without nulls). Any time column :mod:`chrono_engine._time` reads is accepted; values are
     query-side instants (any int64), so no per-row range pass slows this hot path."""
-    try:
+    with errors_as(QueryError):
         us, _ = column_us(name, col, stored=False)
-    except TimeInputError as e:
-        raise QueryError(str(e)) from None
     return us
 
 
@@ -140,7 +131,7 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
         raise QueryError(f"candidates must be a pyarrow Table, RecordBatch or dict, got {type(candidates).__name__}")
     if policy.preset == "article":
         from .article import score_table
-        return score_table(t, as_of_us=_instant(as_of, "as_of"), policy=policy, window=window, query=query)
+        return score_table(t, as_of_us=instant(as_of, "as_of"), policy=policy, window=window, query=query)
     if window is not None or query is not None:
         raise QueryError("window= and query= are read only by ScoringPolicy.article_reference()")
     names = set(t.column_names)
@@ -184,7 +175,7 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     n = len(sim)
     buf_s, buf_v = pa.allocate_buffer(4 * n), pa.allocate_buffer(4 * n)
     try:
-        _core.score(sim, observed, rel, codes, vf, vt, dep, specs, _instant(as_of, "as_of"),
+        _core.score(sim, observed, rel, codes, vf, vt, dep, specs, instant(as_of, "as_of"),
                     FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
                     OUT_OF_FORCE[policy.deprecated], float(policy.tau), int(threads),
                     np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32))

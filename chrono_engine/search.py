@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._state import STRING_COLUMNS, StoreState
-from ._time import MIN_TIME_US, OPEN_END, TimeInputError, array_us, from_us, now_us, scalar_us
+from ._state import StoreState, strings_at
+from ._time import MIN_TIME_US, OPEN_END, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import QueryError
 from .schema import format_version, parse_version
 
@@ -156,11 +156,16 @@ def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
     return q
 
 
+def instant(value: Any, name: str) -> int:
+    """One query instant (``as_of``, ``at``, a window end) as µs; a bad one is a QueryError
+    naming ``name`` (the rules: :mod:`chrono_engine._time`)."""
+    with errors_as(QueryError):
+        return scalar_us(value, name)
+
+
 def _instants(value: Any, n: int, name: str, default: int | None) -> np.ndarray:
-    try:
+    with errors_as(QueryError):
         return array_us(value, n, name, default)
-    except TimeInputError as e:
-        raise QueryError(str(e)) from None
 
 
 def query_times(opts: SearchOptions, nq: int, now: int) -> tuple[np.ndarray, ...]:
@@ -217,10 +222,7 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
     rows = out["row"].astype(np.int64)
     strings = state.strings()  # read after the search: holds every row the core returned
     cols = state.columns_at(rows)
-    if strings is not None and len(rows):
-        s = strings.take(pa.array(rows))
-    else:
-        s = pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
+    s = strings_at(strings, rows)
     vf = cols["valid_from"]
     vt = cols["valid_to"]
     version = s.column("version")
@@ -378,7 +380,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
     ctx = context(now, tz)
     intent = parse_temporal_intent(text, now=ctx.now, tz=ctx.tz)
-    try:
+    with errors_as(QueryError):
         now_at = scalar_us(ctx.now, "now")
         window = None
         if intent.mode == "as_of":
@@ -394,8 +396,6 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         else:
             t = now_at
             kw = {"mode": "latest", "as_of": t}
-    except TimeInputError as e:
-        raise QueryError(str(e)) from None
     question = intent.cleaned_query or text
     try:
         if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T

@@ -167,8 +167,11 @@ def test_base_url_and_data_dir_from_the_environment(tiny, tmp_path, monkeypatch)
 
 # ------------------------------------------------------------------ where datasets are found
 def test_data_directory_order(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CHRONO_ENGINE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("CHRONO_DATA_DIR", raising=False)
+    assert datasets.data_dir() == tmp_path / "cache" / "data"  # the package's one cache
+    monkeypatch.delenv("CHRONO_ENGINE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert datasets.data_dir() == tmp_path / "xdg" / "chrono_engine" / "data"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -190,6 +193,7 @@ def test_missing_dataset_says_where_it_looked_and_how_to_get_it(tmp_path, monkey
     assert isinstance(e.value, DataFileError) and e.value.path == str(tmp_path / "icews14")
     assert not datasets.is_present("icews14")
     monkeypatch.delenv("CHRONO_DATA_DIR")
+    monkeypatch.delenv("CHRONO_ENGINE_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     with pytest.raises(DatasetNotFoundError, match="from the per-user cache"):
         tkg.load("icews14")  # tkg.load resolves names through the same loader

