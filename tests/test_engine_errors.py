@@ -443,3 +443,33 @@ def test_known_fact_type_filter_is_fine(eng):
 def test_bad_engine_arguments(kw):
     with pytest.raises(ce.errors.ConfigError, match=next(iter(kw)) if len(kw) == 1 else list(kw)[1]):
         ce.Engine(**kw)
+
+
+# ============================================================================ search options
+
+def test_search_options_given_as_one_object_or_as_keywords_agree(eng):
+    opts = ce.SearchOptions(mode="as_of", as_of="2024-06-01", known_at=KNOWN_AT, tau=0.05, fusion="linear")
+    a = eng.search_batch(QUERIES, 5, opts)
+    b = eng.search_batch(QUERIES, 5, mode="as_of", as_of="2024-06-01", known_at=KNOWN_AT, tau=0.05, fusion="linear")
+    assert a.equals(b) and a.num_rows > 0
+    # keywords override the object's fields; the object itself is unchanged (frozen)
+    c = eng.search_batch(QUERIES, 5, opts, fusion="product")
+    assert c.equals(eng.search_batch(QUERIES, 5, opts.replace(fusion="product"))) and opts.fusion == "linear"
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda e: e.search(QUERIES[0], colour="red"), "unknown search option 'colour'"),
+    (lambda e: e.search(QUERIES[0], options={"mode": "as_of"}), "options must be a SearchOptions"),
+    (lambda e: e.search(QUERIES[0], mode="window"), "window mode needs window=\\(start, end\\)"),
+    (lambda e: e.search(QUERIES[0], mode="window", window=("2024-01-01",)), "window mode needs"),
+    (lambda e: e.search(QUERIES[0], alpha=1.5), "alpha must be in \\[0, 1\\]"),
+    (lambda e: e.search(QUERIES[0], lang="fr"), "lang must be"),
+    (lambda e: e.search(QUERIES[0], deprecated="hide"), "deprecated must be one of"),
+    (lambda e: ce.SearchOptions(tau=True), "tau must be a number"),
+    (lambda e: e.query("what now?", embed=lambda s: QUERIES[0], as_of="2024-01-01"), "comes from the text"),
+])
+def test_bad_search_options_are_named_and_change_nothing(eng, call, match):
+    before = _state(eng)
+    with pytest.raises(QueryError, match=match):
+        call(eng)
+    assert_unchanged(eng, before)
