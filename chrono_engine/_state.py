@@ -9,6 +9,10 @@ lifecycle (:mod:`.lifecycle`), the store format (:mod:`.storage`) and search
 Concurrency: one writer at a time (``write``); readers never take the lock. The string
 table is immutable and replaced (never mutated) by writers, so a reader holding a reference
 sees every row the core had when it read.
+
+Durability: every write is one :meth:`StoreState.commit` — new rows and/or an edit of
+existing rows, validated, then appended to the store's write-ahead log (:mod:`._wal`) when
+the state belongs to an opened store, then applied.
 """
 from __future__ import annotations
 
@@ -18,10 +22,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _core
+from . import _core, _wal
 from ._time import now_us
 from .decay import DecayPolicy
-from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError
+from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
 from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
 
 __all__ = ["StoreState", "STRING_COLUMNS", "embed_content", "strings_at"]
@@ -54,6 +58,10 @@ class StoreState:
         self.stems = _core.Names()
         self.table: pa.Table | None = None
         self.write = threading.Lock()
+        #: the log of the store this state was opened from for writing (None: in memory only)
+        self.log: _wal.LogWriter | None = None
+        #: why writes are refused (opened read-only, closed), or None
+        self.frozen: str | None = None
 
     def __len__(self) -> int:
         return int(self.core.size)
@@ -177,6 +185,66 @@ class StoreState:
         """Change metadata of existing rows (``valid_to``, ``deprecated``, ``retracted_at``),
         checked by the core before anything changes. The caller holds ``write``."""
         self.core.update(np.asarray(rows).astype(np.uint32), **columns)
+
+    # ------------------------------------------------------------------ commits (the log)
+    def commit(self, batch: IngestBatch | None = None, rows: np.ndarray | None = None,
+               **columns: np.ndarray) -> np.ndarray | None:
+        """One write: the validated ``batch`` appended and/or ``columns`` of existing
+        ``rows`` changed; returns the new ids (None without a batch). With a log, the write
+        is logged (and synced by its policy) before it is applied; a write the core then
+        refuses is cut from the log again. The caller holds ``write``."""
+        if self.frozen:
+            raise StorageError(f"this engine does not write: {self.frozen}")
+        start = None
+        if self.log is not None:
+            c = _wal.Commit(append=None if batch is None else batch_table(batch), rows=rows,
+                            update=columns or None)
+            start = self.log.append(_wal.encode_commit(c))
+        try:
+            ids = self.append(batch) if batch is not None else None
+            if rows is not None and len(rows):
+                self.update(rows, **columns)
+        except BaseException:
+            if start is not None:
+                self.log.undo(start)
+            raise
+        return ids
+
+    def apply(self, c: _wal.Commit, *, replay: bool = False) -> None:
+        """Apply a commit read back from the log (not logged again). The new rows are
+        validated as any ingest is; vectors were normalised when first written, so under
+        cosine they must already be of unit length."""
+        if c.append is not None:
+            metric = "ip" if self.metric == "cosine" else self.metric
+            batch = normalize_rows(c.append, dim=self.dim, metric=metric, known_fact_type=self.policy.knows,
+                                   now_us=now_us())
+            if self.metric == "cosine":
+                norms = np.einsum("ij,ij->i", batch.vector.astype(np.float64), batch.vector.astype(np.float64))
+                off = np.flatnonzero(np.abs(norms - 1.0) > 1e-4)
+                if len(off):
+                    raise SchemaError(f"column 'vector', row {int(off[0])}: not of unit length in a cosine "
+                                      "store", column="vector", row=int(off[0]), rule="vector dimension")
+            self.append(batch)
+        if c.rows is not None:
+            try:
+                self.update(c.rows, **c.update)
+            except (ValueError, IndexError) as e:
+                raise SchemaError(f"edited rows: {e}") from None
+
+
+def batch_table(b: IngestBatch) -> pa.Table:
+    """A validated batch as rows in the ingest schema, every value explicit, so that
+    :func:`~chrono_engine.schema.normalize_rows` gives the same batch back (the log's form)."""
+    n, dim = b.vector.shape
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(b.vector.reshape(-1), pa.float32()), dim)
+    cols = {} if b.ids is None else {"id": pa.array(b.ids, pa.uint64())}
+    cols.update({
+        "vector": vec, "valid_from": b.valid_from, "valid_to": b.valid_to, "observed_at": b.observed_at,
+        "ingested_at": b.ingested_at, "retracted_at": b.retracted_at, "reliability": b.reliability,
+        "deprecated": np.asarray(b.deprecated, bool)})
+    for name in b.table.column_names:
+        cols[name] = b.table.column(name)
+    return pa.table(cols)
 
 
 def embed_content(embedder: Any, rows: Any, at_us: int | None = None) -> Any:

@@ -1,11 +1,13 @@
 """Small file helpers shared by the store format, the model and dataset downloads (internal)."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["sha256_file", "fsync_file", "fsync_dir", "cache_dir"]
+__all__ = ["sha256_file", "fsync_file", "fsync_dir", "cache_dir", "open_regular", "NotRegularFile"]
 
 
 def cache_dir() -> Path:
@@ -44,3 +46,29 @@ def fsync_dir(path: str | os.PathLike) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class NotRegularFile(OSError):
+    """A path that must be a regular file is a symlink, FIFO, device, directory..."""
+
+
+def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY) -> int:
+    """An fd of ``path`` only if it is a regular file: never follows a symlink, never blocks
+    (a FIFO), never reads a device. FileNotFoundError when absent; NotRegularFile (saying
+    what it is) otherwise."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotRegularFile(errno.ELOOP, "is not a regular file (a symbolic link)") from None
+        if e.errno == errno.EISDIR:
+            raise NotRegularFile(errno.EISDIR, "is not a regular file (a directory)") from None
+        raise NotRegularFile(e.errno, f"cannot be read ({e.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise NotRegularFile(errno.EINVAL, f"is not a regular file ({kind})")
+    return fd

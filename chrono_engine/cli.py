@@ -116,12 +116,14 @@ def _rows_from_table(table) -> dict:
     return cols
 
 
-def _open(store: str):
+def _open(store: str, write: bool = False):
+    """The store, read-only unless the command writes (then it holds the writer lock until
+    the process exits: a second writer gets a one-line error)."""
     import chrono_engine as ce
     if not Path(store).exists():
         raise CliError(f"{store}: no such store (create one with: chrono ingest {store} FILE --dim N)",
                        EXIT_FILE)
-    return ce.Engine.open(store)
+    return ce.Engine.open(store, read_only=not write)
 
 
 def _policy(args) -> Any:
@@ -214,43 +216,69 @@ def cmd_demo(args) -> int:
     return EXIT_OK
 
 
+class _schema_errors:
+    """A SchemaError of the batch starting at file row ``lo`` as a one-line CliError whose
+    row is the file's."""
+
+    def __init__(self, lo: int) -> None:
+        self.lo = lo
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ, e, tb) -> bool:
+        from .errors import SchemaError
+        if not isinstance(e, SchemaError):
+            return False
+        msg = str(e)
+        if getattr(e, "row", None) is not None:
+            msg += f" (file row {self.lo + int(e.row)})"
+        hint = " — rename the file's columns with --map SRC=DST" \
+            if getattr(e, "column", None) and ("unknown column" in msg or "missing" in msg) else ""
+        raise CliError(msg + hint) from None
+
+
 def cmd_ingest(args) -> int:
     from tqdm import tqdm
 
     import chrono_engine as ce
-    from .errors import SchemaError
 
     table = _apply_map(_read_table(args.file, args.format), args.map)
-    if Path(args.store).exists():
+    dim = args.dim
+    if Path(args.store, "CURRENT").exists():
         eng = ce.Engine.open(args.store, threads=args.threads)
         if args.dim is not None and args.dim != eng.dim:
             raise CliError(f"{args.store} holds {eng.dim}-dimensional vectors, not {args.dim}")
     else:
-        dim = args.dim
         if dim is None:
             first = _rows_from_table(table.slice(0, 1)).get("vector")
             if first is None or len(first) == 0:
                 raise CliError("a new store needs --dim N (or a 'vector' column to infer it from; "
                                "rename yours with --map SRC=vector)", EXIT_USAGE)
             dim = len(first[0]) if not hasattr(first, "shape") else int(first.shape[-1])
-        eng = ce.Engine(int(dim), metric=args.metric, decay=_policy(args), threads=args.threads)
-    n = table.num_rows
+        eng = None
+    rows_of = []
+    for lo in range(0, table.num_rows, args.batch):
+        rows_of.append((lo, table.slice(lo, args.batch)))
+    # every batch validated before the store changes: a refused file leaves the store as it
+    # was (and creates no new store)
+    check = eng if eng is not None else ce.Engine(int(dim), metric=args.metric, decay=_policy(args), threads=1)
+    for lo, part in rows_of:
+        with _schema_errors(lo):
+            check._state.normalize(_rows_from_table(part))
+    if eng is None:
+        # created under the writer lock: of two `chrono ingest` creating one store, the
+        # second appends to the first's store or gets a one-line "store is locked" error
+        eng = ce.Engine.create(args.store, int(dim), metric=args.metric, decay=_policy(args),
+                               threads=args.threads, exist_ok=True)
     ids = []
-    with tqdm(total=n, unit="rows", desc="ingest", disable=None, file=sys.stderr) as bar:
-        for lo in range(0, n, args.batch):
-            part = table.slice(lo, args.batch)
-            try:
+    with tqdm(total=table.num_rows, unit="rows", desc="ingest", disable=None, file=sys.stderr) as bar:
+        for lo, part in rows_of:
+            with _schema_errors(lo):
                 ids.extend(int(i) for i in eng.ingest(_rows_from_table(part)))
-            except SchemaError as e:
-                # rows are numbered within the batch; report them within the file
-                msg = str(e)
-                if getattr(e, "row", None) is not None:
-                    msg += f" (file row {lo + int(e.row)})"
-                hint = " — rename the file's columns with --map SRC=DST" \
-                    if getattr(e, "column", None) and ("unknown column" in msg or "missing" in msg) else ""
-                raise CliError(msg + hint) from None
             bar.update(part.num_rows)
-    eng.save(args.store)
+    eng.save()  # a checkpoint: the next open reads a snapshot instead of replaying the rows
+    eng.close()
     out = {"store": args.store, "ingested": len(ids), "items": len(eng),
            "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
     print(json.dumps(out) if args.json else
@@ -329,10 +357,10 @@ def cmd_query(args) -> int:
 
 
 def cmd_supersede(args) -> int:
-    eng = _open(args.store)
+    eng = _open(args.store, write=True)
     table = _apply_map(_read_table(args.file, args.format), args.map)
     ids = eng.supersede(args.stem, _rows_from_table(table), args.effective_at, version=args.version)
-    eng.save(args.store)
+    eng.close()  # logged and synced: durable without a snapshot
     ids = [int(i) for i in ids]
     print(json.dumps({"stem_id": args.stem, "ids": ids}) if args.json else
           f"{args.stem}: new version with ids {ids}")
@@ -340,10 +368,10 @@ def cmd_supersede(args) -> int:
 
 
 def cmd_retract(args) -> int:
-    eng = _open(args.store)
+    eng = _open(args.store, write=True)
     kw = {} if args.at is None else {"at": args.at}
     done = [int(i) for i in eng.retract(args.ids, **kw)]
-    eng.save(args.store)
+    eng.close()
     print(json.dumps({"retracted": done}) if args.json else f"retracted {done}")
     return EXIT_OK
 

@@ -19,15 +19,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from . import lifecycle, search as _search, storage
+from . import _wal, lifecycle, search as _search, storage
 from ._state import StoreState, embed_content
 from .decay import DecayPolicy, parse_decay
-from .errors import ConfigError, CorruptStoreError, QueryError
+from .errors import ConfigError, CorruptStoreError, QueryError, StorageError
 from .search import QueryResult, SearchOptions
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
@@ -83,13 +84,17 @@ class Engine:
                 raise ConfigError(f"dim={dim} but the embedder produces {embedder.dim}-dimensional vectors")
         elif dim is None:
             raise ConfigError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
-        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim <= 0:
-            raise ConfigError(f"dim must be a positive integer, got {dim!r}")
         if metric not in ("cosine", "ip", "l2"):
             raise ConfigError(f"metric must be 'cosine', 'ip' or 'l2', got {metric!r}")
-        for name, v in (("M", M), ("ef_construction", ef_construction), ("ef", ef), ("ef_max", ef_max)):
-            if not isinstance(v, (int, np.integer)) or v <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+        # bounded: a saved store's manifest feeds these too, and each sizes an allocation
+        for name, v, hi in (("dim", dim, storage.MAX_DIM), ("M", M, 2048), ("ef_construction", ef_construction, 1 << 20),
+                            ("ef", ef, 1 << 24), ("ef_max", ef_max, 1 << 24), ("group", group, 1 << 16)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 1 <= v <= hi:
+                raise ConfigError(f"{name} must be an integer in [1, {hi}], got {v!r}")
+        for name, v, hi in (("scan_limit", scan_limit, 1 << 32), ("seed_ef", seed_ef, 1 << 24),
+                            ("seed_min", seed_min, 1 << 62), ("seed", seed, (1 << 63) - 1)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v <= hi:
+                raise ConfigError(f"{name} must be an integer in [0, {hi}], got {v!r}")
         if scan not in _search.SCAN_ORDERS:
             raise ConfigError(f"scan must be one of {sorted(_search.SCAN_ORDERS)}, got {scan!r}")
         try:
@@ -102,6 +107,8 @@ class Engine:
         self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)
         self.seed_ef, self.seed_min, self.group = int(seed_ef), int(seed_min), int(group)
         self.scan = scan
+        self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
+        self._replayed = (0, -1)
         #: Text embedder :meth:`query` uses when no ``embed=`` is given: a callable
         #: ``str -> vector`` of length ``dim``, or a time-aware
         #: :class:`~chrono_engine.TemporalEmbedder` (then :meth:`ingest` also embeds rows
@@ -169,7 +176,7 @@ class Engine:
         st = self._state
         rows = embed_content(self.embedder, rows)  # embedding runs before the write lock
         with st.write:
-            return st.append(st.normalize(rows))
+            return st.commit(st.normalize(rows))
 
     # ------------------------------------------------------------------ search
     def search(self, vector: Any, k: int = 10, options: SearchOptions | None = None, **kwargs: Any) -> pa.Table:
@@ -287,26 +294,191 @@ class Engine:
                                   lang=lang, options=options, overrides=kwargs)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike) -> None:
-        """Save to a directory, atomically (format: :mod:`chrono_engine.storage`).
+    def save(self, path: str | os.PathLike | None = None, *, key: Any = None) -> None:
+        """Write the store to a directory as its live snapshot, atomically (format and
+        promises: :mod:`chrono_engine.storage`, docs/storage.md).
 
-        The snapshot is written and fsynced first, then ``CURRENT`` is replaced with
-        os.replace, so a crash at any point leaves the previous snapshot loadable.
+        ``path`` None: the store this engine was opened from (a *checkpoint*: the new
+        snapshot holds every write so far and the log starts empty). Another path: a copy
+        is written there (taking that store's writer lock for the save:
+        :class:`~chrono_engine.errors.StoreLockedError` when another writer has it); this
+        engine stays attached to the store it came from, if any. ``key`` (bytes or str;
+        default ``CHRONO_STORE_KEY``, or the key the store was opened with): seal the
+        manifest with HMAC-SHA256 and the log records with keyed BLAKE2b, so that the store
+        opens only with the key. Writers wait for the save; searches go on.
         """
-        storage.save(self._state, self._planner(), path)
+        st = self._state
+        attached = self._store is not None
+        if path is None and not attached:
+            raise StorageError("save() needs a path: this engine was not opened from a store")
+        same = attached and (path is None or _same_dir(path, self._store["root"]))
+        with st.write:
+            if same:
+                k = storage.store_key(key) if key is not None else self._store["key"]
+                try:
+                    name = storage.save(st, self._planner(), self._store["root"], key=k, lock=self._store["lock"])
+                except StorageError as e:
+                    if getattr(e, "committed", None):
+                        self._attach_log(e.committed, k)
+                    raise
+                self._attach_log(name, k)
+            else:
+                storage.save(st, self._planner(), path, key=storage.store_key(key))
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, threads: int | None = None) -> Engine:
-        """Open a store written by :meth:`save` (metadata memory-mapped, checksums verified)."""
-        snap = storage.read_snapshot(path)
-        p = snap.params
+    def open(cls, path: str | os.PathLike, *, threads: int | None = None, read_only: bool = False,
+             fsync: str = "call", fsync_interval: float = 0.1, key: Any = None) -> Engine:
+        """Open a store written by :meth:`save`: its live snapshot, verified (seal, checksums,
+        every field and structure: a damaged or altered store raises
+        :class:`~chrono_engine.errors.CorruptStoreError` naming the file and field, never
+        opens with wrong data), plus the writes logged since.
+
+        Writable (default): the engine holds the store's one-writer lock until :meth:`close`
+        (a second writer gets :class:`~chrono_engine.errors.StoreLockedError`); each ingest,
+        supersede and retract is written to the store's log before it returns, synced by
+        ``fsync``: ``"call"`` (default; every acknowledged write survives a crash or a power
+        loss), ``"interval"`` (synced at most every ``fsync_interval`` seconds: a power loss
+        can lose that much; a process crash loses nothing), ``"off"`` (the OS writes back when
+        it chooses). ``save()`` then checkpoints. ``read_only=True``: no lock, never waits,
+        sees the last checkpoint plus every complete logged write; writes are refused.
+        ``key``: the store's key when it was saved with one (default ``CHRONO_STORE_KEY``).
+        """
+        root = Path(path)
+        k = storage.store_key(key)
+        if not isinstance(read_only, (bool, np.bool_)):
+            raise ConfigError(f"read_only must be True or False, got {read_only!r}")
+        _wal.check_policy(fsync, fsync_interval)
+        storage.current(root)  # "not a store" before a lock file is made
+        if read_only:
+            eng, _ = cls._load(root, k, threads, retry=True)
+            eng._state.frozen = f"{root} was opened read_only"
+            return eng
+        lock = storage.StoreLock(root)
         try:
+            eng, snap = cls._load(root, k, threads, retry=False)
+            eng._attach(root, lock, k, fsync, fsync_interval, snap.name, eng._replayed)
+        except BaseException:
+            lock.release()
+            raise
+        return eng
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, dim: int | None = None, metric: str = "cosine", decay: Any = None, *,
+               exist_ok: bool = False, fsync: str = "call", fsync_interval: float = 0.1, key: Any = None,
+               **kwargs: Any) -> Engine:
+        """Create a store at ``path`` (an empty engine's first snapshot) and open it for
+        writing, as :meth:`open` does; ``dim``, ``metric``, ``decay`` and ``kwargs`` are the
+        constructor's. The check and the creation happen under the store's writer lock, so
+        two processes creating one store cannot both succeed. A path that already holds a
+        store raises StorageError, unless ``exist_ok`` (then it is opened; its own dim and
+        metric must match the ones given)."""
+        root = Path(path)
+        k = storage.store_key(key)
+        _wal.check_policy(fsync, fsync_interval)
+        eng = cls(dim, metric, decay, **kwargs)  # argument errors before anything is made
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StorageError(f"cannot create {root}: {e}") from None
+        lock = storage.StoreLock(root)
+        try:
+            if (root / "CURRENT").exists() or (root / "CURRENT").is_symlink():
+                if not exist_ok:
+                    raise StorageError(f"{root} already holds a store (open it with Engine.open, or pass "
+                                       "exist_ok=True)")
+                eng, snap = cls._load(root, k, kwargs.get("threads"), retry=False)
+                if (eng.dim, eng.metric) != (dim if dim is not None else eng.dim, metric):
+                    raise ConfigError(f"{root} holds a {eng.metric} store of dim {eng.dim}, not {metric} "
+                                      f"of dim {dim}")
+                eng._attach(root, lock, k, fsync, fsync_interval, snap.name, eng._replayed)
+            else:
+                with eng._state.write:
+                    name = storage.save(eng._state, eng._planner(), root, key=k, lock=lock)
+                eng._attach(root, lock, k, fsync, fsync_interval, name, (0, -1))
+        except BaseException:
+            lock.release()
+            raise
+        return eng
+
+    def _attach(self, root: Path, lock: Any, key: bytes | None, fsync: str, interval: float, name: str,
+                position: tuple[int, int]) -> None:
+        """Write to the store at ``root`` from now on: its lock held, its log open."""
+        self._store = {"root": root, "lock": lock, "key": key, "fsync": fsync, "interval": interval}
+        self._state.log = storage.open_log(root / name, name, key, fsync=fsync, interval=interval,
+                                           seq=position[0], end=position[1])
+
+    @classmethod
+    def _load(cls, root: Path, key: bytes | None, threads: Any, *, retry: bool) -> tuple[Engine, Any]:
+        """Snapshot + log into a new engine. A reader (no lock) retries when a writer's
+        checkpoint replaced the snapshot it was reading, so it never reports a damage
+        that is only a concurrent save."""
+        for attempt in range(20 if retry else 1):
+            seal = storage.current(root)
+            try:
+                snap = storage.read_snapshot(root, key)
+                eng = cls._from_snapshot(snap, threads)
+                eng._replayed = storage.replay(eng._state, snap)
+                return eng, snap
+            except StorageError:
+                try:
+                    moved = storage.current(root) != seal
+                except StorageError:
+                    moved = False
+                if not (retry and moved):
+                    raise
+        raise StorageError(f"{root}: the store changed under 20 consecutive reads; try again")
+
+    @classmethod
+    def _from_snapshot(cls, snap: Any, threads: Any) -> Engine:
+        p = snap.params
+        unknown = set(snap.search) - set(_PLANNER)
+        try:
+            if unknown:
+                raise ConfigError(f"unknown settings {sorted(unknown)}")
             eng = cls(snap.dim, snap.metric, snap.policy, M=p["M"], ef_construction=p["ef_construction"],
                       seed=p["seed"], threads=threads, **snap.search)
-        except (KeyError, TypeError, ValueError) as e:
-            raise CorruptStoreError(f"{snap.root}: manifest.json holds invalid parameters ({e})") from None
+        except (ConfigError, TypeError, OverflowError) as e:
+            if threads is not None and "threads" in str(e):
+                raise
+            raise CorruptStoreError(f"{snap.root}: {snap.name}/manifest.json holds invalid settings ({e})") from None
         storage.restore(eng._state, snap)
         return eng
+
+    def _attach_log(self, name: str, key: bytes | None) -> None:
+        """After a checkpoint: write to the new snapshot's (empty) log."""
+        st, s = self._state, self._store
+        old = st.log
+        st.log = storage.open_log(s["root"] / name, name, key, fsync=s["fsync"], interval=s["interval"],
+                                  seq=0, end=-1)
+        s["key"] = key
+        if old is not None:
+            old.close()
+
+    @property
+    def path(self) -> Path | None:
+        """The store this engine writes to (opened writable and not closed), else None."""
+        return None if self._store is None else self._store["root"]
+
+    def close(self) -> None:
+        """Sync the log and release the store's writer lock (idempotent). The engine stays
+        readable; writes are refused afterwards. An engine opened writable closes itself
+        when garbage-collected, but close it (or use ``with``) to release the lock at once."""
+        s, st = self._store, self._state
+        if s is None:
+            return
+        with st.write:
+            if st.log is not None:
+                st.log.close()
+                st.log = None
+            s["lock"].release()
+            st.frozen = f"{s['root']} was closed"
+            self._store = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ introspection
     def memory(self) -> dict:
@@ -389,3 +561,10 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
+
+
+def _same_dir(a: Any, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == b.resolve()

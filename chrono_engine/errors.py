@@ -19,7 +19,8 @@ The family, by what went wrong (the built-in each one also is, in brackets):
   component or learning step given parameters it cannot use) [ValueError];
   :class:`ArgumentTypeError` (an argument of the wrong type) [TypeError];
 - lookups: :class:`NotFoundError` (a name or id that is not there) [KeyError];
-- files: :class:`StorageError` and its :class:`CorruptStoreError` (a saved store),
+- files: :class:`StorageError` and its :class:`CorruptStoreError` (a saved store) and
+  :class:`StoreLockedError` (a second writer),
   :class:`ModelFileError` (an ONNX model or tokenizer file), :class:`DownloadError` (a
   dataset download) [OSError];
 - installation: :class:`MissingDependencyError` (an optional dependency of one layer is
@@ -28,7 +29,8 @@ The family, by what went wrong (the built-in each one also is, in brackets):
 from __future__ import annotations
 
 __all__ = ["ChronoError", "SchemaError", "QueryError", "ConfigError", "FitError", "ArgumentTypeError",
-           "LifecycleError", "NotFoundError", "StorageError", "CorruptStoreError", "TimeParseError",
+           "LifecycleError", "NotFoundError", "StorageError", "CorruptStoreError", "StoreLockedError",
+           "TimeParseError",
            "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError", "DatasetNotFoundError", "DownloadError"]
 
 
@@ -93,6 +95,12 @@ class StorageError(ChronoError, OSError):
 
 class CorruptStoreError(StorageError):
     """A saved store is truncated, altered or of an unknown format."""
+
+
+class StoreLockedError(StorageError):
+    """Another writer (an engine, a CLI command, a service, in this process or another) has
+    the store open for writing; a store has one writer at a time. Readers open it with
+    ``Engine.open(path, read_only=True)``, which never waits."""
 
 
 class TimeParseError(ChronoError, ValueError):

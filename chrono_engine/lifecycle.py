@@ -243,10 +243,8 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     dep_flags = (np.ones(len(to_close), np.uint8) if mark
                  else cols["deprecated"][to_close].astype(np.uint8))
 
-    ids = state.append(batch)
-    if len(to_close):
-        state.update(to_close, valid_to=new_vt, deprecated=dep_flags)
-    return ids
+    # one commit: logged as one record, so a crash never leaves half a supersede
+    return state.commit(batch, to_close, valid_to=new_vt, deprecated=dep_flags)
 
 
 # ----------------------------------------------------------------------------- retract
@@ -293,7 +291,7 @@ def _retract_locked(state: StoreState, arr: np.ndarray, at: Any) -> np.ndarray:
         i = int(early[0])
         raise LifecycleError(f"id {int(arr[i])}: retraction time {_iso(at_us)} is not after its "
                              f"ingested_at {_iso(cols['ingested_at'][i])}")
-    state.update(rows, retracted_at=np.full(len(arr), at_us, np.int64))
+    state.commit(None, rows, retracted_at=np.full(len(arr), at_us, np.int64))
     return arr
 
 

@@ -1,8 +1,10 @@
-"""The store on disk: format, atomic save, verified open.
+"""The store on disk: format, one writer, atomic checkpoints, verified open, log replay.
 
-Layout of a store directory::
+Layout of a store directory (format 2)::
 
-    <path>/CURRENT                 the name of the live snapshot directory
+    <path>/LOCK                    held (flock) by the one writer; holds its pid
+    <path>/CURRENT                 the seal: the live snapshot's name and its manifest's
+                                   SHA-256 (and HMAC-SHA256 when the store has a key)
     <path>/snap-<uuid hex>/
         graph.bin                  the HNSW graph and vectors (hnswlib's format)
         meta.arrow                 Arrow IPC file: every metadata column, the string columns,
@@ -10,57 +12,244 @@ Layout of a store directory::
         manifest.json              format and version, dimension, metric, HNSW and search
                                    parameters, decay policy, fact types, stems, row count,
                                    SHA-256 of graph.bin and meta.arrow
+        log.wal                    the writes since this snapshot (:mod:`._wal`)
 
-A save writes and fsyncs a new snapshot, then replaces ``CURRENT`` with ``os.replace`` (the
-commit point) and fsyncs the directory; only then are older snapshots removed. A crash at
-any point leaves the previous snapshot loadable. An open verifies the checksums before
-reading anything else.
+A checkpoint writes and fsyncs a new snapshot with an empty log, then replaces ``CURRENT``
+with ``os.replace`` (the commit point) and fsyncs the directory; only then are the previous
+snapshot and the leftovers of interrupted saves of this store removed. A crash at any point
+leaves the previous snapshot and its log loadable. An open reads every file as untrusted:
+regular files only (no symlink, FIFO or device), sizes bounded, the seal and every checksum
+verified, and every manifest field, metadata column and graph structure checked against the
+format's invariants before any of it is used (docs/storage.md lists them).
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
 import shutil
+import stat
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from . import _wal
 from ._state import STRING_COLUMNS, StoreState
-from ._util import fsync_dir, fsync_file, sha256_file
+from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END
+from ._util import NotRegularFile, fsync_dir, fsync_file, open_regular
 from ._version import __version__
 from .decay import DecayPolicy
-from .errors import CorruptStoreError, StorageError
+from .errors import ChronoError, ConfigError, CorruptStoreError, StorageError, StoreLockedError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Snapshot", "save", "read_snapshot", "restore"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DIM", "Snapshot", "StoreLock", "store_key", "current", "save",
+           "read_snapshot", "restore", "replay", "open_log"]
 
 FORMAT = "chrono_engine.store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _FILES = ("graph.bin", "meta.arrow")
+_SNAP = re.compile(r"snap-[0-9a-f]{32}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+#: files a snapshot directory of this store may hold (anything else: not ours, never deleted)
+_OWN_FILES = {*_FILES, "manifest.json", _wal.LOG_NAME}
+_CURRENT_LIMIT = 4096
+_MANIFEST_LIMIT = 1 << 30
+MAX_DIM = 65536
+_MAX_ROWS = 0xFFFFFFF0
+_MAX_M = 2048
 
 
-def save(state: StoreState, search: dict, path: str | os.PathLike) -> None:
-    """Save ``state`` (with the engine's ``search`` settings) to the directory ``path``,
-    atomically (see the module docstring). Raises StorageError; on any failure the
+def store_key(key: Any) -> bytes | None:
+    """A store key as bytes: ``key`` (bytes, or str as UTF-8), else the environment variable
+    ``CHRONO_STORE_KEY``, else None (no key). ConfigError for anything else."""
+    if key is None:
+        key = os.environ.get("CHRONO_STORE_KEY") or None
+        if key is None:
+            return None
+    if isinstance(key, str):
+        key = key.encode("utf-8", "surrogatepass")
+    if not isinstance(key, (bytes, bytearray)) or not key:
+        raise ConfigError("key must be non-empty bytes or str")
+    return bytes(key)
+
+
+# ----------------------------------------------------------------------------- the writer lock
+
+class StoreLock:
+    """The one-writer lock of a store directory: an exclusive, non-blocking ``flock`` on
+    ``<path>/LOCK``, held until :meth:`release` (or until the process ends — the operating
+    system drops it, so a crashed writer never leaves the store locked). A second writer,
+    in this process or another, gets :class:`~chrono_engine.errors.StoreLockedError`."""
+
+    def __init__(self, root: Path) -> None:
+        path = root / "LOCK"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as e:
+            raise StorageError(f"cannot lock {root}: {e.strerror} ({path.name})") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise CorruptStoreError(f"{root}: LOCK is not a regular file")
+            _flock(fd, root)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except BaseException:
+            os.close(fd)
+            raise
+        self.root = root
+        self._fd = fd
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def release(self) -> None:
+        """Give the lock up (idempotent). The file stays: deleting a lock file races."""
+        self._finalizer()
+
+
+def _flock(fd: int, root: Path) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            raise StoreLockedError(f"{root} is open for writing by another writer") from None
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        except OSError:
+            pid = "?"
+        raise StoreLockedError(
+            f"{root} is open for writing by another writer (pid {pid or '?'}); close it first, or "
+            "open this store with read_only=True") from None
+    except OSError as e:
+        raise StorageError(f"cannot lock {root}: {e.strerror}") from None
+
+
+# ----------------------------------------------------------------------------- reading files
+
+def _open_regular(path: Path, root: Path) -> int:
+    """An fd of a store file if it is a regular file (:func:`._util.open_regular`);
+    CorruptStoreError naming it otherwise. FileNotFoundError passes through."""
+    try:
+        return open_regular(path)
+    except NotRegularFile as e:
+        raise CorruptStoreError(f"{root}: {path.relative_to(root)} {e.strerror}") from None
+
+
+def _read_bounded(path: Path, root: Path, limit: int) -> bytes:
+    fd = _open_regular(path, root)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise CorruptStoreError(f"{root}: {path.relative_to(root)} is {size} bytes, more than "
+                                    f"a store writes ({limit})")
+        data = f.read(limit + 1)
+    if len(data) != size:
+        raise CorruptStoreError(f"{root}: {path.relative_to(root)} changed while being read")
+    return data
+
+
+def _sha256_regular(path: Path, root: Path) -> str:
+    fd = _open_regular(path, root)
+    h = hashlib.sha256()
+    with os.fdopen(fd, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _json(data: bytes, what: str) -> Any:
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a number a store writes")
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise CorruptStoreError(f"{what} is unreadable ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+# ----------------------------------------------------------------------------- the seal
+
+def _seal(name: str, manifest: bytes, key: bytes | None) -> bytes:
+    seal = {"format": FORMAT, "snapshot": name, "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
+    if key is not None:
+        seal["manifest_hmac_sha256"] = hmac.new(key, manifest, hashlib.sha256).hexdigest()
+    return json.dumps(seal).encode()
+
+
+def current(root: Path) -> dict:
+    """The store's seal (``CURRENT``), checked for form. StorageError when ``root`` is not a
+    store, CorruptStoreError when the seal is damaged."""
+    if not root.is_dir():
+        raise StorageError(f"{root} is not a chrono_engine store (not a directory)")
+    try:
+        data = _read_bounded(root / "CURRENT", root, _CURRENT_LIMIT)
+    except FileNotFoundError:
+        raise StorageError(f"{root} is not a chrono_engine store (missing CURRENT)") from None
+    if _SNAP.fullmatch(data.decode("latin-1").strip()):
+        raise CorruptStoreError(f"{root}: CURRENT names a format 1 store (saved before chrono_engine 0.3, without a sealed "
+                                "manifest); it cannot be verified: re-create it from its source data")
+    seal = _json(data, f"{root}: CURRENT")
+    if not isinstance(seal, dict) or set(seal) - {"format", "snapshot", "manifest_sha256", "manifest_hmac_sha256"}:
+        raise CorruptStoreError(f"{root}: CURRENT is not a seal of this format")
+    if seal.get("format") != FORMAT or not isinstance(seal.get("snapshot"), str) \
+            or not _SNAP.fullmatch(seal["snapshot"]) or not isinstance(seal.get("manifest_sha256"), str) \
+            or not _HEX64.fullmatch(seal["manifest_sha256"]):
+        raise CorruptStoreError(f"{root}: CURRENT does not name a snapshot and its manifest checksum")
+    mac = seal.get("manifest_hmac_sha256")
+    if mac is not None and not (isinstance(mac, str) and _HEX64.fullmatch(mac)):
+        raise CorruptStoreError(f"{root}: CURRENT's manifest_hmac_sha256 is malformed")
+    return seal
+
+
+# ----------------------------------------------------------------------------- save
+
+def save(state: StoreState, search: dict, path: str | os.PathLike, *, key: bytes | None = None,
+         lock: StoreLock | None = None) -> str:
+    """Write ``state`` (with the engine's ``search`` settings) as the live snapshot of the
+    store at ``path`` with an empty log, atomically (module docstring); returns the new
+    snapshot's name. The caller holds ``state.write``. ``lock``: the store's lock when the
+    caller holds it (an engine writing its own store); else it is taken for the save
+    (StoreLockedError when another writer has it). Raises StorageError; on any failure the
     previous snapshot stays the live one."""
     root = Path(path)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StorageError(f"could not save to {root}: {e}") from e
+    own = lock is None
+    if own:
+        lock = StoreLock(root)
+    try:
+        return _save_locked(state, search, root, key)
+    finally:
+        if own:
+            lock.release()
+
+
+def _save_locked(state: StoreState, search: dict, root: Path, key: bytes | None) -> str:
     snap = root / f"snap-{uuid.uuid4().hex}"
     tmp = root / f"CURRENT.{uuid.uuid4().hex}.tmp"
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        snap.mkdir()
-    except OSError as e:
-        raise StorageError(f"could not save to {root}: {e}") from e
+        previous = current(root)["snapshot"]
+    except ChronoError:
+        previous = None  # a new store, or one whose seal is damaged: replaced either way
     try:
-        with state.write:
-            cols = state.columns()
-            strings = state.strings()
-            state.core.save_graph(str(snap / "graph.bin"))
+        snap.mkdir()
+        cols = state.columns()
+        strings = state.strings()
+        state.core.save_graph(str(snap / "graph.bin"))
         table = _meta_table(state, cols, strings)
         with pa.OSFile(str(snap / "meta.arrow"), "wb") as sink:
             with ipc.new_file(sink, table.schema) as w:
@@ -69,19 +258,21 @@ def save(state: StoreState, search: dict, path: str | os.PathLike) -> None:
             "format": FORMAT, "format_version": FORMAT_VERSION, "chrono_engine": __version__,
             "dim": state.dim, "metric": state.metric, "params": state.params, "search": dict(search),
             "decay": state.policy.to_dict(), "fact_types": state.fact_types, "stems": state.stems.tolist(),
-            "rows": int(len(table)),
-            "files": {name: sha256_file(snap / name) for name in _FILES},
+            "rows": int(len(table)), "keyed": key is not None,
+            "files": {name: _sha256_regular(snap / name, root) for name in _FILES},
         }
-        (snap / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        body = json.dumps(manifest, indent=1, allow_nan=False).encode("utf-8", "surrogatepass")
+        (snap / "manifest.json").write_bytes(body)
+        _wal.create(snap / _wal.LOG_NAME, snap.name, key)
         for name in (*_FILES, "manifest.json"):
             fsync_file(snap / name)
         fsync_dir(snap)
-        tmp.write_text(snap.name)
+        tmp.write_bytes(_seal(snap.name, body, key))
         fsync_file(tmp)
     except BaseException as e:
         shutil.rmtree(snap, ignore_errors=True)
         tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError):
+        if isinstance(e, (OSError, ValueError)) and not isinstance(e, ChronoError):
             raise StorageError(f"could not save to {root}: {e}") from e
         raise
     try:
@@ -93,14 +284,32 @@ def save(state: StoreState, search: dict, path: str | os.PathLike) -> None:
     try:
         fsync_dir(root)
     except OSError as e:  # committed, but not known to be durable: say so, keep both copies
-        raise StorageError(f"saved to {root}, but syncing the directory failed ({e}); "
-                           "the store opens, durability is not guaranteed") from e
-    # only now drop older snapshots
-    for old in root.glob("snap-*"):
-        if old.name != snap.name:
-            shutil.rmtree(old, ignore_errors=True)
-    for stale in root.glob("CURRENT.*.tmp"):
-        stale.unlink(missing_ok=True)
+        err = StorageError(f"saved to {root}, but syncing the directory failed ({e}); "
+                           "the store opens, durability is not guaranteed")
+        err.committed = snap.name  # the engine writes to this snapshot's log from now on
+        raise err from e
+    _cleanup(root, snap.name, previous)
+    return snap.name
+
+
+def _cleanup(root: Path, live: str, previous: str | None) -> None:
+    """Remove the snapshot this save replaced and what interrupted saves of this store left
+    (the caller holds the lock, so no other save is under way): snapshot directories named
+    like ours that hold only files we write, and our temporary seals. Anything else —
+    a user's folder, a directory with foreign files — stays."""
+    for entry in root.iterdir():
+        name = entry.name
+        if name == live:
+            continue
+        if _SNAP.fullmatch(name) and entry.is_dir() and not entry.is_symlink():
+            try:
+                mine = all(f.name in _OWN_FILES and f.is_file() and not f.is_symlink() for f in entry.iterdir())
+            except OSError:
+                continue
+            if mine or name == previous:
+                shutil.rmtree(entry, ignore_errors=True)
+        elif re.fullmatch(r"CURRENT\.[0-9a-f]{32}\.tmp", name) and entry.is_file() and not entry.is_symlink():
+            entry.unlink(missing_ok=True)
 
 
 def _meta_table(state: StoreState, cols: dict, strings: pa.Table | None) -> pa.Table:
@@ -112,16 +321,21 @@ def _meta_table(state: StoreState, cols: dict, strings: pa.Table | None) -> pa.T
         "retracted_at": cols["retracted_at"], "version_key": cols["version"],
         "reliability": cols["reliability"], "fact_type_code": cols["fact_type"],
         "stem_code": cols["stem"], "deprecated": cols["deprecated"].astype(bool),
+        "vector_hash": _vector_hashes(state, len(cols["id"])),
     })
-    if strings is not None:
-        strings = strings.slice(0, len(table))
-        for name in strings.column_names:
-            table = table.append_column(name, strings.column(name))
-        types = np.asarray(state.fact_types, dtype=object)
-        table = table.append_column("fact_type", pa.array(types[cols["fact_type"]], pa.string()))
-        table = table.append_column("stem_id", state.stem_names(cols["stem"]))
+    n = len(table)
+    if strings is None:
+        strings = pa.table({c: pa.nulls(0, pa.string()) for c in STRING_COLUMNS})
+    strings = strings.slice(0, n)
+    for name in strings.column_names:
+        table = table.append_column(name, strings.column(name))
+    types = np.asarray(state.fact_types or [""], dtype=object)
+    table = table.append_column("fact_type", pa.array(types[cols["fact_type"]] if n else [], pa.string()))
+    table = table.append_column("stem_id", state.stem_names(cols["stem"]))
     return table
 
+
+# ----------------------------------------------------------------------------- open
 
 @dataclass
 class Snapshot:
@@ -129,60 +343,206 @@ class Snapshot:
 
     root: Path
     path: Path
-    dim: Any
-    metric: Any
+    name: str
+    dim: int
+    metric: str
     params: dict
     search: dict
     policy: DecayPolicy
     fact_types: list
     stems: list
     rows: int
+    key: bytes | None
 
 
-def read_snapshot(path: str | os.PathLike) -> Snapshot:
-    """Find the live snapshot of the store at ``path``, read its manifest and verify the
-    checksums of its files. Raises StorageError (not a store) or CorruptStoreError."""
+def read_snapshot(path: str | os.PathLike, key: bytes | None = None) -> Snapshot:
+    """The live snapshot of the store at ``path``: seal, manifest (checksum, HMAC when
+    ``key`` is given, every field) and data file checksums verified. Raises StorageError
+    (not a store) or CorruptStoreError naming the file and field."""
     root = Path(path)
-    if not root.is_dir():
-        raise StorageError(f"{root} is not a chrono_engine store (not a directory)")
-    try:
-        name = (root / "CURRENT").read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise StorageError(f"{root} is not a chrono_engine store (missing CURRENT)") from None
-    except (UnicodeDecodeError, OSError) as e:
-        raise CorruptStoreError(f"{root}: CURRENT is unreadable ({e})") from None
-    if not re.fullmatch(r"snap-[0-9a-f]{32}", name):
-        raise CorruptStoreError(f"{root}: CURRENT names {name[:80]!r}, not a snapshot of this store")
+    seal = current(root)
+    name = seal["snapshot"]
     snap = root / name
     try:
-        manifest = json.loads((snap / "manifest.json").read_text(encoding="utf-8"))
+        body = _read_bounded(snap / "manifest.json", root, _MANIFEST_LIMIT)
     except FileNotFoundError:
         raise CorruptStoreError(f"{root}: snapshot {name} has no manifest.json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CorruptStoreError(f"{root}: {name}/manifest.json is unreadable ({e})") from None
-    if not isinstance(manifest, dict):
-        raise CorruptStoreError(f"{root}: {name}/manifest.json is not a JSON object")
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise CorruptStoreError(f"{root}: unknown format {manifest.get('format')!r} "
-                                f"version {manifest.get('format_version')!r}")
+    if not hmac.compare_digest(hashlib.sha256(body).hexdigest(), seal["manifest_sha256"]):
+        raise CorruptStoreError(f"{root}: {name}/manifest.json is corrupt (checksum mismatch)")
+    mac = seal.get("manifest_hmac_sha256")
+    if key is not None:
+        if mac is None:
+            raise CorruptStoreError(f"{root}: the store is not authenticated (saved without a key), "
+                                    "but a key was given")
+        if not hmac.compare_digest(hmac.new(key, body, hashlib.sha256).hexdigest(), mac):
+            raise CorruptStoreError(f"{root}: {name}/manifest.json fails authentication (wrong key, "
+                                    "or the store was altered)")
+    elif mac is not None:
+        raise StorageError(f"{root}: the store was saved with a key; open it with key= (or "
+                           "CHRONO_STORE_KEY)")
+    out = _manifest(_json(body, f"{root}: {name}/manifest.json"), root, snap, name, key)
+    for fname, digest in out.files.items():
+        try:
+            got = _sha256_regular(snap / fname, root)
+        except FileNotFoundError:
+            raise CorruptStoreError(f"{root}: {name}/{fname} is missing") from None
+        if not hmac.compare_digest(got, digest):
+            raise CorruptStoreError(f"{root}: {name}/{fname} is corrupt (checksum mismatch)")
+    return out.snapshot
+
+
+@dataclass
+class _Manifest:
+    snapshot: Snapshot
+    files: dict
+
+
+def _manifest(m: Any, root: Path, snap: Path, name: str, key: bytes | None) -> _Manifest:
+    """Every manifest field checked for type and range; CorruptStoreError naming it."""
+    where = f"{root}: {name}/manifest.json"
+
+    def bad(field: str, why: str) -> CorruptStoreError:
+        return CorruptStoreError(f"{where}: field {field!r} {why}")
+
+    def integer(v: Any, field: str, lo: int, hi: int) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise bad(field, f"must be an integer in [{lo}, {hi}], got {str(v)[:40]}")
+        return v
+
+    def names(v: Any, field: str) -> list:
+        if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+            raise bad(field, "must be a list of strings")
+        if len(set(v)) != len(v):
+            raise bad(field, "lists a name twice")
+        return v
+
+    if not isinstance(m, dict):
+        raise CorruptStoreError(f"{where} is not a JSON object")
+    want = {"format", "format_version", "chrono_engine", "dim", "metric", "params", "search", "decay",
+            "fact_types", "stems", "rows", "keyed", "files"}
+    if set(m) != want:
+        missing, extra = sorted(want - set(m)), sorted(set(m) - want)
+        raise CorruptStoreError(f"{where}: fields differ from format {FORMAT_VERSION} "
+                                f"(missing {missing}, unknown {extra})")
+    if m["format"] != FORMAT or m["format_version"] != FORMAT_VERSION:
+        raise CorruptStoreError(f"{where}: unknown format {str(m['format'])[:40]!r} version "
+                                f"{str(m['format_version'])[:20]}")
+    dim = integer(m["dim"], "dim", 1, MAX_DIM)
+    if m["metric"] not in ("cosine", "ip", "l2"):
+        raise bad("metric", "must be 'cosine', 'ip' or 'l2'")
+    p = m["params"]
+    if not isinstance(p, dict) or set(p) != {"M", "ef_construction", "seed"}:
+        raise bad("params", "must hold exactly M, ef_construction and seed")
+    params = {"M": integer(p["M"], "params.M", 2, _MAX_M),
+              "ef_construction": integer(p["ef_construction"], "params.ef_construction", 1, 1 << 20),
+              "seed": integer(p["seed"], "params.seed", 0, (1 << 63) - 1)}
+    search = m["search"]
+    if not isinstance(search, dict):
+        raise bad("search", "must be an object")
     try:
-        files = dict(manifest["files"])
-        out = Snapshot(root=root, path=snap, dim=int(manifest["dim"]), metric=manifest["metric"],
-                       params=dict(manifest["params"]), search=dict(manifest.get("search", {})),
-                       policy=DecayPolicy.from_dict(manifest["decay"]),
-                       fact_types=list(manifest["fact_types"]), stems=list(manifest["stems"]),
-                       rows=int(manifest["rows"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise CorruptStoreError(f"{root}: manifest.json lacks or mangles a field ({e!r})") from None
-    for fname, digest in files.items():
-        f = snap / fname
-        if not f.exists():
-            raise CorruptStoreError(f"{root}: {fname} is missing")
-        if sha256_file(f) != digest:
-            raise CorruptStoreError(f"{root}: {fname} is corrupt (checksum mismatch)")
-    if set(files) != set(_FILES):
-        raise CorruptStoreError(f"{root}: manifest lists {sorted(files)}, expected graph.bin and meta.arrow")
-    return out
+        policy = DecayPolicy.from_dict(m["decay"])
+    except ChronoError as e:
+        raise bad("decay", f"is not a decay policy ({e})") from None
+    except (TypeError, ValueError, OverflowError, RecursionError) as e:
+        raise bad("decay", f"is not a decay policy ({type(e).__name__}: {str(e)[:120]})") from None
+    fact_types = names(m["fact_types"], "fact_types")
+    if len(fact_types) > 65535:
+        raise bad("fact_types", "holds more than 65535 names")
+    for t in fact_types:
+        if not policy.knows(t):
+            raise bad("fact_types", f"names {t[:40]!r}, which the decay policy has no profile for")
+    stems = names(m["stems"], "stems")
+    rows = integer(m["rows"], "rows", 0, _MAX_ROWS)
+    if not isinstance(m["keyed"], bool) or m["keyed"] != (key is not None):
+        raise bad("keyed", "does not match the seal")
+    files = m["files"]
+    if not isinstance(files, dict) or sorted(files) != sorted(_FILES) or \
+            not all(isinstance(v, str) and _HEX64.fullmatch(v) for v in files.values()):
+        raise bad("files", "must map graph.bin and meta.arrow (only) to SHA-256 digests")
+    return _Manifest(Snapshot(root=root, path=snap, name=name, dim=dim, metric=m["metric"], params=params,
+                              search=search, policy=policy, fact_types=fact_types, stems=stems, rows=rows,
+                              key=key), files)
+
+
+# the columns of meta.arrow and their types
+_META_SCHEMA = pa.schema([
+    ("id", pa.uint64()), ("valid_from", pa.int64()), ("valid_to", pa.int64()), ("observed_at", pa.int64()),
+    ("ingested_at", pa.int64()), ("retracted_at", pa.int64()), ("version_key", pa.uint64()),
+    ("reliability", pa.float32()), ("fact_type_code", pa.uint16()), ("stem_code", pa.int32()),
+    ("deprecated", pa.bool_()), ("vector_hash", pa.uint64()), *[(c, pa.string()) for c in STRING_COLUMNS],
+    ("fact_type", pa.string()), ("stem_id", pa.string())])
+
+
+def _check_meta(table: pa.Table, snap: Snapshot) -> dict:
+    """meta.arrow against the data model's invariants; returns its numeric columns as NumPy
+    arrays. CorruptStoreError naming the column and the first bad row."""
+    where = f"{snap.root}: {snap.name}/meta.arrow"
+    if table.schema.remove_metadata() != _META_SCHEMA:
+        raise CorruptStoreError(f"{where}: columns or types differ from the format ({table.schema.names})")
+    try:
+        table.validate(full=True)
+    except pa.ArrowException as e:
+        raise CorruptStoreError(f"{where}: invalid Arrow data ({e})") from None
+    if len(table) != snap.rows:
+        raise CorruptStoreError(f"{where}: {len(table)} rows, manifest says {snap.rows}")
+    numeric = [f.name for f in _META_SCHEMA if f.type != pa.string()]
+    for name in numeric:
+        if table.column(name).null_count:
+            raise CorruptStoreError(f"{where}: column {name!r} has nulls")
+    c = {name: np.ascontiguousarray(table.column(name).to_numpy(), dtype=table.schema.field(name).type.to_pandas_dtype())
+         for name in numeric}
+
+    def fail(col: str, bad: np.ndarray, rule: str) -> None:
+        idx = np.flatnonzero(bad)
+        if len(idx):
+            raise CorruptStoreError(f"{where}: column {col!r}, row {int(idx[0])}: {rule}")
+
+    for name in ("valid_from", "observed_at", "ingested_at"):
+        fail(name, (c[name] < MIN_TIME_US) | (c[name] > MAX_TIME_US), "time outside years 1..9999")
+    for name in ("valid_to", "retracted_at"):
+        v = c[name]
+        fail(name, ((v < MIN_TIME_US) | (v > MAX_TIME_US)) & (v != OPEN_END), "time outside years 1..9999")
+    fail("valid_to", c["valid_to"] <= c["valid_from"], "valid_to <= valid_from")
+    fail("retracted_at", c["retracted_at"] <= c["ingested_at"], "retracted_at <= ingested_at")
+    r = c["reliability"]
+    fail("reliability", ~(np.isfinite(r) & (r > 0) & (r <= 1)), "reliability outside (0, 1]")
+    fail("fact_type_code", c["fact_type_code"] >= max(len(snap.fact_types), 1), "fact type code out of range")
+    fail("stem_code", (c["stem_code"] < -1) | (c["stem_code"] >= len(snap.stems)), "stem code out of range")
+    ids = c["id"]
+    if len(np.unique(ids)) != len(ids):
+        order = np.argsort(ids, kind="stable")
+        dup = order[1:][ids[order][1:] == ids[order][:-1]]
+        raise CorruptStoreError(f"{where}: column 'id', row {int(dup.min())}: duplicate id")
+    # the names beside the codes, and the version strings beside their keys, agree
+    _agree(table.column("fact_type"), snap.fact_types, c["fact_type_code"].astype(np.int64), "fact_type", fail)
+    _agree(table.column("stem_id"), snap.stems, c["stem_code"].astype(np.int64), "stem_id", fail)
+    enc = table.column("version").combine_chunks().dictionary_encode()
+    from .schema import parse_version
+    known = np.array([_version_key_or(parse_version, v, -1) for v in enc.dictionary.to_pylist()] + [0],
+                     dtype=np.float64)  # -1: unparsable; float so that -1 never equals a key
+    idx = enc.indices.fill_null(len(enc.dictionary)).to_numpy(zero_copy_only=False)
+    fail("version_key", known[idx] != c["version_key"].astype(np.float64) if len(idx) else np.zeros(0, bool),
+         "disagrees with the version string")
+    return c
+
+
+def _agree(got: pa.ChunkedArray, names: list, codes: np.ndarray, col: str, fail: Any) -> None:
+    """Row names equal ``names[code]`` (code -1 or an empty list: null)."""
+    if not len(codes):
+        return
+    pick = np.where(codes < 0, len(names), codes)
+    want = pa.array(names + [None], pa.string()).take(pa.array(pick))
+    got = got.combine_chunks()
+    same = pc.fill_null(pc.equal(want, got), False).to_numpy(zero_copy_only=False)
+    both_null = (want.is_null().to_numpy(zero_copy_only=False) & got.is_null().to_numpy(zero_copy_only=False))
+    fail(col, ~(same | both_null), "name disagrees with its code")
+
+
+def _version_key_or(parse_version: Any, v: str, default: int) -> int:
+    try:
+        return parse_version(v)
+    except ChronoError:
+        return default
 
 
 def restore(state: StoreState, snap: Snapshot) -> None:
@@ -191,30 +551,74 @@ def restore(state: StoreState, snap: Snapshot) -> None:
     root = snap.root
     try:
         table = ipc.open_file(pa.memory_map(str(snap.path / "meta.arrow"), "r")).read_all()
-    except pa.ArrowInvalid as e:
-        raise CorruptStoreError(f"{root}: meta.arrow is unreadable ({e})") from None
-    if len(table) != snap.rows:
-        raise CorruptStoreError(f"{root}: meta.arrow has {len(table)} rows, manifest says {snap.rows}")
-    state.fact_types = snap.fact_types
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptStoreError(f"{root}: {snap.name}/meta.arrow is unreadable ({e})") from None
+    c = _check_meta(table, snap)
+    state.fact_types = list(snap.fact_types)
     state.fact_code = {t: i for i, t in enumerate(state.fact_types)}
-    try:
-        state.stems.add_all(snap.stems)
-    except TypeError as e:
-        raise CorruptStoreError(f"{root}: manifest.json lists a stem that is not a string ({e})") from None
-    if len(state.stems) != len(snap.stems):
-        raise CorruptStoreError(f"{root}: manifest.json lists a stem id twice")
+    state.stems.add_all(snap.stems)
     if state.fact_types:
         state.core.set_decay(state.policy.kernel_table(state.fact_types))
     if not len(table):
         return
-    col = lambda name, dt: np.ascontiguousarray(table.column(name).to_numpy(), dtype=dt)  # noqa: E731
     try:
-        state.core.restore(str(snap.path / "graph.bin"), col("valid_from", np.int64), col("valid_to", np.int64),
-                           col("observed_at", np.int64), col("ingested_at", np.int64),
-                           col("retracted_at", np.int64), col("version_key", np.uint64),
-                           col("reliability", np.float32), col("stem_code", np.int32),
-                           col("fact_type_code", np.uint16), col("deprecated", np.uint8),
-                           col("id", np.uint64))
-    except (RuntimeError, ValueError, KeyError, pa.ArrowException) as e:
-        raise CorruptStoreError(f"{root}: the saved graph or metadata is damaged ({e})") from None
+        state.core.restore(str(snap.path / "graph.bin"), c["valid_from"], c["valid_to"], c["observed_at"],
+                           c["ingested_at"], c["retracted_at"], c["version_key"], c["reliability"],
+                           c["stem_code"], c["fact_type_code"], c["deprecated"].astype(np.uint8), c["id"])
+    except (RuntimeError, ValueError, KeyError, MemoryError, pa.ArrowException) as e:
+        raise CorruptStoreError(f"{root}: {snap.name}/graph.bin or meta.arrow is damaged ({e})") from None
+    # the two files belong together: each row's vector is the one its metadata was saved with
+    # (catches rows reordered, swapped, or a graph.bin from another store of the same shape)
+    off = np.flatnonzero(_vector_hashes(state, len(table)) != c["vector_hash"])
+    if len(off):
+        raise CorruptStoreError(f"{root}: {snap.name}/graph.bin and meta.arrow disagree: row {int(off[0])} "
+                                f"(id {int(c['id'][off[0]])}) has another vector than the one saved with it")
     state.table = table.select(list(STRING_COLUMNS))
+
+
+_HASH_WEIGHTS: list = []
+
+
+def _vector_hashes(state: StoreState, n: int) -> np.ndarray:
+    """A 64-bit fingerprint of each row's stored vector: a random linear form of its float32
+    bit patterns, modulo 2**64 (any change of a row's bits changes it with probability about
+    1 - 2**-63; not a MAC — the key's HMAC is). Read in blocks of rows to bound memory."""
+    if not _HASH_WEIGHTS:
+        _HASH_WEIGHTS.append(np.random.default_rng(0x5EED_C4A0).integers(1, 2**63, MAX_DIM, dtype=np.uint64)
+                             * np.uint64(2) + np.uint64(1))
+    w = _HASH_WEIGHTS[0][:state.dim]
+    out = np.empty(n, np.uint64)
+    for lo in range(0, n, 8192):
+        rows = np.arange(lo, min(n, lo + 8192), dtype=np.uint32)
+        bits = state.core.vectors(rows).view(np.uint32).astype(np.uint64)
+        out[lo:lo + len(rows)] = (bits * w).sum(axis=1)
+    return out
+
+
+# ----------------------------------------------------------------------------- the log
+
+def replay(state: StoreState, snap: Snapshot) -> tuple[int, int]:
+    """Apply the snapshot's log to a restored ``state``; returns (records applied, byte
+    offset where the valid records end). Raises CorruptStoreError."""
+    path = snap.path / _wal.LOG_NAME
+    where = f"{snap.root}: {snap.name}/{_wal.LOG_NAME}"
+    try:
+        commits, end = _wal.read(path, snap.name, _wal.blake_key(snap.key))
+    except FileNotFoundError:
+        raise CorruptStoreError(f"{where} is missing") from None
+    except CorruptStoreError as e:
+        raise CorruptStoreError(f"{snap.root}: {e}") from None
+    for i, (_, commit) in enumerate(commits):
+        try:
+            state.apply(commit, replay=True)
+        except ChronoError as e:
+            raise CorruptStoreError(f"{where}: record {i + 1} cannot be applied ({e})") from None
+    return len(commits), end
+
+
+def open_log(snap_path: Path, name: str, key: bytes | None, *, fsync: str, interval: float, seq: int,
+             end: int) -> _wal.LogWriter:
+    """The writer of a snapshot's log, positioned after record ``seq`` (byte ``end``; -1:
+    the end of the file)."""
+    return _wal.LogWriter(snap_path / _wal.LOG_NAME, name, _wal.blake_key(key), fsync=fsync,
+                          interval=interval, seq=seq, end=end)

@@ -17,7 +17,7 @@ from chrono_engine.tkg import rules as R
 
 BUILTIN = {"SchemaError": ValueError, "QueryError": ValueError, "ConfigError": ValueError,
            "FitError": ValueError, "ArgumentTypeError": TypeError, "LifecycleError": ValueError,
-           "NotFoundError": KeyError, "StorageError": OSError, "CorruptStoreError": OSError,
+           "NotFoundError": KeyError, "StorageError": OSError, "CorruptStoreError": OSError, "StoreLockedError": OSError,
            "TimeParseError": ValueError, "DataFileError": ValueError, "EmbeddingError": ValueError,
            "MissingDependencyError": ImportError, "ModelFileError": OSError,
            "DatasetNotFoundError": ValueError, "DownloadError": OSError}

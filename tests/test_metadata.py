@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import chrono_engine as ce
+from storefiles import reseal, snap_dir
 from chrono_engine import _core
 from chrono_engine.errors import CorruptStoreError
 from chrono_engine.schema import parse_version
@@ -146,13 +147,14 @@ def test_open_refuses_a_manifest_naming_a_stem_twice(tmp_path):
     eng.ingest({"vector": np.eye(4, dtype=np.float32), "valid_from": np.full(4, T0).astype("datetime64[us]"),
                 "stem_id": ["x", "y", "x", "z"], "version": ["v1", "v1", "v2", "v1"]})
     eng.save(tmp_path / "e")
-    again = ce.Engine.open(tmp_path / "e")
+    again = ce.Engine.open(tmp_path / "e", read_only=True)
     assert again.stems == ["x", "y", "z"]
-    snap = tmp_path / "e" / (tmp_path / "e" / "CURRENT").read_text().strip()
+    snap = snap_dir(tmp_path / "e")
     man = json.loads((snap / "manifest.json").read_text())
     man["stems"] = ["x", "y", "x"]
     (snap / "manifest.json").write_text(json.dumps(man))
-    with pytest.raises(CorruptStoreError, match="stem id twice"):
+    reseal(tmp_path / "e")
+    with pytest.raises(CorruptStoreError, match="'stems' lists a name twice"):
         ce.Engine.open(tmp_path / "e")
 
 
@@ -175,7 +177,7 @@ def test_stem_and_fact_type_names_come_back_from_codes(tmp_path):
     assert [got[int(i)] for i in ids] == stems
     assert "fact_type" not in eng._state.strings().column_names and "stem_id" not in eng._state.strings().column_names
     eng.save(tmp_path / "e")
-    snap = tmp_path / "e" / (tmp_path / "e" / "CURRENT").read_text().strip()
+    snap = snap_dir(tmp_path / "e")
     with pa.memory_map(str(snap / "meta.arrow")) as src:
         table = ipc.open_file(src).read_all()
     assert table.column("stem_id").to_pylist() == stems

@@ -25,6 +25,7 @@ import chrono_engine as ce
 import chrono_engine.storage as storage_module
 from chrono_engine.errors import ChronoError, CorruptStoreError, StorageError
 from chrono_engine.synthetic import US_PER_DAY, make_corpus, times_for_selectivity
+from storefiles import reseal, snap_dir
 
 DIM = 16
 KNOWN_AT = np.iinfo(np.int64).max - 1
@@ -103,7 +104,7 @@ def copy_of(saved, tmp_path):
 
 
 def _snap(path: Path) -> Path:
-    return path / (path / "CURRENT").read_text().strip()
+    return snap_dir(path)
 
 
 def _snaps(path: Path) -> list[Path]:
@@ -187,13 +188,13 @@ def assert_same_engine(a: ce.Engine, b: ce.Engine, corpus, *, graph_too: bool = 
 # ----------------------------------------------------------------------------- round trips
 
 def test_round_trip_is_identical(engine, saved, corpus):
-    opened = ce.Engine.open(saved)
+    opened = ce.Engine.open(saved, read_only=True)
     assert isinstance(opened, ce.Engine)
     assert_same_engine(engine, opened, corpus)
 
 
 def test_round_trip_keeps_lifecycle_edits_and_large_ids(engine, saved):
-    opened = ce.Engine.open(saved)
+    opened = ce.Engine.open(saved, read_only=True)
     c = opened.columns()
     assert (c["deprecated"] == 1).sum() >= 150
     assert (c["retracted_at"] != OPEN_END).sum() > 0
@@ -203,7 +204,7 @@ def test_round_trip_keeps_lifecycle_edits_and_large_ids(engine, saved):
 
 
 def test_round_trip_open_takes_threads(saved):
-    assert ce.Engine.open(saved, threads=1).threads == 1
+    assert ce.Engine.open(saved, threads=1, read_only=True).threads == 1
 
 
 def test_round_trip_keeps_search_knobs(corpus, tmp_path):
@@ -218,7 +219,8 @@ def test_opened_engine_keeps_ingesting_like_the_original(corpus, saved, tmp_path
     """New rows (no ids: assigned after the largest) and new versions of saved stems behave
     as if the store had never been closed."""
     original = _build(corpus)
-    opened = ce.Engine.open(saved)
+    shutil.copytree(saved, tmp_path / "db")
+    opened = ce.Engine.open(tmp_path / "db")
     rng = np.random.default_rng(77)
     extra = {k: v[:300] for k, v in corpus.to_dict().items()}
     extra["vector"] = (extra["vector"] + 0.05 * rng.standard_normal(extra["vector"].shape)).astype(np.float32)
@@ -248,8 +250,9 @@ def test_save_in_place_after_open(corpus, saved, tmp_path):
     assert len(_snaps(path)) == 1
     # the open engine still works after its snapshot directory was removed
     assert _run(eng, corpus, SEARCHES[0]).num_rows > 0
-    again = ce.Engine.open(path)
+    again = ce.Engine.open(path, read_only=True)  # the writer holds the lock; a reader never waits
     assert_same_engine(eng, again, corpus)
+    eng.close()
     again.save(path)
     assert_same_engine(eng, ce.Engine.open(path), corpus)
 
@@ -286,10 +289,12 @@ def test_store_layout(engine, saved):
     names = sorted(p.name for p in saved.iterdir())
     snaps = [n for n in names if n.startswith("snap-")]
     assert len(snaps) == 1
-    assert set(names) == {"CURRENT", snaps[0]}
-    assert (saved / "CURRENT").read_text().strip() == snaps[0]
+    assert set(names) == {"CURRENT", "LOCK", snaps[0]}
+    seal = json.loads((saved / "CURRENT").read_text())
+    assert seal["snapshot"] == snaps[0] and seal["format"] == "chrono_engine.store"
     snap = saved / snaps[0]
-    assert sorted(p.name for p in snap.iterdir()) == ["graph.bin", "manifest.json", "meta.arrow"]
+    assert sorted(p.name for p in snap.iterdir()) == ["graph.bin", "log.wal", "manifest.json", "meta.arrow"]
+    assert seal["manifest_sha256"] == hashlib.sha256((snap / "manifest.json").read_bytes()).hexdigest()
     manifest = json.loads((snap / "manifest.json").read_text())
     assert manifest["format"] == "chrono_engine.store"
     assert isinstance(manifest["format_version"], int)
@@ -343,7 +348,9 @@ def _grown(corpus, base: Path) -> ce.Engine:
 
 
 def _assert_previous_copy(path: Path, engine, corpus):
-    opened = ce.Engine.open(path)
+    """The store opens (read-only: a writer may still hold it) with exactly ``engine``'s
+    content: a failed checkpoint of an opened engine loses none of its logged writes."""
+    opened = ce.Engine.open(path, read_only=True)
     assert len(opened) == len(engine)
     assert_same_engine(engine, opened, corpus, graph_too=False)
 
@@ -358,7 +365,7 @@ def test_failed_rename_keeps_previous_copy(engine, corpus, copy_of, monkeypatch)
     with pytest.raises(StorageError, match="No space left"):
         eng.save(copy_of)
     monkeypatch.undo()
-    _assert_previous_copy(copy_of, engine, corpus)
+    _assert_previous_copy(copy_of, eng, corpus)
     assert len(_snaps(copy_of)) == 1  # the half-made snapshot was removed
 
 
@@ -375,7 +382,7 @@ def test_failed_fsync_after_snapshot_written_keeps_previous_copy(engine, corpus,
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
-    _assert_previous_copy(copy_of, engine, corpus)
+    _assert_previous_copy(copy_of, eng, corpus)
 
 
 def test_failure_while_writing_metadata_keeps_previous_copy(engine, corpus, copy_of, monkeypatch):
@@ -388,7 +395,7 @@ def test_failure_while_writing_metadata_keeps_previous_copy(engine, corpus, copy
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
-    _assert_previous_copy(copy_of, engine, corpus)
+    _assert_previous_copy(copy_of, eng, corpus)
     assert len(_snaps(copy_of)) == 1
 
 
@@ -405,8 +412,9 @@ def test_failure_after_rename_leaves_a_loadable_store(engine, corpus, copy_of, m
     with pytest.raises(StorageError):
         eng.save(copy_of)
     monkeypatch.undo()
-    opened = ce.Engine.open(copy_of)  # either copy is acceptable, but one must open
-    assert len(opened) in (len(engine), len(eng))
+    # committed, only not known durable: the engine writes to the new snapshot's log now
+    eng.ingest({k: v[40:45] for k, v in corpus.to_dict().items()})
+    _assert_previous_copy(copy_of, eng, corpus)
 
 
 def test_failed_save_leaves_no_stray_files_after_next_save(corpus, copy_of, monkeypatch):
@@ -420,7 +428,7 @@ def test_failed_save_leaves_no_stray_files_after_next_save(corpus, copy_of, monk
     monkeypatch.undo()
     eng.save(copy_of)
     names = sorted(p.name for p in copy_of.iterdir())
-    assert len(names) == 2 and names[0] == "CURRENT" and names[1].startswith("snap-"), names
+    assert names[:2] == ["CURRENT", "LOCK"] and len(names) == 3 and names[2].startswith("snap-"), names
 
 
 _CRASH_SCRIPT = textwrap.dedent("""
@@ -446,12 +454,16 @@ def test_process_killed_mid_save_keeps_previous_copy(engine, corpus, copy_of):
                           text=True, timeout=120, cwd=str(Path(copy_of).parent))
     assert proc.returncode == 41, proc.stderr
     assert len(_snaps(copy_of)) == 2  # the dead process left its finished snapshot behind
-    _assert_previous_copy(copy_of, engine, corpus)
-    # the next successful save cleans up the orphan
+    # the previous snapshot and its log: the five acknowledged rows survive the crash
     eng = ce.Engine.open(copy_of)
+    assert len(eng) == len(engine) + 5
+    np.testing.assert_array_equal(eng.columns()["id"][:len(engine)], engine.columns()["id"])
+    assert (eng.columns()["valid_from"][len(engine):] == eng.columns()["valid_from"][-1]).all()
+    # the next successful save cleans up the orphan
     eng.save(copy_of)
     assert len(_snaps(copy_of)) == 1
-    _assert_previous_copy(copy_of, engine, corpus)
+    eng.close()
+    assert len(ce.Engine.open(copy_of, read_only=True)) == len(engine) + 5
 
 
 def test_non_os_error_mid_save_keeps_previous_copy(engine, corpus, copy_of):
@@ -473,11 +485,11 @@ def test_non_os_error_mid_save_keeps_previous_copy(engine, corpus, copy_of):
             eng.save(copy_of)
     finally:
         eng._state.core = real
-    _assert_previous_copy(copy_of, engine, corpus)
+    _assert_previous_copy(copy_of, eng, corpus)
     assert not eng._state.write.locked()  # the writer lock was released
     eng.save(copy_of)  # and a later save works and cleans up
     assert len(_snaps(copy_of)) == 1
-    assert len(ce.Engine.open(copy_of)) == len(engine) + 40
+    assert len(ce.Engine.open(copy_of, read_only=True)) == len(engine) + 40
 
 
 # ----------------------------------------------------------------------------- corruption
@@ -501,6 +513,7 @@ def _set_manifest(path: Path, **changes) -> None:
         else:
             m[k] = v
     (_snap(path) / "manifest.json").write_text(json.dumps(m))
+    reseal(path, files=False)
 
 
 _DROP = object()
@@ -579,7 +592,7 @@ def test_bad_manifest_json(copy_of, text):
     _expect_corrupt(copy_of, "manifest.json")
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None, 1.5])
+@pytest.mark.parametrize("version", [1, 3, 0, "2", None, 2.5])
 def test_unknown_format_version(copy_of, version):
     _set_manifest(copy_of, format_version=version)
     _expect_corrupt(copy_of, "version")
@@ -600,6 +613,7 @@ def test_manifest_checksum_mismatch(copy_of):
     m = json.loads((_snap(copy_of) / "manifest.json").read_text())
     m["files"]["meta.arrow"] = "0" * 64
     (_snap(copy_of) / "manifest.json").write_text(json.dumps(m))
+    reseal(copy_of, files=False)
     _expect_corrupt(copy_of, "meta.arrow", "checksum")
 
 
@@ -677,11 +691,7 @@ def _open_in_child(path: Path) -> tuple[int, str]:
 
 
 def _rechecksum(path: Path) -> None:
-    snap = _snap(path)
-    m = json.loads((snap / "manifest.json").read_text())
-    for name in m["files"]:
-        m["files"][name] = hashlib.sha256((snap / name).read_bytes()).hexdigest()
-    (snap / "manifest.json").write_text(json.dumps(m))
+    reseal(path)
 
 
 def test_rechecksummed_truncated_metadata(copy_of):
@@ -723,14 +733,19 @@ def test_corrupt_copy_does_not_affect_other_copies(saved, engine, corpus, copy_o
     _flip(_snap(copy_of) / "graph.bin", 1234)
     with pytest.raises(CorruptStoreError):
         ce.Engine.open(copy_of)
-    assert len(ce.Engine.open(saved)) == len(engine)
+    assert len(ce.Engine.open(saved, read_only=True)) == len(engine)
 
 
 def test_open_does_not_modify_the_store(saved):
-    before = {p.relative_to(saved): p.read_bytes() for p in saved.rglob("*") if p.is_file()}
-    ce.Engine.open(saved)
-    after = {p.relative_to(saved): p.read_bytes() for p in saved.rglob("*") if p.is_file()}
-    assert before == after
+    """A reader changes nothing; a writer that writes nothing changes only the LOCK file."""
+    def files():
+        return {p.relative_to(saved): p.read_bytes() for p in saved.rglob("*") if p.is_file() and p.name != "LOCK"}
+    before = files()
+    ce.Engine.open(saved, read_only=True)
+    assert files() == before
+    with ce.Engine.open(saved):
+        pass
+    assert files() == before
 
 
 def test_save_to_a_path_that_is_a_file(tmp_path, engine):

@@ -1,0 +1,351 @@
+"""Durability and one writer (issue 20, items 1-2): the write-ahead log, its replay and torn
+tail, the fsync policies, the writer lock, readers during checkpoints, cleanup of only our
+own files, and keyed stores.
+
+The reference for "what the store should hold" is an in-memory engine given the same
+calls: a store reopened after any sequence of acknowledged writes (no save) must equal it
+column for column, vector for vector, and answer searches identically.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import chrono_engine as ce
+from chrono_engine.errors import ConfigError, CorruptStoreError, StorageError, StoreLockedError
+from storefiles import reseal, snap_dir
+
+DIM = 8
+T0 = np.datetime64("2024-01-01T00:00:00", "us")
+
+
+def _rows(n, seed, stem=None, version="v1", start=0):
+    rng = np.random.default_rng(seed)
+    d = {"vector": rng.normal(size=(n, DIM)).astype(np.float32),
+         "valid_from": T0 + np.arange(start, start + n).astype("timedelta64[D]"),
+         "title": [f"t{seed}-{i} ü 时" for i in range(n)],
+         "ingested_at": np.full(n, T0 + np.timedelta64(5000, "D"))}
+    if stem is not None:
+        d["stem_id"] = [stem] * n
+        d["version"] = [version] * n
+    return d
+
+
+def _calls(eng):
+    """A fixed sequence of every kind of write."""
+    eng.ingest(_rows(30, 1))
+    eng.ingest(_rows(4, 2, stem="policy", version="v1.0.0"))
+    eng.supersede("policy", {"vector": np.ones((2, DIM), np.float32)}, "2024-06-01", version="v2.0.0")
+    eng.retract([3, 5], at="2040-01-01")
+    eng.on_approval_event({"stem_id": "policy", "version": "v3.0.0", "effective_at": "2024-09-01",
+                           "rows": [{"vector": [0.5] * DIM, "title": "third"}]})
+    eng.ingest({**_rows(3, 3), "id": [2**64 - 3, 2**64 - 2, 10**12]})
+
+
+def _assert_same(a, b):
+    ca, cb = a.columns(), b.columns()
+    assert ca.keys() == cb.keys()
+    for k in ca:
+        np.testing.assert_array_equal(ca[k], cb[k], err_msg=k)
+    np.testing.assert_array_equal(a.vectors(), b.vectors())
+    assert a.stems == b.stems and a.fact_types == b.fact_types
+    assert a.get(ca["id"]).equals(b.get(cb["id"]))
+    q = np.random.default_rng(9).normal(size=(5, DIM)).astype(np.float32)
+    for mode in ("latest", "all"):
+        ra = a.search_batch(q, 10, mode=mode, exact=True, as_of="2025-01-01")
+        rb = b.search_batch(q, 10, mode=mode, exact=True, as_of="2025-01-01")
+        assert ra.equals(rb)
+
+
+@pytest.fixture
+def store(tmp_path):
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.close()
+    return tmp_path / "s"
+
+
+def _log(path: Path) -> Path:
+    return snap_dir(path) / "log.wal"
+
+
+# ----------------------------------------------------------------------------- the log
+
+@pytest.mark.parametrize("fsync", ["call", "interval", "off"])
+def test_every_acknowledged_write_survives_without_a_save(store, fsync):
+    eng = ce.Engine.open(store, fsync=fsync, fsync_interval=0.01, threads=1)
+    _calls(eng)
+    again = ce.Engine.open(store, read_only=True)  # no save, no close: the log is all there is
+    _assert_same(eng, again)
+    del eng
+    _assert_same(again, ce.Engine.open(store, threads=1))
+
+
+def test_checkpoint_empties_the_log_and_keeps_everything(store):
+    with ce.Engine.open(store, threads=1) as eng:
+        _calls(eng)
+        size_before = _log(store).stat().st_size
+        eng.save()  # checkpoint
+        assert _log(store).stat().st_size < size_before / 10
+        eng.ingest(_rows(2, 7))
+    assert len(list(store.glob("snap-*"))) == 1
+    _assert_same(eng, ce.Engine.open(store, read_only=True))
+
+
+def test_a_torn_last_record_is_dropped_and_cut_by_the_next_writer(store):
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(5, 1))
+        eng.ingest(_rows(5, 2))
+    log = _log(store)
+    data = log.read_bytes()
+    for cut in (1, 17, 200):
+        log.write_bytes(data[:-cut])  # the second record torn at some point
+        assert len(ce.Engine.open(store, read_only=True)) == 5
+    with ce.Engine.open(store, threads=1) as eng:
+        assert len(eng) == 5
+        eng.ingest(_rows(3, 3))  # appended after the cut, not after the torn bytes
+    assert len(ce.Engine.open(store, read_only=True)) == 8
+
+
+def test_damage_before_the_last_record_is_corruption(store):
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(5, 1))
+        eng.ingest(_rows(5, 2))
+    log = _log(store)
+    b = bytearray(log.read_bytes())
+    b[len(b) // 3] ^= 0x40  # inside the first record
+    log.write_bytes(bytes(b))
+    with pytest.raises(CorruptStoreError, match="log.wal"):
+        ce.Engine.open(store, read_only=True)
+
+
+def test_a_missing_or_foreign_log_is_corruption(store, tmp_path):
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(5, 1))
+    other = ce.Engine.create(tmp_path / "other", DIM)
+    other.ingest(_rows(5, 1))
+    other.close()
+    shutil.copy(_log(tmp_path / "other"), _log(store))  # a log of another snapshot
+    with pytest.raises(CorruptStoreError, match="does not match this snapshot"):
+        ce.Engine.open(store, read_only=True)
+    _log(store).unlink()
+    with pytest.raises(CorruptStoreError, match="log.wal is missing"):
+        ce.Engine.open(store, read_only=True)
+
+
+def test_a_forged_record_is_refused_by_the_same_rules_as_an_ingest(store):
+    """A record rewritten with a valid checksum (no key): replay validates it as an ingest
+    validates rows, so a vector of the wrong length or a bad interval cannot get in."""
+    import chrono_engine._wal as wal
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(2, 1))
+    log = _log(store)
+    name = snap_dir(store).name
+    head = log.read_bytes()[:len(wal._header(name, None))]
+    rows = ce.Engine(DIM)._state.normalize(_rows(2, 1))
+    table = __import__("chrono_engine._state", fromlist=["batch_table"]).batch_table(rows)
+    bad = table.set_column(table.column_names.index("valid_to"), "valid_to",
+                           __import__("pyarrow").array(rows.valid_from - 1))
+    payload = wal.encode_commit(wal.Commit(append=bad))
+    body = wal._REC_HEAD.pack(wal._REC, 1, len(payload)) + payload
+    log.write_bytes(head + body + wal._digest(None, body))
+    with pytest.raises(CorruptStoreError, match="record 1 cannot be applied.*valid_to"):
+        ce.Engine.open(store, read_only=True)
+
+
+def test_a_refused_write_is_not_logged(store):
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest({**_rows(2, 1), "id": [1, 2]})
+        size = _log(store).stat().st_size
+        with pytest.raises(ce.errors.SchemaError, match="duplicate id"):
+            eng.ingest({**_rows(2, 2), "id": [3, 2]})  # refused by the core after logging
+        with pytest.raises(ce.errors.LifecycleError):
+            eng.retract([1], at="2000-01-01")
+        assert _log(store).stat().st_size == size
+        eng.ingest(_rows(1, 3))
+    assert len(ce.Engine.open(store, read_only=True)) == 3
+
+
+@pytest.mark.parametrize("kw", [dict(fsync="always"), dict(fsync=None), dict(fsync="interval", fsync_interval=0),
+                                dict(fsync="interval", fsync_interval=float("nan")),
+                                dict(fsync="interval", fsync_interval=True), dict(read_only="yes")])
+def test_bad_open_options_are_config_errors(store, kw):
+    with pytest.raises(ConfigError):
+        ce.Engine.open(store, **kw)
+    ce.Engine.open(store).close()  # and nothing stays locked
+
+
+# ----------------------------------------------------------------------------- one writer
+
+def test_a_second_writer_gets_a_clear_error_readers_never_wait(store):
+    a = ce.Engine.open(store)
+    with pytest.raises(StoreLockedError, match=f"pid {os.getpid()}.*read_only=True"):
+        ce.Engine.open(store)
+    with pytest.raises(StoreLockedError):
+        ce.Engine(DIM).save(store)  # a save is a write too
+    a.ingest(_rows(3, 1))
+    r = ce.Engine.open(store, read_only=True)
+    assert len(r) == 3
+    with pytest.raises(StorageError, match="read_only"):
+        r.ingest(_rows(1, 2))
+    a.close()
+    with pytest.raises(StorageError, match="closed"):
+        a.ingest(_rows(1, 2))
+    b = ce.Engine.open(store)  # the lock is free again
+    del b  # and garbage collection frees it too
+    ce.Engine.open(store).close()
+
+
+def test_the_issues_two_saves_no_longer_destroy_the_store(store):
+    with ce.Engine.open(store) as e:
+        e.ingest(_rows(10, 1))
+    a = ce.Engine.open(store, read_only=True)
+    b = ce.Engine.open(store, read_only=True)
+    errors = []
+
+    def save(x):
+        try:
+            x.save(store)
+        except StoreLockedError as err:
+            errors.append(err)
+
+    for _ in range(20):
+        ts = [threading.Thread(target=save, args=(x,)) for x in (a, b)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        assert len(ce.Engine.open(store, read_only=True)) == 10
+    assert all(isinstance(e, StoreLockedError) for e in errors)
+
+
+_WRITER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import chrono_engine as ce
+    from chrono_engine.errors import StoreLockedError
+    try:
+        eng = ce.Engine.open(sys.argv[1], threads=1)
+    except StoreLockedError as e:
+        print("LOCKED", e); sys.exit(0)
+    print("OPEN", flush=True)
+    eng.ingest({"vector": np.ones((3, 8), np.float32), "valid_from": ["2024-01-01"] * 3})
+    if sys.argv[2] == "wait":
+        sys.stdin.readline()  # hold the store until the parent says so
+    eng.save()
+    print("SAVED")
+""")
+
+
+def test_writers_in_two_processes(store):
+    first = subprocess.Popen([sys.executable, "-c", _WRITER, str(store), "wait"], stdout=subprocess.PIPE,
+                             stdin=subprocess.PIPE, text=True, cwd=str(store.parent))
+    assert first.stdout.readline().startswith("OPEN")
+    second = subprocess.run([sys.executable, "-c", _WRITER, str(store), "go"], capture_output=True, text=True,
+                            timeout=120, cwd=str(store.parent))
+    assert second.stdout.startswith("LOCKED") and "open for writing by another writer" in second.stdout
+    first.communicate("go\n", timeout=120)
+    assert first.returncode == 0
+    assert len(ce.Engine.open(store, read_only=True)) == 3
+
+
+def test_readers_opening_during_checkpoints_never_see_an_error(store):
+    with ce.Engine.open(store, threads=1) as w:
+        w.ingest(_rows(50, 1))
+        stop = threading.Event()
+        seen, errors = [], []
+
+        def read():
+            while not stop.is_set():
+                try:
+                    seen.append(len(ce.Engine.open(store, read_only=True, threads=1)))
+                except Exception as e:  # noqa: BLE001 - any error is the failure looked for
+                    errors.append(repr(e))
+
+        r = threading.Thread(target=read)
+        r.start()
+        for i in range(25):
+            w.ingest(_rows(2, 100 + i))
+            w.save()
+        stop.set()
+        r.join()
+    assert errors == [] and len(seen) > 0
+    assert all(50 <= n <= 100 for n in seen)
+
+
+def test_cleanup_removes_only_what_the_store_made(store):
+    (store / "snap-mine").mkdir()
+    (store / "snap-mine" / "notes.txt").write_text("keep me")
+    foreign = store / ("snap-" + "a" * 32)
+    foreign.mkdir()
+    (foreign / "photo.jpg").write_bytes(b"\xff\xd8")
+    orphan = store / ("snap-" + "b" * 32)  # what an interrupted save leaves
+    orphan.mkdir()
+    (orphan / "graph.bin").write_bytes(b"x")
+    (store / ("CURRENT." + "c" * 32 + ".tmp")).write_text("x")
+    (store / "CURRENT.backup").write_text("keep")
+    with ce.Engine.open(store) as e:
+        e.ingest(_rows(3, 1))
+        e.save()
+    names = {p.name for p in store.iterdir()}
+    assert {"snap-mine", foreign.name, "CURRENT.backup", "CURRENT", "LOCK"} <= names
+    assert orphan.name not in names and ("CURRENT." + "c" * 32 + ".tmp") not in names
+    assert (store / "snap-mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_create_refuses_an_existing_store_unless_asked(store):
+    with pytest.raises(StorageError, match="already holds a store"):
+        ce.Engine.create(store, DIM)
+    with pytest.raises(ConfigError, match="dim 8"):
+        ce.Engine.create(store, DIM + 1, exist_ok=True)
+    ce.Engine.create(store, DIM, exist_ok=True).close()
+
+
+# ----------------------------------------------------------------------------- keys
+
+def test_a_keyed_store_opens_only_with_its_key(tmp_path, monkeypatch):
+    path = tmp_path / "k"
+    with ce.Engine.create(path, DIM, key=b"secret") as e:
+        e.ingest(_rows(4, 1))  # a logged record, MACed with the key
+    assert len(ce.Engine.open(path, key="secret", read_only=True)) == 4
+    with pytest.raises(StorageError, match="saved with a key"):
+        ce.Engine.open(path, read_only=True)
+    with pytest.raises(CorruptStoreError, match="authentication"):
+        ce.Engine.open(path, key=b"wrong", read_only=True)
+    monkeypatch.setenv("CHRONO_STORE_KEY", "secret")
+    assert len(ce.Engine.open(path, read_only=True)) == 4
+    # without the key an edited store cannot be resealed: a recomputed checksum is not enough
+    mf = snap_dir(path) / "manifest.json"
+    mf.write_text(mf.read_text().replace('"rows": 0', '"rows": 1'))
+    reseal(path)
+    with pytest.raises(CorruptStoreError, match="authentication"):
+        ce.Engine.open(path, read_only=True)
+    # a store without a key does not open as authenticated
+    monkeypatch.delenv("CHRONO_STORE_KEY")
+    ce.Engine.create(tmp_path / "plain", DIM).close()
+    with pytest.raises(CorruptStoreError, match="not authenticated"):
+        ce.Engine.open(tmp_path / "plain", key="secret", read_only=True)
+
+
+def test_a_keyed_log_record_cannot_be_forged(tmp_path):
+    path = tmp_path / "k"
+    with ce.Engine.create(path, DIM, key=b"secret") as e:
+        e.ingest(_rows(4, 1))
+        e.ingest(_rows(4, 2))
+    log = _log(path)
+    b = bytearray(log.read_bytes())
+    b[len(b) // 3] ^= 1
+    log.write_bytes(bytes(b))
+    with pytest.raises(CorruptStoreError, match="checksum.*key"):
+        ce.Engine.open(path, key=b"secret", read_only=True)
+
+
+def test_manifest_and_seal_files_are_json_we_can_read(store):
+    seal = json.loads((store / "CURRENT").read_text())
+    assert set(seal) == {"format", "snapshot", "manifest_sha256"}

@@ -1,0 +1,232 @@
+"""Store files as untrusted input (issue 20, failures 2-4): the manifest is sealed, every
+manifest field and metadata column is checked before use, and only regular files are read.
+
+Each case either edits a file and leaves the checksums stale (the seal must catch it), or
+edits it and recomputes every checksum (``reseal``: a careless tool or an attacker without
+the key), so that the checks behind the checksums must refuse it. Opens that could hang or
+crash run in a child process with a timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+import chrono_engine as ce
+from chrono_engine.errors import CorruptStoreError
+from storefiles import reseal, snap_dir
+
+DIM = 8
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    n = 60
+    eng = ce.Engine(DIM, decay=ce.DecayPolicy({"news": ce.Exponential(half_life=30.0)},
+                                              default=ce.HalfLife(365.0)), threads=1)
+    eng.ingest({"vector": rng.normal(size=(n, DIM)).astype(np.float32),
+                "valid_from": np.datetime64("2024-01-01", "us") + np.arange(n).astype("timedelta64[D]"),
+                "stem_id": [f"s{i % 9}" if i % 4 else None for i in range(n)],
+                "version": [f"v{i}" for i in range(n)], "fact_type": ["news", "other"] * (n // 2),
+                "title": [f"title {i}" for i in range(n)]})
+    path = tmp_path_factory.mktemp("pristine") / "s"
+    eng.save(path)
+    return path
+
+
+@pytest.fixture
+def copy(pristine, tmp_path):
+    import shutil
+    dst = tmp_path / "s"
+    shutil.copytree(pristine, dst)
+    return dst
+
+
+def _refused(path: Path, *words: str) -> str:
+    with pytest.raises(CorruptStoreError) as info:
+        ce.Engine.open(path, read_only=True)
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, msg
+    return msg
+
+
+_CHILD = textwrap.dedent("""
+    import sys
+    import chrono_engine as ce
+    from chrono_engine.errors import ChronoError
+    try:
+        e = ce.Engine.open(sys.argv[1], read_only=True)
+        e.search_batch(__import__("numpy").ones((2, e.dim), "float32"), 5, mode="all")
+    except ChronoError as e:
+        print("REFUSED", type(e).__name__, e)
+    else:
+        print("OPENED", len(e))
+""")
+
+
+def _open_in_child(path: Path, timeout: float = 60) -> str:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
+                          timeout=timeout, cwd=str(Path(path).parent))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip()
+
+
+# ----------------------------------------------------------------------------- the seal
+
+def test_every_single_byte_flip_of_the_manifest_is_caught(copy):
+    mf = snap_dir(copy) / "manifest.json"
+    good = mf.read_bytes()
+    for pos in range(0, len(good), max(1, len(good) // 300)):
+        b = bytearray(good)
+        b[pos] ^= 0x01
+        mf.write_bytes(bytes(b))
+        _refused(copy, "manifest.json", "checksum")
+    mf.write_bytes(good)
+    assert len(ce.Engine.open(copy, read_only=True)) == 60
+
+
+def test_the_issues_silent_manifest_edits_are_caught(copy):
+    """β, stem names and profiles changed without resealing (the issue's 6 of 48)."""
+    mf = snap_dir(copy) / "manifest.json"
+    text = mf.read_text()
+    for a, b in (('"s1"', '"s7x"'), ('"profiles"', '"profiFes"'), ('"news"', '"newz"')):
+        assert a in text
+        mf.write_text(text.replace(a, b, 1))
+        _refused(copy, "checksum")
+
+
+@pytest.mark.parametrize("seal", ["snap-" + "0" * 32, "", "{}", "[1]", '{"format": "chrono_engine.store"}',
+                                  '{"format": "x", "snapshot": "snap-%s", "manifest_sha256": "%s"}' % ("0" * 32, "0" * 64),
+                                  '{"format": "chrono_engine.store", "snapshot": "../../etc", "manifest_sha256": "%s"}'
+                                  % ("0" * 64)])
+def test_a_bad_seal_is_refused(copy, seal):
+    (copy / "CURRENT").write_text(seal)
+    _refused(copy, "CURRENT")
+
+
+# ----------------------------------------------------------------------------- manifest fields
+
+def _edit_manifest(path: Path, **changes) -> None:
+    mf = snap_dir(path) / "manifest.json"
+    m = json.loads(mf.read_text())
+    m.update(changes)
+    mf.write_text(json.dumps(m))
+    reseal(path, files=False)
+
+
+@pytest.mark.parametrize("field,value,word", [
+    ("dim", 1_000_000, "dim"), ("dim", 0, "dim"), ("dim", True, "dim"), ("dim", 9, "graph.bin"),
+    ("metric", "hamming", "metric"), ("params", {"M": 10**9, "ef_construction": 10, "seed": 1}, "params.M"),
+    ("params", {"M": 16}, "params"), ("rows", -1, "rows"), ("rows", 61, "rows"), ("rows", 2**40, "rows"),
+    ("fact_types", ["news", "news"], "fact_types"), ("fact_types", ["news", 3], "fact_types"),
+    ("stems", ["s1", "s1"], "stems"), ("stems", [], "stem"), ("keyed", True, "keyed"),
+    ("files", {"graph.bin": "0" * 64, "meta.arrow": "0" * 64, "../../etc/passwd": "0" * 64}, "files"),
+    ("files", {"graph.bin": "/dev/zero", "meta.arrow": "0" * 64}, "files"),
+    ("search", {"group": 10**30}, "settings"), ("search", {"nonsense": 1}, "settings"),
+    ("search", {"scan": "sideways"}, "settings"), ("search", [], "search"),
+    ("decay", {"version": 1, "profiles": {"news": {"family": "exponential", "beta": -1}}}, "decay"),
+    ("decay", {"version": 1, "profiles": {"news": {"family": "exponential", "beta": "fast"}}}, "decay"),
+    ("decay", [[[[[]]]]], "decay"),
+])
+def test_manifest_fields_are_checked(copy, field, value, word):
+    _edit_manifest(copy, **{field: value})
+    out = _open_in_child(copy)  # "dim": 1000000 used to segfault
+    assert out.startswith("REFUSED CorruptStoreError") and word in out, out
+
+
+@pytest.mark.parametrize("text", ['{"dim": 1e400}', '{"dim": NaN}', "[" * 100_000 + "]" * 100_000,
+                                  '{"dim": ' + "9" * 5000 + "}", "\udcff"])
+def test_manifest_json_that_breaks_parsers(copy, text):
+    (snap_dir(copy) / "manifest.json").write_bytes(text.encode("utf-8", "surrogateescape"))
+    reseal(copy, files=False)
+    out = _open_in_child(copy)
+    assert out.startswith("REFUSED CorruptStoreError") and "manifest.json" in out, out
+
+
+# ----------------------------------------------------------------------------- metadata
+
+def _edit_meta(path: Path, edit) -> None:
+    f = snap_dir(path) / "meta.arrow"
+    t = ipc.open_file(pa.BufferReader(f.read_bytes())).read_all()  # not mapped: the file is rewritten
+    t = edit(t)
+    with pa.OSFile(str(f), "wb") as sink, ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+    reseal(path)
+
+
+def _set(t: pa.Table, name: str, values) -> pa.Table:
+    i = t.column_names.index(name)
+    return t.set_column(i, name, pa.array(values, t.schema.field(name).type))
+
+
+def _with(name, fn):
+    def edit(t):
+        v = t.column(name).to_numpy(zero_copy_only=False).copy()
+        return _set(t, name, fn(v))
+    return edit
+
+
+@pytest.mark.parametrize("name,edit,word", [
+    ("reliability 7.5", _with("reliability", lambda v: np.where(np.arange(len(v)) == 3, 7.5, v)), "reliability"),
+    ("reliability NaN", _with("reliability", lambda v: np.where(np.arange(len(v)) == 3, np.nan, v)), "reliability"),
+    ("reliability 0", _with("reliability", lambda v: np.where(np.arange(len(v)) == 3, 0, v)), "reliability"),
+    ("duplicate id", _with("id", lambda v: np.where(np.arange(len(v)) == 5, v[2], v)), "duplicate id"),
+    ("valid_to < valid_from", lambda t: _set(t, "valid_to", np.where(np.arange(len(t)) == 0,
+                                                                    t.column("valid_from").to_numpy() - 1,
+                                                                    t.column("valid_to").to_numpy())), "valid_to"),
+    ("time out of range", _with("observed_at", lambda v: np.where(np.arange(len(v)) == 1, -2**62, v)), "observed_at"),
+    ("retracted before ingest", lambda t: _set(t, "retracted_at", t.column("ingested_at").to_numpy()), "retracted_at"),
+    ("stem code too big", _with("stem_code", lambda v: np.where(np.arange(len(v)) == 2, 2**31 - 1, v)), "stem_code"),
+    ("stem code negative", _with("stem_code", lambda v: np.where(np.arange(len(v)) == 2, -7, v)), "stem_code"),
+    ("fact type code", _with("fact_type_code", lambda v: np.where(np.arange(len(v)) == 2, 9, v)), "fact_type_code"),
+    ("stem name", lambda t: _set(t, "stem_id", ["zzz"] + t.column("stem_id").to_pylist()[1:]), "stem_id"),
+    ("fact type name", lambda t: _set(t, "fact_type", ["news"] * len(t)), "fact_type"),
+    ("version key", _with("version_key", lambda v: v + 1), "version_key"),
+    ("null in a number column", lambda t: _set(t, "reliability", [None] + t.column("reliability").to_pylist()[1:]),
+     "nulls"),
+    ("wrong type", lambda t: t.set_column(t.column_names.index("reliability"), "reliability",
+                                          t.column("reliability").cast(pa.float64())), "types"),
+    ("extra column", lambda t: t.append_column("x", pa.array(np.zeros(len(t)))), "columns"),
+    ("fewer rows", lambda t: t.slice(0, 59), "rows"),
+    ("rows reordered", lambda t: t.take(pa.array(np.roll(np.arange(len(t)), 1))), ""),
+])
+def test_metadata_is_checked_behind_the_checksum(copy, name, edit, word):
+    _edit_meta(copy, edit)
+    out = _open_in_child(copy)
+    assert out.startswith("REFUSED CorruptStoreError"), (name, out)
+    assert word in out, (name, out)
+
+
+# ----------------------------------------------------------------------------- files that are not files
+
+def _replace_with(path: Path, kind: str) -> None:
+    path.unlink()
+    if kind == "dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "symlink to a good copy":
+        other = path.parent.parent / ("saved-" + path.name)
+        path.symlink_to(other)
+
+
+@pytest.mark.parametrize("kind", ["dev/zero", "fifo", "directory"])
+@pytest.mark.parametrize("name", ["CURRENT", "manifest.json", "graph.bin", "meta.arrow", "log.wal"])
+def test_only_regular_files_are_read(copy, name, kind):
+    target = copy / name if name == "CURRENT" else snap_dir(copy) / name
+    _replace_with(target, kind)
+    out = _open_in_child(copy, timeout=60)  # a FIFO used to block forever, /dev/zero to read forever
+    assert out.startswith("REFUSED CorruptStoreError") and name in out, out
+    assert "is not a regular file" in out, out
