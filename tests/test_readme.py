@@ -76,6 +76,7 @@ def test_use_section_runs(tmp_path, monkeypatch):
     eng = ns["eng"]
     assert isinstance(eng, ce.Engine) and len(eng) == 65  # 64 rows and the new version
     assert (tmp_path / "store" / "CURRENT").is_file()
+    assert len(ns["reader"]) == 66 and ns["store"].path is None  # the saved 64 + 2, and closed
     h = eng.history("travel-policy")
     assert h.column("version").to_pylist() == ["v1.0.0", "v1.0.0", "v2.0.0"]
     assert eng.get([42]).column("retracted_at")[0].as_py() is not None
