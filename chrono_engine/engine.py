@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -406,6 +407,8 @@ class Engine:
         self._store = {"root": root, "lock": lock, "key": key, "fsync": fsync, "interval": interval}
         self._state.log = storage.open_log(root / name, name, key, fsync=fsync, interval=interval,
                                            seq=position[0], end=position[1])
+        # an engine dropped without close() still syncs its log and frees the lock
+        self._store["finalizer"] = weakref.finalize(self, _detach, self._state, lock)
 
     @classmethod
     def _load(cls, root: Path, key: bytes | None, threads: Any, *, retry: bool) -> tuple[Engine, Any]:
@@ -466,13 +469,10 @@ class Engine:
         s, st = self._store, self._state
         if s is None:
             return
-        with st.write:
-            if st.log is not None:
-                st.log.close()
-                st.log = None
-            s["lock"].release()
-            st.frozen = f"{s['root']} was closed"
-            self._store = None
+        s["finalizer"].detach()
+        _detach(st, s["lock"])
+        st.frozen = f"{s['root']} was closed"
+        self._store = None
 
     def __enter__(self) -> Engine:
         return self
@@ -561,6 +561,15 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
+
+
+def _detach(st: StoreState, lock: Any) -> None:
+    """Close a store's log (syncing it) and release its writer lock."""
+    with st.write:
+        if st.log is not None:
+            st.log.close()
+            st.log = None
+        lock.release()
 
 
 def _same_dir(a: Any, b: Path) -> bool:

@@ -349,3 +349,23 @@ def test_a_keyed_log_record_cannot_be_forged(tmp_path):
 def test_manifest_and_seal_files_are_json_we_can_read(store):
     seal = json.loads((store / "CURRENT").read_text())
     assert set(seal) == {"format", "snapshot", "manifest_sha256"}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc")
+@pytest.mark.parametrize("fsync", ["call", "interval"])
+def test_no_descriptor_or_thread_leaks_over_open_and_drop_cycles(store, fsync):
+    import gc
+
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    ce.Engine.open(store, fsync=fsync).ingest(_rows(1, 0))  # warm up
+    gc.collect()
+    before, threads = fds(), threading.active_count()
+    for i in range(30):
+        e = ce.Engine.open(store, fsync=fsync, threads=1)
+        e.ingest(_rows(1, i + 1))
+        del e  # never closed: the finalizer syncs the log and frees the lock
+        gc.collect()
+    assert fds() == before and threading.active_count() == threads
+    assert len(ce.Engine.open(store, read_only=True)) == 31
