@@ -16,9 +16,9 @@ The digest is BLAKE2b-256 of everything before it in the header / record: a chec
 MAC when the store has a key (``key=`` of :meth:`Engine.open`), so a record cannot be
 altered or forged without it. ``seq`` counts records from 1, so a record from another log or
 a reordering is refused. The payload: u32 length + a JSON object
-``{"append": bytes, "update": bytes, "update_fields": [...]}`` giving the sizes of the
-Arrow IPC streams that follow (the new rows in the ingest schema; the edited rows' numbers
-and new values).
+``{"append": bytes, "update": bytes, "update_fields": [...], "update_rows": n}`` giving
+what follows: the new rows as an Arrow IPC stream in the ingest schema, then the edited
+rows' numbers (uint32) and each field's new values as raw little-endian arrays.
 
 A record cut short at the end of the file (its length runs past the end, or its digest
 fails and nothing follows) is a write that was never acknowledged: replay stops before it
@@ -97,11 +97,13 @@ def encode_commit(c: Commit) -> bytes:
         head["append"] = len(blob)
         parts.append(blob)
     if c.rows is not None and len(c.rows):
+        # edits as raw little-endian arrays (row numbers, then each field): a retract is a
+        # few dozen bytes, with no Arrow stream to build
         fields = sorted(c.update)
-        cols = {"row": pa.array(np.asarray(c.rows, np.uint32))}
-        cols.update({f: pa.array(np.asarray(c.update[f], UPDATE_FIELDS[f])) for f in fields})
-        blob = _ipc(pa.table(cols))
-        head["update"], head["update_fields"] = len(blob), fields
+        arrays = [np.asarray(c.rows, "<u4")] + [np.asarray(c.update[f], UPDATE_FIELDS[f]).astype(
+            np.dtype(UPDATE_FIELDS[f]).newbyteorder("<"), copy=False) for f in fields]
+        blob = b"".join(a.tobytes() for a in arrays)
+        head["update"], head["update_fields"], head["update_rows"] = len(blob), fields, len(c.rows)
         parts.append(blob)
     h = json.dumps(head).encode()
     return struct.pack("<I", len(h)) + h + b"".join(parts)
@@ -135,17 +137,19 @@ def decode_commit(payload: bytes, where: str) -> Commit:
         c.append = _table(payload[at:at + na], f"{where}: new rows")
         at += na
     if nu:
-        t = _table(payload[at:at + nu], f"{where}: edited rows")
-        want = ["row", *fields]
-        if t.column_names != want or t.column("row").type != pa.uint32() or any(x.null_count for x in t.columns):
-            raise CorruptStoreError(f"{where}: edited rows have columns {t.column_names}, expected {want}")
-        c.rows = t.column("row").to_numpy()
-        c.update = {}
-        for f in fields:
-            col = t.column(f)
-            if col.type != pa.from_numpy_dtype(UPDATE_FIELDS[f]):
-                raise CorruptStoreError(f"{where}: edited rows' {f} has type {col.type}")
-            c.update[f] = col.to_numpy()
+        n = head.get("update_rows")
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise CorruptStoreError(f"{where}: edited row count is missing")
+        sizes = [4] + [np.dtype(UPDATE_FIELDS[f]).itemsize for f in fields]
+        if n * sum(sizes) != nu:
+            raise CorruptStoreError(f"{where}: edited rows do not fill their {nu} bytes")
+        blob = payload[at:at + nu]
+        c.rows = np.frombuffer(blob, "<u4", n, 0).astype(np.uint32)
+        c.update, off = {}, 4 * n
+        for f, size in zip(fields, sizes[1:]):
+            c.update[f] = np.frombuffer(blob, np.dtype(UPDATE_FIELDS[f]).newbyteorder("<"), n, off).astype(
+                UPDATE_FIELDS[f])
+            off += size * n
     if c.append is None and c.rows is None:
         raise CorruptStoreError(f"{where}: empty record")
     return c
