@@ -34,6 +34,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._args import THREADS_MAX
+
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_FILE = 0, 1, 2, 3
 
 
@@ -46,6 +48,21 @@ class CliError(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def _int_in(lo: int, hi: int | None = None, what: str = ""):
+    """An argparse type: an integer in [lo, hi] (hi None: no upper bound), else a usage
+    error (exit 2) saying the range."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            bound = f"at least {lo}" if hi is None else f"from {lo} to {hi}"
+            raise argparse.ArgumentTypeError(f"must be an integer {bound}{what}, got {text}")
+        return v
+    return parse
+
 
 def _read_table(path: str, fmt: str = "auto"):
     """A pyarrow Table from Parquet, Arrow IPC (file or stream), CSV or JSON Lines."""
@@ -222,7 +239,7 @@ def cmd_ingest(args) -> int:
 
     table = _apply_map(_read_table(args.file, args.format), args.map)
     if Path(args.store).exists():
-        eng = ce.Engine.open(args.store, threads=args.threads)
+        eng = ce.Engine.open(args.store, threads=args.threads or None)
         if args.dim is not None and args.dim != eng.dim:
             raise CliError(f"{args.store} holds {eng.dim}-dimensional vectors, not {args.dim}")
     else:
@@ -233,7 +250,7 @@ def cmd_ingest(args) -> int:
                 raise CliError("a new store needs --dim N (or a 'vector' column to infer it from; "
                                "rename yours with --map SRC=vector)", EXIT_USAGE)
             dim = len(first[0]) if not hasattr(first, "shape") else int(first.shape[-1])
-        eng = ce.Engine(int(dim), metric=args.metric, decay=_policy(args), threads=args.threads)
+        eng = ce.Engine(int(dim), metric=args.metric, decay=_policy(args), threads=args.threads or None)
     n = table.num_rows
     ids = []
     with tqdm(total=n, unit="rows", desc="ingest", disable=None, file=sys.stderr) as bar:
@@ -509,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decay", action="append", metavar="TYPE=DAYS",
                    help="new store's decay for one fact type ('none' for no decay; repeatable)")
     p.add_argument("--batch", type=int, default=100_000, help="rows per ingest call (default 100000)")
-    p.add_argument("--threads", type=int, default=0, help="index build threads (0: all cores)")
+    p.add_argument("--threads", type=_int_in(0, THREADS_MAX), default=0,
+                   help=f"index build threads, at most {THREADS_MAX} (0: all cores)")
     p.set_defaults(run=cmd_ingest)
 
     p = sub.add_parser("search", help="fused temporal top-k for query vectors")
