@@ -22,10 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._args import shown
 from ._state import StoreState, strings_at
 from ._time import MIN_TIME_US, OPEN_END, array_us, errors_as, from_us, now_us, scalar_us
-from .errors import QueryError
-from .schema import format_version, parse_version
+from .errors import QueryError, SchemaError
+from .schema import _check_and_normalise, format_version, parse_version
 
 __all__ = ["SearchOptions", "QueryResult", "MODES", "FUSIONS", "OUT_OF_FORCE", "SCAN_ORDERS"]
 
@@ -140,20 +141,63 @@ class SearchOptions:
 
 # ----------------------------------------------------------------------------- running one
 
+# NumPy kinds that are not numbers (text, bytes, times, complex): never a query vector
+_NOT_NUMBERS = "USMmcV"
+
+
+def _as_float32(values: Any) -> np.ndarray:
+    """A caller's numbers as a float32 array (values beyond float32 become inf, for the
+    caller's finite check). Anything that is not numbers is a TypeError or ValueError,
+    whatever the conversion of the caller's objects raised (their ``__float__`` may raise
+    anything), with the original as the cause."""
+    try:
+        a = values if isinstance(values, np.ndarray) else np.asarray(values)
+        if a.dtype.kind in _NOT_NUMBERS:
+            raise TypeError(f"dtype {a.dtype} is not numbers")
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(a, dtype=np.float32)
+    except (MemoryError, TypeError, ValueError):
+        raise
+    except Exception as e:
+        raise ValueError(f"{type(e).__name__}: {e}") from e
+
+
 def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
     """Query vectors as C-contiguous float32 (n, dim), unit length under cosine; bad ones
-    (wrong shape, non-finite, zero under cosine) raise QueryError naming the query."""
-    q = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    (not numbers, wrong shape, non-finite or beyond float32, zero under cosine) raise
+    QueryError naming the query. Norms are taken as ingest takes them (rows whose float32
+    sum of squares over- or underflows again in float64), so a query with components
+    near 1e19 or 1e-20 is normalised exactly, not to zero or infinity."""
+    try:
+        q = np.ascontiguousarray(_as_float32(vectors))
+    except (TypeError, ValueError) as e:
+        raise QueryError(f"vectors must be numbers of shape (n, {dim}), got {type(vectors).__name__} "
+                         f"{shown(vectors)} ({shown(str(e))})") from None
     if q.ndim != 2 or q.shape[1] != dim:
         raise QueryError(f"vectors must have shape (n, {dim}), got {q.shape}")
-    if not np.isfinite(q).all():
-        raise QueryError(f"query {int(np.flatnonzero(~np.isfinite(q).all(axis=1))[0])} has a non-finite value")
+    try:
+        return _check_and_normalise(q, metric == "cosine")
+    except SchemaError as e:
+        what = "is a zero vector (cosine)" if e.rule == "zero vector" else \
+            "has a non-finite value (NaN, inf, or beyond float32)"
+        raise QueryError(f"query {e.row} {what}") from None
+
+
+def _overflowed(out: dict, metric: str) -> None:
+    """QueryError when a hit's similarity overflowed float32 in the core: under ip an inner
+    product beyond ±3.4e38 is inf (or NaN); under l2 a distance beyond ~1.8e19 is inf and
+    its similarity 1 / (1 + distance) exactly 0, which no finite distance gives. Cosine
+    cannot overflow (unit vectors). Items that overflowed without being returned cannot
+    have displaced a returned one (inf is the top under ip; 0 is the bottom under l2)."""
     if metric == "cosine":
-        norms = np.linalg.norm(q, axis=1, keepdims=True)
-        if (norms == 0).any():
-            raise QueryError(f"query {int(np.flatnonzero(norms[:, 0] == 0)[0])} is a zero vector (cosine)")
-        q = np.ascontiguousarray(q / norms, dtype=np.float32)
-    return q
+        return
+    sim = out["similarity"]
+    bad = (~np.isfinite(sim) | ~np.isfinite(out["score"])) if metric == "ip" else sim == 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "inner product with" if metric == "ip" else "distance to"
+        raise QueryError(f"query {int(out['query'][i])}: its {what} item {int(out['id'][i])} overflows float32; "
+                         f"scale the query (or the stored vectors) down")
 
 
 def instant(value: Any, name: str) -> int:
@@ -202,6 +246,7 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
         OUT_OF_FORCE[opts.deprecated], opts.deprecation_penalty, bool(opts.arbitrate), mask, int(k),
         bool(opts.exact), max(p["ef"], 4 * int(k)), p["ef_max"], p["scan_limit"], p["seed_ef"],
         p["seed_min"], p["group"], choice(p["scan"], SCAN_ORDERS, "scan"), max(int(threads), 1))
+    _overflowed(out, state.metric)
     return out, t
 
 
