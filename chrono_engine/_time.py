@@ -43,11 +43,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._args import arrow_type, holds_containers, shown
 from ._columns import canonical, is_series
 from .errors import TimeParseError
 
-__all__ = ["OPEN_END", "MIN_TIME_US", "MAX_TIME_US", "US_PER_SECOND", "US_PER_DAY",
-           "TimeInputError", "errors_as", "now_us", "scalar_us", "array_us", "column_us", "from_us", "iso"]
+__all__ = ["OPEN_END", "MIN_TIME_US", "MAX_TIME_US", "US_PER_SECOND", "US_PER_DAY", "TimeInputError",
+           "errors_as", "now_us", "scalar_column", "scalar_us", "array_us", "column_us", "from_us", "iso"]
 
 #: Stored end of an open interval (``valid_to`` / ``retracted_at`` null): the int64 maximum.
 OPEN_END = int(np.iinfo(np.int64).max)
@@ -237,7 +238,8 @@ def _arrow(name: str, arr: pa.Array) -> _Times:
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_integer(t):
         nulls = _nulls(arr) if arr.null_count else None
         if pa.types.is_uint64(t):
-            big = pc.fill_null(pc.greater(arr, OPEN_END), False).to_numpy(zero_copy_only=False)
+            # compared as uint64: against an int64 scalar Arrow casts the column, which fails above it
+            big = pc.fill_null(pc.greater(arr, pa.scalar(OPEN_END, pa.uint64())), False).to_numpy(zero_copy_only=False)
             if big.any():
                 row = int(np.flatnonzero(big)[0])
                 _fail(f"{arr[row].as_py()} µs is beyond the int64 range", name, row, "time out of range")
@@ -261,10 +263,10 @@ def _arrow(name: str, arr: pa.Array) -> _Times:
             hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t)):
         us, nulls, bad = _parse_iso(arr)
         if bad is not None:
-            _fail(f"cannot read {arr[bad].as_py()!r} as an ISO-8601 time", name, bad, "bad time string")
+            _fail(f"cannot read {shown(arr[bad].as_py())} as an ISO-8601 time", name, bad, "bad time string")
         return _Times(us, nulls if nulls.any() else None, exact=False)
     row = 0 if not arr.null_count else int(np.flatnonzero(~_nulls(arr))[0])
-    _fail(f"expected a timestamp, date, ISO-8601 string or int64 microseconds, got Arrow type {t}",
+    _fail(f"expected a timestamp, date, ISO-8601 string or int64 microseconds, got Arrow type {arrow_type(t)}",
           name, row, "wrong type")
 
 
@@ -311,7 +313,7 @@ def _objects(name: str, items: list) -> _Times:
         if kind == "null":
             nulls[i] = True
         elif kind == "bad":
-            _fail(f"expected a time, got {type(x).__name__} {x!r}", name, i, "wrong type")
+            _fail(f"expected a time, got {type(x).__name__} {shown(x)}", name, i, "wrong type")
         elif kind == "str":
             str_rows.append(i)
             str_vals.append(x)
@@ -329,15 +331,37 @@ def _objects(name: str, items: list) -> _Times:
             us[i] = _calendar_us(x)
     if str_rows:
         rows = np.asarray(str_rows)
-        vals, _, bad = _parse_iso(pa.array(str_vals, type=pa.string()))
+        # ISO-8601 is ASCII; anything else cannot parse (and a lone surrogate cannot even
+        # become an Arrow string), so it is blanked to fail below at its own row
+        ascii_vals = [v if v.isascii() else "" for v in str_vals]
+        vals, _, bad = _parse_iso(pa.array(ascii_vals, type=pa.string()))
         if bad is not None:
-            _fail(f"cannot read {str_vals[bad]!r} as an ISO-8601 time", name, int(rows[bad]), "bad time string")
+            _fail(f"cannot read {shown(str_vals[bad])} as an ISO-8601 time", name, int(rows[bad]), "bad time string")
         us[rows] = vals
     return _Times(us, nulls if nulls.any() else None, oob if oob.any() else None, exact)
 
 
+def scalar_column(col: Any):
+    """:func:`~chrono_engine._columns.canonical` for a column that should hold scalars (times,
+    strings, numbers, ids), except that Python objects it cannot take stay a list of them,
+    for the caller to name the row: containers (see :func:`~chrono_engine._args.holds_containers`)
+    and strings that are not valid Unicode (a lone surrogate, which Arrow cannot encode)."""
+    objs = None
+    if isinstance(col, (list, tuple)):
+        objs = col
+    elif (isinstance(col, np.ndarray) and col.dtype.kind == "O" and col.ndim == 1) or (
+            is_series(col) and col.dtype == object):
+        objs = col
+    if objs is not None and holds_containers(objs):
+        return list(objs)
+    try:
+        return canonical(col)
+    except UnicodeError:  # NumPy str arrays: Arrow refuses lone surrogates
+        return list(col)
+
+
 def _read(name: str, col: Any) -> _Times:
-    col = canonical(col)  # as ingest reads every column: one Arrow conversion where it can
+    col = scalar_column(col)  # as ingest reads every column: one Arrow conversion where it can
     if isinstance(col, np.ndarray):
         if col.ndim != 1:
             _fail(f"expected a 1-D column of times, got shape {col.shape}", name, None, "wrong type")
@@ -399,10 +423,10 @@ def scalar_us(value: Any, name: str, *, stored: bool = False) -> int:
     if value is None:
         _fail("a time is required", name, None, "null in required column")
     if kind == "null":
-        _fail(f"{value!r} is not a time", name, None, "null in required column")
+        _fail(f"{shown(value)} is not a time", name, None, "null in required column")
     if kind == "bad":
         _fail(f"expected a datetime, date, ISO-8601 string, datetime64 or int µs, got "
-              f"{type(value).__name__} {value!r}"[:200], name, None, "wrong type")
+              f"{type(value).__name__} {shown(value)}", name, None, "wrong type")
     if kind == "int":
         v = int(value)
         if not -(1 << 63) <= v < (1 << 63):
@@ -411,9 +435,10 @@ def scalar_us(value: Any, name: str, *, stored: bool = False) -> int:
             _fail(f"time ({v} µs) is outside years 1..9999", name, None, "time out of range")
         return v
     if kind == "str":
-        us = _iso_us(value) if len(value) <= 64 else None  # no ISO-8601 time is longer
+        # no ISO-8601 time is longer, or not ASCII (nor can a lone surrogate become Arrow text)
+        us = _iso_us(value) if len(value) <= 64 and value.isascii() else None
         if us is None:
-            _fail(f"cannot read {value[:80]!r} as an ISO-8601 time", name, None, "bad time string")
+            _fail(f"cannot read {shown(value)} as an ISO-8601 time", name, None, "bad time string")
         return us
     if kind in ("datetime", "date"):
         return _calendar_us(value)

@@ -21,9 +21,11 @@ tqdm for progress bars (small, maintained, no dependencies; it draws on stderr o
 that is a terminal, so ``--json`` output and pipes stay clean).
 
 Exit codes: 0 success; 1 the engine refused the input or the request (bad column, unknown
-id, lifecycle rule...); 2 usage error (unknown flag, missing argument); 3 a file is missing
-or unreadable. Errors are one line on stderr saying what to do; ``--debug`` shows the
-traceback instead. A reader that closes the pipe early (``chrono demo | head``) ends the
+id, lifecycle rule, a query vector of the wrong width...); 2 usage error (unknown flag,
+missing argument, a number out of its range such as ``--batch 0``); 3 a file is missing,
+unreadable or corrupt (a store that fails its checks, a model file). Errors are one line on
+stderr saying what to do (after argparse's usage line for usage errors); ``--debug`` shows
+the traceback instead. A reader that closes the pipe early (``chrono demo | head``) ends the
 command quietly with 1, as Python's documentation recommends.
 """
 from __future__ import annotations
@@ -33,6 +35,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from ._args import K_MAX, THREADS_MAX
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_FILE = 0, 1, 2, 3
 
@@ -46,6 +50,42 @@ class CliError(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def _int_in(lo: int, hi: int | None = None, what: str = ""):
+    """An argparse type: an integer in [lo, hi] (hi None: no upper bound), else a usage
+    error (exit 2) saying the range."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            bound = f"at least {lo}" if hi is None else f"from {lo} to {hi}"
+            raise argparse.ArgumentTypeError(f"must be an integer {bound}{what}, got {text}")
+        return v
+    return parse
+
+
+def _text(text: str) -> str:
+    """An argparse type for a name or text stored or searched (a stem id, a version, a
+    question): arguments that are not valid UTF-8 reach Python as lone surrogates, which no
+    store can hold; a usage error says so."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid UTF-8 text") from None
+    return text
+
+
+def _json(text: str, what: str):
+    """JSON text, or a CliError (usage) for text that is not JSON or nests too deeply."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise CliError(f"{what}: not JSON ({str(e)[:80]})", EXIT_USAGE) from None
+    except RecursionError:
+        raise CliError(f"{what}: JSON nested too deeply", EXIT_USAGE) from None
+
 
 def _read_table(path: str, fmt: str = "auto"):
     """A pyarrow Table from Parquet, Arrow IPC (file or stream), CSV or JSON Lines."""
@@ -109,10 +149,21 @@ def _rows_from_table(table) -> dict:
         parsed = []
         for i, s in enumerate(vec.to_pylist()):
             try:
-                parsed.append(json.loads(s) if s.strip().startswith("[") else [float(x) for x in s.split()])
-            except (ValueError, AttributeError):
-                raise CliError(f"column 'vector', row {i}: cannot read {s!r} as numbers") from None
-        cols["vector"] = np.asarray(parsed, dtype=np.float32) if parsed else np.zeros((0, 0), np.float32)
+                v = json.loads(s) if s.strip().startswith("[") else [float(x) for x in s.split()]
+                ok = isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+            except (ValueError, AttributeError, RecursionError):
+                ok = False
+            if not ok:
+                raise CliError(f"column 'vector', row {i}: cannot read {str(s)[:80]!r} as a list of numbers")
+            parsed.append(v)
+        # rows of one width: one float32 matrix; of several (or numbers beyond float): the rows
+        # as they are, so that the engine names the first bad row
+        cols["vector"] = parsed if parsed else np.zeros((0, 0), np.float32)
+        if len({len(v) for v in parsed}) == 1:
+            try:
+                cols["vector"] = np.asarray(parsed, dtype=np.float32)
+            except (ValueError, OverflowError):
+                pass
     return cols
 
 
@@ -168,18 +219,24 @@ def _vectors(args):
     import numpy as np
     if args.vector is not None:
         try:
-            v = np.asarray(json.loads(args.vector), dtype=np.float32)
-        except (ValueError, TypeError):
-            raise CliError(f"--vector must be a JSON list of numbers, got {args.vector!r}", EXIT_USAGE) from None
-        return v.reshape(1, -1) if v.ndim == 1 else v
+            v = np.asarray(_json(args.vector, "--vector"), dtype=np.float32)
+        except (ValueError, TypeError, OverflowError):
+            raise CliError(f"--vector must be a JSON list of numbers, got {args.vector[:80]!r}", EXIT_USAGE) from None
+        if v.ndim != 1 or not v.size:
+            raise CliError(f"--vector must be a non-empty JSON list of numbers, got {args.vector[:80]!r}", EXIT_USAGE)
+        return v.reshape(1, -1)
     if args.vectors is not None:
         p = Path(args.vectors)
         if not p.exists():
             raise CliError(f"{args.vectors}: no such file", EXIT_FILE)
         try:
             v = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, dtype=np.float32, ndmin=2)
-        except (ValueError, OSError) as e:
-            raise CliError(f"{args.vectors}: cannot read vectors ({e})", EXIT_FILE) from None
+        except (ValueError, OSError, EOFError) as e:
+            raise CliError(f"{args.vectors}: cannot read vectors ({str(e).splitlines()[0] if str(e) else e!r})",
+                           EXIT_FILE) from None
+        if v.dtype.kind not in "fiu" or v.ndim not in (1, 2) or not v.size:
+            raise CliError(f"{args.vectors}: expected one query vector or a matrix of them (n, dim) of numbers, "
+                           f"got shape {v.shape} of {v.dtype}")
         return np.asarray(v, dtype=np.float32).reshape(-1, v.shape[-1])
     raise CliError("give the query vector with --vector '[...]' or --vectors FILE (.npy or text)",
                    EXIT_USAGE)
@@ -246,7 +303,7 @@ def cmd_ingest(args) -> int:
     table = _apply_map(_read_table(args.file, args.format), args.map)
     dim = args.dim
     if Path(args.store, "CURRENT").exists():
-        eng = ce.Engine.open(args.store, threads=args.threads)
+        eng = ce.Engine.open(args.store, threads=args.threads or None)
         if args.dim is not None and args.dim != eng.dim:
             raise CliError(f"{args.store} holds {eng.dim}-dimensional vectors, not {args.dim}")
     else:
@@ -270,7 +327,7 @@ def cmd_ingest(args) -> int:
         # created under the writer lock: of two `chrono ingest` creating one store, the
         # second appends to the first's store or gets a one-line "store is locked" error
         eng = ce.Engine.create(args.store, int(dim), metric=args.metric, decay=_policy(args),
-                               threads=args.threads, exist_ok=True)
+                               threads=args.threads or None, exist_ok=True)
     ids = []
     with tqdm(total=table.num_rows, unit="rows", desc="ingest", disable=None, file=sys.stderr) as bar:
         for lo, part in rows_of:
@@ -392,8 +449,12 @@ def cmd_verify(args) -> int:
         raise CliError(f"{args.chains}: no such file", EXIT_FILE)
     try:
         chains = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise CliError(f"{args.chains}: not JSON ({e}); expected [[[fact_id, ...], ...], ...]", EXIT_FILE) from None
+    except (ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:80]
+        raise CliError(f"{args.chains}: not JSON ({why}); expected [[[fact_id, ...], ...], ...]", EXIT_FILE) from None
+    if not _chains_shape(chains):
+        raise CliError(f"{args.chains}: expected [[[fact_id, ...] per step] per chain] with integer fact ids "
+                       f"(JSON lists nested three deep)", EXIT_FILE)
     if args.store is not None:
         if args.at is None:
             raise CliError("--store needs --at T (the time to judge validity at)", EXIT_USAGE)
@@ -402,13 +463,26 @@ def cmd_verify(args) -> int:
         vp = Path(args.validity)
         if not vp.exists():
             raise CliError(f"{args.validity}: no such file", EXIT_FILE)
-        validity = np.load(vp) if vp.suffix == ".npy" else np.loadtxt(vp, ndmin=1)
+        try:
+            validity = np.load(vp) if vp.suffix == ".npy" else np.loadtxt(vp, ndmin=1)
+        except (ValueError, OSError, EOFError) as e:
+            raise CliError(f"{args.validity}: cannot read validities ({str(e).splitlines()[0] if str(e) else e!r})",
+                           EXIT_FILE) from None
     else:
         raise CliError("give --validity FILE (.npy or text, one V per fact id) or --store STORE --at T",
                        EXIT_USAGE)
     _print_table(ce.verify_chains(chains, validity, args.gamma), args.json,
                  ["robustness", "satisfied", "bound", "weakest_step", "weakest_fact", "targets"])
     return EXIT_OK
+
+
+def _chains_shape(chains: Any) -> bool:
+    """Whether JSON chains are lists of steps, each a list of integer fact ids."""
+    return isinstance(chains, list) and all(
+        isinstance(chain, list) and all(
+            isinstance(step, list) and all(isinstance(f, int) and not isinstance(f, bool) for f in step)
+            for step in chain)
+        for chain in chains)
 
 
 def cmd_plot_decay(args) -> int:
@@ -530,21 +604,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", help="store directory (saved atomically after the ingest)")
     p.add_argument("file", help="input file; columns as in docs/data-model.md (vector, valid_from, ...)")
     file_opts(p)
-    p.add_argument("--dim", type=int, help="vector dimension of a new store (default: from the data)")
+    p.add_argument("--dim", type=_int_in(1), help="vector dimension of a new store (default: from the data)")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine", help="new store's metric")
     p.add_argument("--half-life", type=float, metavar="DAYS",
                    help="new store's default decay: exponential with this half-life (default: none)")
     p.add_argument("--decay", action="append", metavar="TYPE=DAYS",
                    help="new store's decay for one fact type ('none' for no decay; repeatable)")
-    p.add_argument("--batch", type=int, default=100_000, help="rows per ingest call (default 100000)")
-    p.add_argument("--threads", type=int, default=0, help="index build threads (0: all cores)")
+    p.add_argument("--batch", type=_int_in(1), default=100_000, help="rows per ingest call (default 100000)")
+    p.add_argument("--threads", type=_int_in(0, THREADS_MAX), default=0,
+                   help=f"index build threads, at most {THREADS_MAX} (0: all cores)")
     p.set_defaults(run=cmd_ingest)
 
     p = sub.add_parser("search", help="fused temporal top-k for query vectors")
     p.add_argument("store")
     p.add_argument("--vector", help="one query vector as a JSON list")
     p.add_argument("--vectors", metavar="FILE", help="query vectors (.npy, or text: one per line)")
-    p.add_argument("-k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("-k", type=_int_in(1, K_MAX), default=10, help="results per query (default 10)")
     p.add_argument("--json", action="store_true", help="JSON output")
     _add_search_flags(p)
     p.set_defaults(run=cmd_search)
@@ -552,8 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("query", help="ask in English or Chinese (time words such as '上个月', 'as of' "
                                      "are parsed; stores of the demo's 256-dim hashed embedding)")
     p.add_argument("store")
-    p.add_argument("text")
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("text", type=_text)
+    p.add_argument("-k", type=_int_in(1, K_MAX), default=5)
     p.add_argument("--now", help="the present for relative times (default: the clock)")
     p.add_argument("--tz", help="time zone of the question (default UTC)")
     p.add_argument("--lang", choices=["en", "zh"], help="citation language (default: from the text)")
@@ -562,23 +637,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("supersede", help="add a new version of lineage STEM from FILE, effective at T")
     p.add_argument("store")
-    p.add_argument("stem", help="stem_id of the lineage")
+    p.add_argument("stem", type=_text, help="stem_id of the lineage")
     p.add_argument("file", help="the new version's rows")
     p.add_argument("--effective-at", required=True, metavar="T", help="when the new version takes effect")
-    p.add_argument("--version", help="version string (default: the next major)")
+    p.add_argument("--version", type=_text, help="version string (default: the next major)")
     file_opts(p)
     p.set_defaults(run=cmd_supersede)
 
     p = sub.add_parser("retract", help="retract items by id (kept in history, invisible after --at)")
     p.add_argument("store")
-    p.add_argument("ids", nargs="+", type=int)
+    p.add_argument("ids", nargs="+", type=_int_in(0, 2**64 - 1, " (an item id)"))
     p.add_argument("--at", metavar="T", help="transaction time of the retraction (default: now)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_retract)
 
     p = sub.add_parser("history", help="every version of lineage STEM, oldest first")
     p.add_argument("store")
-    p.add_argument("stem")
+    p.add_argument("stem", type=_text)
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_history)
 
@@ -649,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_bench(rest[1:])
     parser = build_parser()
     args = parser.parse_args(rest)  # usage errors: argparse prints usage + message, exit 2
-    from .errors import ChronoError
+    from .errors import ChronoError, ModelFileError, StorageError
     try:
         return args.run(args)
     except CliError as e:
@@ -657,6 +732,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"chrono {args.command}: error: {e}", file=sys.stderr)
         return e.code
+    except (StorageError, ModelFileError) as e:  # a store or model file missing, unreadable or corrupt
+        if debug:
+            raise
+        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_FILE
     except ChronoError as e:
         if debug:
             raise

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
+from ._args import thread_count
 from ._state import StoreState, embed_content
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, QueryError, StorageError
@@ -49,7 +50,8 @@ class Engine:
     decay : a :class:`~chrono_engine.DecayPolicy` (per fact type), a single decay family,
         or None (no decay).
     M, ef_construction : HNSW graph parameters (hnswlib).
-    threads : worker threads for ingest and batch search (default: all cores).
+    threads : worker threads for ingest and batch search: an integer from 1 to 1024 (more
+        is refused: each is an OS thread), or None for every core (``os.cpu_count()``).
     ef, ef_max : first and widest HNSW walk of the graph plan.
     scan_limit : the certified plan scores at most this many candidates (after metadata
         pruning) per query; beyond it, and unless ``exact=True``, the query walks the
@@ -104,7 +106,7 @@ class Engine:
             raise ConfigError(str(e)) from None
         self._state = StoreState(int(dim), metric, policy, M=int(M),
                                  ef_construction=int(ef_construction), seed=int(seed),
-                                 threads=int(threads) if threads else (os.cpu_count() or 1))
+                                 threads=thread_count(threads, "threads", ConfigError))
         self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)
         self.seed_ef, self.seed_min, self.group = int(seed_ef), int(seed_min), int(group)
         self.scan = scan
@@ -140,12 +142,13 @@ class Engine:
 
     @property
     def threads(self) -> int:
-        """Worker threads for ingest and batch search."""
+        """Worker threads for ingest and batch search (set: an integer from 1 to 1024, or None
+        for every core; anything else is a ConfigError)."""
         return self._state.threads
 
     @threads.setter
-    def threads(self, value: int) -> None:
-        self._state.threads = int(value)
+    def threads(self, value: int | None) -> None:
+        self._state.threads = thread_count(value, "threads", ConfigError)
 
     @property
     def fact_types(self) -> tuple[str, ...]:
@@ -210,11 +213,12 @@ class Engine:
         penalty, plan, reason with ``explain=True``; robustness, satisfied, refetch with
         ``verify``), ordered by query, rank. Ties are broken by id.
 
-        The GIL is released; queries run on ``threads`` workers (default: the engine's).
+        The GIL is released; queries run on ``threads`` workers (default: the engine's; an
+        integer from 1 to 1024, else a QueryError).
         """
         opts = SearchOptions.of(options, **kwargs)
         q = _search.query_vectors(vectors, self.dim, self.metric)
-        threads = self.threads if threads is None else int(threads)
+        threads = self.threads if threads is None else thread_count(threads, "threads", QueryError)
         return _search.run(self._state, q, k, opts, self._planner(), threads)
 
     def _planner(self) -> dict:
@@ -346,6 +350,7 @@ class Engine:
         """
         root = Path(path)
         k = storage.store_key(key)
+        threads = thread_count(threads, "threads", ConfigError)  # the caller's, not the manifest's: checked first
         if not isinstance(read_only, (bool, np.bool_)):
             raise ConfigError(f"read_only must be True or False, got {read_only!r}")
         _wal.check_policy(fsync, fsync_interval)
@@ -441,8 +446,6 @@ class Engine:
             eng = cls(snap.dim, snap.metric, snap.policy, M=p["M"], ef_construction=p["ef_construction"],
                       seed=p["seed"], threads=threads, **snap.search)
         except (ConfigError, TypeError, OverflowError) as e:
-            if threads is not None and "threads" in str(e):
-                raise
             raise CorruptStoreError(f"{snap.root}: {snap.name}/manifest.json holds invalid settings ({e})") from None
         storage.restore(eng._state, snap)
         return eng

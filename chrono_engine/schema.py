@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
+import itertools
 import re
 import warnings
 from collections.abc import Mapping
@@ -70,8 +71,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._columns import ARROW_ERRORS, canonical, combine, is_dataframe, is_series
-from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us
+from ._args import arrow_type, holds_containers, shown
+from ._columns import ARROW_ERRORS, combine, is_dataframe, is_series
+from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us, scalar_column
 from .errors import ArgumentTypeError, ConfigError, SchemaError
 
 __all__ = ["IngestBatch", "normalize_rows", "parse_version", "format_version",
@@ -98,6 +100,7 @@ RULES = ("unsupported input", "empty", "unknown column", "duplicate column", "mi
          "unknown fact type policy", "bad version string", "duplicate id")
 
 _VECTOR_BLOCK = 16384          # rows per block for norms: keeps temporaries in cache-sized slabs
+_VECTOR_ROWS = pa.list_(pa.float64())
 
 
 def _fail(detail: str, *, rule: str, column: str | None = None, row: int | None = None):
@@ -146,7 +149,7 @@ def parse_version(s: str) -> int:
     m = _VERSION_RE.fullmatch(s)
     parts = [int(g) if g else 0 for g in m.groups()] if m else None
     if parts is None or any(p >= _COMPONENT_LIMIT for p in parts):
-        _fail(f"{s!r} is not a version: expected up to 4 dot-separated integers below 65536 "
+        _fail(f"{shown(s)} is not a version: expected up to 4 dot-separated integers below 65536 "
               "with an optional leading 'v'", column="version", rule="bad version string")
     return (parts[0] << 48) | (parts[1] << 32) | (parts[2] << 16) | parts[3]
 
@@ -195,7 +198,7 @@ def _version_keys(arr: pa.Array, column: str) -> np.ndarray:
     if not ok.all():
         bad_codes = np.flatnonzero(~ok)
         row = int(np.flatnonzero(np.isin(codes, bad_codes))[0])
-        _fail(f"{arr[row].as_py()!r} is not a version: expected up to 4 dot-separated "
+        _fail(f"{shown(arr[row].as_py())} is not a version: expected up to 4 dot-separated "
               "integers below 65536 with an optional leading 'v'",
               column=column, row=row, rule="bad version string")
     valid = codes >= 0
@@ -239,21 +242,42 @@ def _records_to_columns(records) -> dict[str, Any]:
                   row=i, rule="unsupported input")
     if not records:
         return {}
-    try:  # one columnar conversion; Arrow's struct inference unions the keys of all rows
-        struct = pa.array(records) if all(type(r) is dict for r in records) else None
-    except ARROW_ERRORS:
-        struct = None
-    if struct is not None and pa.types.is_struct(struct.type):
-        cols = {struct.type.field(i).name: struct.field(i) for i in range(struct.type.num_fields)}
-        for name, col in cols.items():  # a date field may hide datetimes truncated to their day
-            if pa.types.is_date(col.type):
-                values = [rec.get(name) for rec in records]
-                if any(isinstance(v, _dt.datetime) for v in values):
-                    cols[name] = values
-        return cols
+    if all(type(r) is dict for r in records):
+        # One columnar conversion; Arrow's struct inference unions the keys of all rows. It
+        # recurses into nested values (see chrono_engine._args.holds_containers), so it gets
+        # the rows without their vectors, and only when no other value is a container; the
+        # vectors are converted to their known type, which infers nothing.
+        rest = [r if "vector" not in r else {k: v for k, v in r.items() if k != "vector"} for r in records]
+        try:
+            flat = not holds_containers(itertools.chain.from_iterable(map(dict.values, rest)))
+            struct = pa.array(rest) if flat else None
+        except ARROW_ERRORS:
+            struct = None
+        if struct is not None and pa.types.is_struct(struct.type):
+            cols = {struct.type.field(i).name: struct.field(i) for i in range(struct.type.num_fields)}
+            for name, col in cols.items():  # a date field may hide datetimes truncated to their day
+                if pa.types.is_date(col.type):
+                    values = [rec.get(name) for rec in records]
+                    if any(isinstance(v, _dt.datetime) for v in values):
+                        cols[name] = values
+            if any("vector" in rec for rec in records):
+                vectors = [rec.get("vector") for rec in records]
+                typed = _typed_vectors(vectors)
+                cols["vector"] = vectors if typed is None else typed
+            return cols
     # Mixed types within a column: keep Python objects so each column can name its bad row.
     keys = dict.fromkeys(k for rec in records for k in rec)
     return {k: [rec.get(k) for rec in records] for k in keys}
+
+
+def _typed_vectors(rows: list) -> pa.Array | None:
+    """Per-row vectors as ``list<double>`` (nulls kept), or None when a row is not a flat
+    sequence of numbers. The type is given, so Arrow infers nothing and never recurses
+    into a nested row (its inference overflows the C stack on a deeply nested one)."""
+    try:
+        return pa.array(rows, type=_VECTOR_ROWS)
+    except ARROW_ERRORS:
+        return None
 
 
 def _length(name: str, col: Any) -> int:
@@ -270,16 +294,17 @@ def _length(name: str, col: Any) -> int:
 
 def _canon(name: str, col: Any):
     """One column as a pa.Array, a non-object 1-D np.ndarray, or a list of Python objects."""
-    col = canonical(col)
+    col = scalar_column(col)
     if isinstance(col, np.ndarray) and col.ndim != 1:
         _fail(f"expected a 1-D column, got shape {col.shape}", column=name, rule="wrong type")
     return col
 
 
-def _first_valid_row(arr: pa.Array) -> int:
+def _first_valid_row(arr: pa.Array) -> int | None:
     if arr.null_count == 0:
         return 0
-    return int(np.flatnonzero(~_nulls(arr))[0])
+    valid = np.flatnonzero(~_nulls(arr))
+    return int(valid[0]) if len(valid) else None
 
 
 def _nulls(arr: pa.Array) -> np.ndarray:
@@ -293,7 +318,7 @@ def _all_null(col) -> bool:
 
 
 def _wrong_arrow_type(name: str, arr: pa.Array, expected: str):
-    _fail(f"expected {expected}, got Arrow type {arr.type}", column=name,
+    _fail(f"expected {expected}, got Arrow type {arrow_type(arr.type)}", column=name,
           row=_first_valid_row(arr), rule="wrong type")
 
 
@@ -345,13 +370,9 @@ def _vector_list(rows, dim: int):
             return mat
     except (ValueError, TypeError):
         pass
-    try:
-        arr = pa.array(rows)
-        if pa.types.is_list(arr.type) and (pa.types.is_floating(arr.type.value_type)
-                                           or pa.types.is_integer(arr.type.value_type)):
-            return arr
-    except ARROW_ERRORS:
-        pass
+    arr = _typed_vectors(rows)  # ragged rows or null values: the Arrow path names the row
+    if arr is not None:
+        return arr
     for i, r in enumerate(rows):  # only reached for malformed input: name the first bad row
         if r is None:
             _fail("vector may not be null", column="vector", row=i,
@@ -467,7 +488,7 @@ def _reliability(col: Any, n: int) -> np.ndarray:
             if x is None:
                 nulls[i] = True
             elif isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.number)):
-                _fail(f"expected a number in (0, 1], got {type(x).__name__} {x!r}",
+                _fail(f"expected a number in (0, 1], got {type(x).__name__} {shown(x)}",
                       column=name, row=i, rule="wrong type")
             else:
                 vals[i] = float(x)
@@ -483,6 +504,14 @@ def _reliability(col: Any, n: int) -> np.ndarray:
     return out
 
 
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _strings(name: str, col: Any, n: int) -> pa.Array:
     """A nullable string column as pa.string()."""
     if col is None:
@@ -492,9 +521,16 @@ def _strings(name: str, col: Any, n: int) -> pa.Array:
     if isinstance(col, list):
         for i, x in enumerate(col):
             if x is not None and not isinstance(x, str):
-                _fail(f"expected a string, got {type(x).__name__} {x!r}", column=name, row=i,
+                _fail(f"expected a string, got {type(x).__name__} {shown(x)}", column=name, row=i,
                       rule="wrong type")
-        return pa.array(col, type=pa.string())
+        try:
+            return pa.array(col, type=pa.string())
+        except UnicodeError:  # Arrow keeps UTF-8: name the first string that has no encoding
+            for i, x in enumerate(col):
+                if x is not None and not _encodes(x):
+                    _fail(f"{shown(x)} is not valid Unicode text (a lone surrogate has no UTF-8 encoding)",
+                          column=name, row=i, rule="wrong type")
+            raise
     t = col.type
     if pa.types.is_null(t) or col.null_count == len(col):
         return pa.nulls(n, pa.string())
@@ -518,7 +554,7 @@ def _deprecated(col: Any, n: int) -> np.ndarray:
     if isinstance(col, list):
         for i, x in enumerate(col):
             if x is not None and not isinstance(x, (bool, np.bool_)):
-                _fail(f"expected a bool, got {type(x).__name__} {x!r}", column=name, row=i,
+                _fail(f"expected a bool, got {type(x).__name__} {shown(x)}", column=name, row=i,
                       rule="wrong type")
         return np.array([bool(x) for x in col], dtype=bool)
     if not pa.types.is_boolean(col.type):
@@ -536,15 +572,15 @@ def _ids(col: Any, n: int) -> np.ndarray:
             ok = (isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
                   and 0 <= int(x) < 1 << 64)
             if not ok:
-                _fail(f"id must be an integer in [0, 2**64), got {x!r}", column=name, row=i,
+                _fail(f"id must be an integer in [0, 2**64), got {shown(x)}", column=name, row=i,
                       rule="wrong type")
             out[i] = int(x)
         return out
     if isinstance(col, pa.Array):
+        _first_null(name, _nulls(col))  # first: a column of nulls only has Arrow's null type
         t = col.type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
             _wrong_arrow_type(name, col, "non-negative integers (uint64)")
-        _first_null(name, _nulls(col))
         col = col.to_numpy(zero_copy_only=False)
     kind = col.dtype.kind
     if kind == "u":
@@ -670,9 +706,9 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
     offending row and the rule (see the module docstring and :data:`RULES`).
     """
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim <= 0:
-        raise ConfigError(f"dim must be a positive integer, got {dim!r}")
+        raise ConfigError(f"dim must be a positive integer, got {shown(dim)}")
     if isinstance(now_us, bool) or not isinstance(now_us, (int, np.integer)):
-        raise ArgumentTypeError(f"now_us must be an integer (µs since the epoch), got {now_us!r}")
+        raise ArgumentTypeError(f"now_us must be an integer (µs since the epoch), got {shown(now_us)}")
     if not MIN_TIME_US <= int(now_us) <= MAX_TIME_US:
         raise ConfigError(f"now_us={now_us} is outside years 1..9999")
     dim = int(dim)
@@ -680,7 +716,7 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
     raw = _raw_columns(rows)
     for name in raw:
         if not isinstance(name, str):
-            _fail(f"column names must be strings, got {name!r}", rule="unsupported input")
+            _fail(f"column names must be strings, got {shown(name)}", rule="unsupported input")
     raw = {k: v for k, v in raw.items() if not re.fullmatch(r"__index_level_\d+__", k)}
     for name in raw:
         if name not in COLUMNS:

@@ -22,10 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._args import K_MAX, count, shown
 from ._state import StoreState, strings_at
 from ._time import MIN_TIME_US, OPEN_END, array_us, errors_as, from_us, now_us, scalar_us
-from .errors import QueryError
-from .schema import format_version, parse_version
+from .errors import ConfigError, QueryError, SchemaError
+from .schema import _check_and_normalise, format_version, parse_version
 
 __all__ = ["SearchOptions", "QueryResult", "MODES", "FUSIONS", "OUT_OF_FORCE", "SCAN_ORDERS"]
 
@@ -37,6 +38,9 @@ FUSIONS = {"product": 0, "linear": 1}
 OUT_OF_FORCE = {"penalize": 0, "exclude": 1, "include": 2}
 #: Orders of the certified scan (the Engine's ``scan=``).
 SCAN_ORDERS = {"auto": 0, "bounds": 1, "similarity": 2}
+# The planner's settings (Engine attributes) and their least values; each is a size_t in
+# the core, where the graph walk's width may grow to 4·k, so 2**62 bounds them all.
+_PLANNER_MIN = {"ef": 1, "ef_max": 1, "scan_limit": 0, "seed_ef": 0, "seed_min": 0, "group": 0}
 _LANGS = ("en", "zh")
 _UTC = _dt.timezone.utc
 _TS = pa.timestamp("us", tz="UTC")
@@ -45,17 +49,17 @@ _TS = pa.timestamp("us", tz="UTC")
 def choice(value: Any, options: dict, name: str) -> int:
     """The code of ``value`` among ``options``, or QueryError naming the argument."""
     if not isinstance(value, str) or value not in options:
-        raise QueryError(f"{name} must be one of {sorted(options)}, got {value!r}")
+        raise QueryError(f"{name} must be one of {sorted(options)}, got {shown(value)}")
     return options[value]
 
 
 def unit_float(value: Any, name: str) -> float:
     """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise QueryError(f"{name} must be a number in [0, 1], got {value!r}")
+        raise QueryError(f"{name} must be a number in [0, 1], got {shown(value)}")
     v = float(value)
     if not (0.0 <= v <= 1.0):
-        raise QueryError(f"{name} must be in [0, 1], got {value!r}")
+        raise QueryError(f"{name} must be in [0, 1], got {shown(value)}")
     return v
 
 
@@ -109,11 +113,14 @@ class SearchOptions:
         choice(self.deprecated, OUT_OF_FORCE, "deprecated")
         for name in ("alpha", "tau", "deprecation_penalty"):
             object.__setattr__(self, name, unit_float(getattr(self, name), name))
+        if self.verify is not None:
+            object.__setattr__(self, "verify", unit_float(self.verify, "verify"))
         if self.lang not in _LANGS:
-            raise QueryError(f"lang must be 'en' or 'zh', got {self.lang!r}")
-        if self.mode == "window" and (self.window is None or not hasattr(self.window, "__len__")
-                                      or len(self.window) != 2):
-            raise QueryError("window mode needs window=(start, end)")
+            raise QueryError(f"lang must be 'en' or 'zh', got {shown(self.lang)}")
+        if self.fact_types is not None:
+            object.__setattr__(self, "fact_types", _names(self.fact_types, "fact_types"))
+        if self.mode == "window" and not _pair(self.window):
+            raise QueryError(f"window mode needs window=(start, end), got {shown(self.window)}")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -138,22 +145,90 @@ class SearchOptions:
         return SearchOptions.of(self, **overrides)
 
 
+def _pair(value: Any) -> bool:
+    """Whether ``value`` has two items (a NumPy 0-d array has ``__len__`` and no length)."""
+    try:
+        return value is not None and not isinstance(value, (str, bytes)) and len(value) == 2
+    except TypeError:
+        return False
+
+
+def _names(value: Any, name: str) -> str | tuple[str, ...]:
+    """A name or a sequence of names (``fact_types``), as a str or a tuple of str."""
+    if isinstance(value, str):
+        return value
+    try:
+        names = tuple(value) if not isinstance(value, (bytes, dict)) else None
+    except TypeError:
+        names = None
+    if names is None:
+        raise QueryError(f"{name} must be a string or a sequence of strings, got {type(value).__name__} "
+                         f"{shown(value)}")
+    for i, x in enumerate(names):
+        if not isinstance(x, str):
+            raise QueryError(f"{name}[{i}] must be a string, got {type(x).__name__} {shown(x)}")
+    return names
+
+
 # ----------------------------------------------------------------------------- running one
+
+# NumPy kinds that are not numbers (text, bytes, times, complex): never a query vector
+_NOT_NUMBERS = "USMmcV"
+
+
+def _as_float32(values: Any) -> np.ndarray:
+    """A caller's numbers as a float32 array (values beyond float32 become inf, for the
+    caller's finite check). Anything that is not numbers is a TypeError or ValueError,
+    whatever the conversion of the caller's objects raised (their ``__float__`` may raise
+    anything), with the original as the cause."""
+    try:
+        a = values if isinstance(values, np.ndarray) else np.asarray(values)
+        if a.dtype.kind in _NOT_NUMBERS:
+            raise TypeError(f"dtype {a.dtype} is not numbers")
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(a, dtype=np.float32)
+    except (MemoryError, TypeError, ValueError):
+        raise
+    except Exception as e:
+        raise ValueError(f"{type(e).__name__}: {e}") from e
+
 
 def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
     """Query vectors as C-contiguous float32 (n, dim), unit length under cosine; bad ones
-    (wrong shape, non-finite, zero under cosine) raise QueryError naming the query."""
-    q = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    (not numbers, wrong shape, non-finite or beyond float32, zero under cosine) raise
+    QueryError naming the query. Norms are taken as ingest takes them (rows whose float32
+    sum of squares over- or underflows again in float64), so a query with components
+    near 1e19 or 1e-20 is normalised exactly, not to zero or infinity."""
+    try:
+        q = np.ascontiguousarray(_as_float32(vectors))
+    except (TypeError, ValueError) as e:
+        raise QueryError(f"vectors must be numbers of shape (n, {dim}), got {type(vectors).__name__} "
+                         f"{shown(vectors)} ({shown(str(e))})") from None
     if q.ndim != 2 or q.shape[1] != dim:
         raise QueryError(f"vectors must have shape (n, {dim}), got {q.shape}")
-    if not np.isfinite(q).all():
-        raise QueryError(f"query {int(np.flatnonzero(~np.isfinite(q).all(axis=1))[0])} has a non-finite value")
+    try:
+        return _check_and_normalise(q, metric == "cosine")
+    except SchemaError as e:
+        what = "is a zero vector (cosine)" if e.rule == "zero vector" else \
+            "has a non-finite value (NaN, inf, or beyond float32)"
+        raise QueryError(f"query {e.row} {what}") from None
+
+
+def _overflowed(out: dict, metric: str) -> None:
+    """QueryError when a hit's similarity overflowed float32 in the core: under ip an inner
+    product beyond ±3.4e38 is inf (or NaN); under l2 a distance beyond ~1.8e19 is inf and
+    its similarity 1 / (1 + distance) exactly 0, which no finite distance gives. Cosine
+    cannot overflow (unit vectors). Items that overflowed without being returned cannot
+    have displaced a returned one (inf is the top under ip; 0 is the bottom under l2)."""
     if metric == "cosine":
-        norms = np.linalg.norm(q, axis=1, keepdims=True)
-        if (norms == 0).any():
-            raise QueryError(f"query {int(np.flatnonzero(norms[:, 0] == 0)[0])} is a zero vector (cosine)")
-        q = np.ascontiguousarray(q / norms, dtype=np.float32)
-    return q
+        return
+    sim = out["similarity"]
+    bad = (~np.isfinite(sim) | ~np.isfinite(out["score"])) if metric == "ip" else sim == 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "inner product with" if metric == "ip" else "distance to"
+        raise QueryError(f"query {int(out['query'][i])}: its {what} item {int(out['id'][i])} overflows float32; "
+                         f"scale the query (or the stored vectors) down")
 
 
 def instant(value: Any, name: str) -> int:
@@ -192,16 +267,16 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
 
     ``planner``: ef, ef_max, scan_limit, seed_ef, seed_min, group and scan (the Engine's
     settings)."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k <= 0:
-        raise QueryError(f"k must be a positive integer, got {k!r}")
+    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
+    p = {name: count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items()}
     t, ka, ws, we = query_times(opts, q.shape[0], now_us())
     mask = state.type_mask(opts.fact_types)
-    p = planner
     out = state.core.search_batch(
         q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
-        OUT_OF_FORCE[opts.deprecated], opts.deprecation_penalty, bool(opts.arbitrate), mask, int(k),
-        bool(opts.exact), max(p["ef"], 4 * int(k)), p["ef_max"], p["scan_limit"], p["seed_ef"],
-        p["seed_min"], p["group"], choice(p["scan"], SCAN_ORDERS, "scan"), max(int(threads), 1))
+        OUT_OF_FORCE[opts.deprecated], opts.deprecation_penalty, bool(opts.arbitrate), mask, k,
+        bool(opts.exact), max(p["ef"], 4 * k), p["ef_max"], p["scan_limit"], p["seed_ef"],
+        p["seed_min"], p["group"], choice(planner["scan"], SCAN_ORDERS, "scan"), max(int(threads), 1))
+    _overflowed(out, state.metric)
     return out, t
 
 
@@ -361,7 +436,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     from .timelang.parser import context
 
     if not isinstance(text, str) or not text.strip():
-        raise QueryError(f"text must be a non-empty string, got {text!r}")
+        raise QueryError(f"text must be a non-empty string, got {shown(text)}")
     for name in overrides:
         if name in _FROM_INTENT:
             raise QueryError(f"query: {name} comes from the text's time intent; use search() to set it")
@@ -371,7 +446,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     if lang is None:
         lang = "zh" if _has_cjk(text) else "en"
     elif lang not in _LANGS:
-        raise QueryError(f"lang must be 'en', 'zh' or None, got {lang!r}")
+        raise QueryError(f"lang must be 'en', 'zh' or None, got {shown(lang)}")
     fn = embed if embed is not None else embedder
     if fn is None:
         raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
@@ -399,11 +474,12 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     question = intent.cleaned_query or text
     try:
         if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
-            vec = np.asarray(fn.embed_query(question, at=np.array([t], np.int64)), dtype=np.float32)
+            raw = fn.embed_query(question, at=np.array([t], np.int64))
         else:
-            vec = np.asarray(fn(question), dtype=np.float32)
+            raw = fn(question)
+        vec = _as_float32(raw)
     except (TypeError, ValueError) as e:
-        raise QueryError(f"embed returned something that is not a vector: {e}") from None
+        raise QueryError(f"embed returned something that is not a vector: {shown(str(e))}") from None
     if vec.shape != (dim,):
         raise QueryError(f"embed returned shape {vec.shape}, expected ({dim},)")
     opts = SearchOptions.of(options, **overrides, **kw, lang=lang)

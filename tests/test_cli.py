@@ -189,3 +189,81 @@ def test_search_flags_are_the_search_options(files, capsys):
     # a bad option value is a usage error of the engine, named, exit 1
     code, _, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--alpha", "2")
     assert code == 1 and "alpha" in err
+
+
+# ----------------------------------------------------------------------------- bad input (issue 20, failure 8)
+
+def _chrono(*argv, cwd):
+    """``python -m chrono_engine.cli ARGV`` in a fresh process: the exit status and stderr a
+    shell sees (the package under test first on the path, whichever tree it is)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ, PYTHONPATH=str(Path(ce.__file__).resolve().parents[1]))
+    return subprocess.run([sys.executable, "-m", "chrono_engine.cli", *map(str, argv)], capture_output=True,
+                          text=True, timeout=300, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="module")
+def hostile_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("hostile")
+    vec = np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32)
+    text = [json.dumps(v.tolist()) for v in vec]
+    text[3] = json.dumps(vec[3, :3].tolist())  # one row of 3 numbers among rows of 4
+    pcsv.write_csv(pa.table({"vector": text, "valid_from": ["2024-01-01"] * 6}), d / "ragged.csv")
+    np.save(d / "empty.npy", np.zeros((0,), np.float32))
+    (d / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    eng = ce.Engine(4, threads=1)
+    eng.ingest({"vector": vec, "valid_from": ["2024-01-01"] * 6})
+    eng.save(d / "store")
+    eng.save(d / "corrupt")
+    for f in (d / "corrupt").rglob("*"):  # every file of the store is garbage, whatever the format
+        if f.is_file():
+            f.write_bytes(b"\x00garbage\xff" * 3)
+    return d
+
+
+# argv (relative to the files' folder), exit status, words of the one error line
+HOSTILE_CLI = {
+    "csv vector of the wrong length": (["ingest", "new1", "ragged.csv", "--dim", "4"], 1,
+                                       ["row 3", "vector dimension"]),
+    "--batch 0": (["ingest", "new2", "ragged.csv", "--batch", "0"], 2, ["--batch", "at least 1"]),
+    "--batch -5": (["ingest", "new3", "ragged.csv", "--batch", "-5"], 2, ["--batch", "at least 1"]),
+    "--threads 100000": (["ingest", "new4", "ragged.csv", "--threads", "100000"], 2, ["--threads", "1024"]),
+    "empty .npy": (["search", "store", "--vectors", "empty.npy"], 1, ["empty.npy", "shape (0,)"]),
+    "-k 10**30": (["search", "store", "--vector", "[1, 0, 0, 0]", "-k", str(10**30)], 2, ["-k", "2147483647"]),
+    "--vector nested deep": (["search", "store", "--vector", "[" * 5000 + "]" * 5000], 2, ["--vector"]),
+    "id beyond uint64": (["retract", "store", str(2**64)], 2, ["ids", "18446744073709551615"]),
+    "corrupt store (info)": (["info", "corrupt"], 3, ["corrupt"]),
+    "corrupt store (search)": (["search", "corrupt", "--vector", "[1, 0, 0, 0]"], 3, ["corrupt"]),
+    "chains nested deep": (["verify", "deep.json", "--validity", "empty.npy", "--gamma", "0.5"], 3, ["deep.json"]),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_CLI))
+def test_bad_input_is_one_error_line_with_the_documented_exit_status(hostile_files, case):
+    """Tracebacks (a CSV vector of the wrong length, --batch 0, an empty .npy, -k 10**30),
+    a silent success (--batch -5 ingested nothing and exited 0) and a corrupt store that
+    exited 1: each is now one error line and the documented status (1 refused, 2 usage,
+    3 missing / unreadable / corrupt file). Usage errors keep argparse's usage line above
+    the error line, as every usage error of the command does."""
+    argv, status, words = HOSTILE_CLI[case]
+    p = _chrono(*argv, cwd=hostile_files)
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    errors = [line for line in lines if "error:" in line]
+    assert p.returncode == status and len(errors) == 1 and errors == lines[-1:], p.stderr
+    if status != 2:
+        assert len(lines) == 1, p.stderr
+    for w in words:
+        assert w in errors[0], p.stderr
+    if argv[0] == "ingest":
+        assert not (hostile_files / argv[1]).exists()  # nothing created by a refused ingest
+
+
+def test_threads_zero_still_means_every_core(tmp_path, capsys):
+    t = pa.table({"vector": [[1.0, 0.0], [0.0, 1.0]], "valid_from": ["2024-01-01"] * 2})
+    pq.write_table(t, tmp_path / "in.parquet")
+    code, out, _ = run(capsys, "ingest", tmp_path / "st", tmp_path / "in.parquet", "--threads", "0", "--json")
+    assert code == 0 and json.loads(out)["items"] == 2
