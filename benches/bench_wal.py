@@ -81,11 +81,13 @@ def run(args) -> dict:
                         eng.supersede(stem, {"vector": vec}, start + (i + 1) * 86_400_000_000, version=f"v{1000 + i}")
                 keep("supersede", _time(supersedes))
 
-                ids = eng.columns()["id"][:args.lifecycle]
+                cols = eng.columns()
+                ids = cols["id"][:args.lifecycle]
+                at = int(cols["ingested_at"].max()) + 86_400_000_000  # after every (synthetic) ingest time
 
                 def retracts():
                     for i in ids:
-                        eng.retract([int(i)])
+                        eng.retract([int(i)], at=at)
                 keep("retract", _time(retracts))
                 if eng.path is not None:
                     path = eng.path

@@ -94,7 +94,8 @@ class StoreLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as e:
-            raise StorageError(f"cannot lock {root}: {e.strerror} ({path.name})") from None
+            raise StorageError(f"cannot lock {root} for writing: {e.strerror} ({path.name}); a store that is only "
+                               "read opens with read_only=True") from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise CorruptStoreError(f"{root}: LOCK is not a regular file")
