@@ -125,8 +125,12 @@ class Store:
         """Append n items (vectors (n, dim)); returns the first new row."""
     def restore(self, path: str, valid_from: _I64, valid_to: _I64, observed_at: _I64,
                 ingested_at: _I64, retracted_at: _I64, version: _U64, reliability: _F32, stem: _I32,
-                fact_type: _U16, deprecated: _U8, ids: _U64) -> None:
-        """Load a saved graph (save_graph) and the metadata of its rows."""
+                fact_type: _U16, deprecated: _U8, ids: _U64, n_stems: int | None = None) -> None:
+        """Fill this empty store from a saved graph (save_graph) and the metadata of its rows,
+        both treated as untrusted. The columns are checked first (ValueError naming the column
+        and row: ingest's rules, ids unique, stem codes below ``n_stems`` when given), then
+        graph.bin (ValueError starting "graph.bin:" naming the field, element and level; a
+        failing system call is a RuntimeError). All or nothing: on error the store stays empty."""
     def search_batch(self, queries: _F32, t: _I64, known_at: _I64, win_start: _I64, win_end: _I64,
                      mode: int, fusion: int, alpha: float, tau: float, invalid: int, penalty: float,
                      arbitrate: bool, type_mask: _U8 | None, k: int, exact: bool, ef: int, ef_max: int,

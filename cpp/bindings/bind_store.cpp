@@ -61,11 +61,12 @@ struct PyStore {
 
   void restore(const std::string& path, carray<std::int64_t> vf, carray<std::int64_t> vt, carray<std::int64_t> ob,
                carray<std::int64_t> ing, carray<std::int64_t> ret, carray<std::uint64_t> ver, carray<float> rel,
-               carray<std::int32_t> stem, carray<std::uint16_t> ft, carray<std::uint8_t> dep, carray<std::uint64_t> ids) {
+               carray<std::int32_t> stem, carray<std::uint16_t> ft, carray<std::uint8_t> dep, carray<std::uint64_t> ids,
+               std::optional<std::size_t> n_stems) {
     std::size_t n = static_cast<std::size_t>(vf.size());
     MetaColumns c = columns(n, vf, vt, ob, ing, ret, ver, rel, stem, ft, dep, ids);
     py::gil_scoped_release nogil;
-    s->restore(path, c);
+    s->restore(path, c, n_stems.value_or(Store::kAnyStem));
   }
 
   py::dict search_batch(carray<float> queries, carray<std::int64_t> t, carray<std::int64_t> known_at,
@@ -380,7 +381,8 @@ void bind_store(py::module_& m) {
            py::arg("threads"))
       .def("restore", &PyStore::restore, py::arg("path"), py::arg("valid_from"), py::arg("valid_to"),
            py::arg("observed_at"), py::arg("ingested_at"), py::arg("retracted_at"), py::arg("version"),
-           py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"))
+           py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"),
+           py::arg("n_stems") = py::none())
       .def("search_batch", &PyStore::search_batch, py::arg("queries"), py::arg("t"), py::arg("known_at"),
            py::arg("win_start"), py::arg("win_end"), py::arg("mode"), py::arg("fusion"), py::arg("alpha"),
            py::arg("tau"), py::arg("invalid"), py::arg("penalty"), py::arg("arbitrate"), py::arg("type_mask"),

@@ -15,6 +15,7 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#include "graph_file.hpp"
 #include "huge_pages.hpp"
 #include "kernels.hpp"
 
@@ -131,20 +132,67 @@ class AnnIndex {
   }
 
   void save(const std::string& path) const { hnsw_->saveIndex(path); }
-  void load(const std::string& path, std::size_t n_rows) {
-    hnsw_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), path, false, std::max<std::size_t>(n_rows, 1024), false);
-    hnsw_->setEf(16);
-    back_with_huge_pages();
-    if (hnsw_->cur_element_count != n_rows)
-      throw std::runtime_error("graph holds " + std::to_string(hnsw_->cur_element_count) + " points, metadata " + std::to_string(n_rows));
-    row_to_iid_.assign(n_rows, 0);
-    for (std::size_t r = 0; r < n_rows; ++r) {
-      auto it = hnsw_->label_lookup_.find(r);
-      if (it == hnsw_->label_lookup_.end()) throw std::runtime_error("graph lacks row " + std::to_string(r));
-      row_to_iid_[r] = static_cast<std::uint32_t>(it->second);
-    }
+
+  // Back to an empty index (after a failed restore).
+  void clear() {
+    auto h = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), 1024, M_, efc_, seed_, false);
+    h->setEf(16);
+    hnsw_.swap(h);
+    huge_block_ = nullptr;
+    row_to_iid_.clear();
     c8_.clear(); c8_scale_.clear(); c8_err_.clear();
-    for (std::size_t r = 0; r < n_rows; ++r) compact_rows(vector(r), 1, r);
+  }
+  // Load a graph saved by save() for a store of n_rows rows, reading the file as untrusted
+  // input (graph_file.hpp): every field and link is checked before hnswlib sees any of it,
+  // and the index is built here from the checked content. All or nothing: on any exception
+  // this index is unchanged. Returns the largest vector norm (as ingest computes it).
+  double load(const std::string& path, std::size_t n_rows) {
+    GraphGeometry geo;
+    geo.n = n_rows;
+    geo.dim = dim_;
+    geo.M = std::min<std::size_t>(M_, kHnswMaxM);
+    geo.unit_vectors = metric_ == Metric::Cosine;
+    GraphFile file(path, geo);  // header and size checked before anything is allocated
+    const std::size_t cap = std::max<std::size_t>(n_rows, 1024);
+    auto h = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), cap, M_, efc_, seed_, false);
+    if (h->size_data_per_element_ != geo.element_bytes() || h->offsetData_ != geo.data_offset() ||
+        h->label_offset_ != geo.label_offset() || h->size_links_per_element_ != geo.links_bytes() ||
+        h->maxM0_ != geo.maxM0() || h->offsetLevel0_ != 0)
+      throw std::logic_error("graph_file.hpp's layout differs from this hnswlib's");
+    char* block = move_to_huge_pages(*h, nullptr);  // allocated before it is filled: no copy
+    GraphContent g = file.read(h->data_level0_memory_);
+    // Upper-level lists: malloc'ed one per element, as hnswlib's loader does (its clear()
+    // frees them). A level is recorded only once its memory is in place, so that the
+    // destructor frees exactly what was allocated if an allocation fails.
+    h->cur_element_count = n_rows;
+    for (std::size_t i = 0; i < n_rows; ++i) {
+      h->linkLists_[i] = nullptr;
+      if (g.levels[i] == 0) continue;
+      const std::size_t bytes = static_cast<std::size_t>(g.levels[i]) * geo.links_bytes();
+      char* p = static_cast<char*>(std::malloc(bytes));
+      if (p == nullptr) throw std::bad_alloc();
+      std::memcpy(p, g.upper.data() + g.upper_at[i], bytes);
+      h->linkLists_[i] = p;
+      h->element_levels_[i] = g.levels[i];
+    }
+    h->maxlevel_ = g.maxlevel;
+    h->enterpoint_node_ = g.enterpoint;
+    h->label_lookup_.reserve(n_rows);
+    for (std::size_t r = 0; r < n_rows; ++r) h->label_lookup_.emplace(r, g.iid_of_row[r]);
+    h->setEf(16);
+    huge_vector<std::int8_t> c8(n_rows * dim_);  // the compact copy, built aside
+    std::vector<float> c8_scale(n_rows), c8_err(n_rows);
+    for (std::size_t r = 0; r < n_rows; ++r)
+      compact_into(reinterpret_cast<const float*>(h->getDataByInternalId(g.iid_of_row[r])), 1, dim_,
+                   c8.data() + r * dim_, c8_scale.data() + r, c8_err.data() + r);
+    // commit (nothing below throws); the old index goes with `h`
+    hnsw_.swap(h);
+    huge_block_ = block;
+    row_to_iid_.swap(g.iid_of_row);
+    c8_.swap(c8);
+    c8_scale_.swap(c8_scale);
+    c8_err_.swap(c8_err);
+    return std::sqrt(static_cast<double>(g.max_sq_norm));
   }
 
   // The compact copy: per row int8 codes c, a scale and an error term such that for any
@@ -170,9 +218,7 @@ class AnnIndex {
   std::size_t vector_bytes() const { return size() * dim_ * sizeof(float); }
 
  private:
-  // Rows [first, first + n) of `data` (n x dim) into the compact copy: codes = round(x / s),
-  // s = max|x_i| / 127; err = |x - s c| plus a margin for float rounding in both the exact
-  // and the compact dot (4 d 2^-24 (|x| + |s c|), above the worst-case accumulation error).
+  // Rows [first, first + n) of `data` (n x dim) into the compact copy.
   void compact_rows(const float* data, std::size_t n, std::size_t first) {
     const std::size_t d = dim_;
     if (c8_.size() < (first + n) * d) {
@@ -180,10 +226,17 @@ class AnnIndex {
       c8_scale_.resize(first + n);
       c8_err_.resize(first + n);
     }
+    compact_into(data, n, d, c8_.data() + first * d, c8_scale_.data() + first, c8_err_.data() + first);
+  }
+  // Rows of `data` (n x d) as codes = round(x / s), s = max|x_i| / 127; err = |x - s c| plus
+  // a margin for float rounding in both the exact and the compact dot
+  // (4 d 2^-24 (|x| + |s c|), above the worst-case accumulation error).
+  static void compact_into(const float* data, std::size_t n, std::size_t d, std::int8_t* codes, float* scale,
+                           float* error) {
     const double rel = 4.0 * static_cast<double>(d) * std::ldexp(1.0, -24);
     for (std::size_t i = 0; i < n; ++i) {
       const float* x = data + i * d;
-      std::int8_t* c = c8_.data() + (first + i) * d;
+      std::int8_t* c = codes + i * d;
       double m = 0.0;
       for (std::size_t j = 0; j < d; ++j) m = std::max(m, std::fabs(static_cast<double>(x[j])));
       const float s = static_cast<float>(m / 127.0);
@@ -199,8 +252,8 @@ class AnnIndex {
       const double err = std::sqrt(e2) + rel * (std::sqrt(x2) + std::sqrt(c2)) + 1e-30;
       float ef = static_cast<float>(err);
       if (static_cast<double>(ef) < err) ef = std::nextafter(ef, INFINITY);
-      c8_scale_[first + i] = s;
-      c8_err_[first + i] = ef;
+      scale[i] = s;
+      error[i] = ef;
     }
   }
 
@@ -209,23 +262,32 @@ class AnnIndex {
   // random row costs a TLB miss (a 200k x 384 store spans 340 MB). Done after every
   // reallocation; hnswlib keeps owning the block (it is malloc-compatible: free/realloc).
   // No-op off Linux, for small blocks, or when the kernel refuses.
-  void back_with_huge_pages() {
+  void back_with_huge_pages() { huge_block_ = move_to_huge_pages(*hnsw_, huge_block_); }
+  // The work of back_with_huge_pages on index h whose block, if already moved, is `moved`;
+  // returns the block now in use if moved, else `moved`. Copies only the elements in use.
+  static char* move_to_huge_pages(hnswlib::HierarchicalNSW<float>& h, char* moved) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    char* cur = hnsw_->data_level0_memory_;
-    if (cur == nullptr || cur == huge_block_) return;
-    const std::size_t bytes = hnsw_->max_elements_ * hnsw_->size_data_per_element_;
+    char* cur = h.data_level0_memory_;
+    if (cur == nullptr || cur == moved) return moved;
+    const std::size_t bytes = h.max_elements_ * h.size_data_per_element_;
     constexpr std::size_t kHuge = std::size_t{2} << 20;
-    if (bytes < 4 * kHuge) return;
+    if (bytes < 4 * kHuge) return moved;
     void* p = nullptr;
-    if (posix_memalign(&p, kHuge, bytes) != 0) return;
+    if (posix_memalign(&p, kHuge, bytes) != 0) return moved;
     const std::size_t span = bytes / kHuge * kHuge;
     madvise(p, span, MADV_HUGEPAGE);  // advisory: failure leaves ordinary pages
-    std::memcpy(p, cur, hnsw_->cur_element_count * hnsw_->size_data_per_element_);
+    std::memcpy(p, cur, h.cur_element_count * h.size_data_per_element_);
     std::free(cur);
-    hnsw_->data_level0_memory_ = static_cast<char*>(p);
-    huge_block_ = static_cast<char*>(p);
+    h.data_level0_memory_ = static_cast<char*>(p);
+    return static_cast<char*>(p);
+#else
+    (void)h;
+    return moved;
 #endif
   }
+
+  // hnswlib caps M at 10,000 (with a warning): the M_ its files then hold.
+  static constexpr std::size_t kHnswMaxM = 10000;
 
   char* huge_block_ = nullptr;
   huge_vector<std::int8_t> c8_;  // read in random row order by the certified scan

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -51,11 +52,7 @@ class Store {
     if (c.n == 0) return first;
     if (first + c.n > 0xfffffff0u) throw std::length_error("store is limited to 2^32 - 16 items");
     // --- validate everything before touching any state
-    for (std::size_t i = 0; i < c.n; ++i) {
-      if (c.fact_type[i] >= specs_.size()) throw std::invalid_argument("fact type code without a decay profile at row " + std::to_string(i));
-      if (!(c.valid_from[i] < c.valid_to[i])) throw std::invalid_argument("valid_to <= valid_from at row " + std::to_string(i));
-    }
-    MetaTable::check_types(c);
+    check_columns(c, kAnyStem);
     std::vector<std::uint64_t> new_ids(c.n);
     if (c.ids) {
       std::unordered_map<std::uint64_t, std::uint32_t> seen;
@@ -127,23 +124,58 @@ class Store {
   const FreshnessIndex& freshness() const { return fresh_; }
   std::shared_mutex& mutex() const { return mu_; }
 
-  // Load a saved graph; metadata rows come through ingest_meta_only (no vectors).
-  void restore(const std::string& graph_path, const MetaColumns& c) {
+  // Fill an empty store from a saved graph and its metadata columns (with ids), both
+  // untrusted: the columns are checked first (check_columns; ids unique), then the graph
+  // (AnnIndex::load). `n_stems`: the stem names there are, if known (codes must be below it).
+  // All or nothing: on any exception the store is left empty.
+  void restore(const std::string& graph_path, const MetaColumns& c, std::size_t n_stems = kAnyStem) {
     std::unique_lock<std::shared_mutex> g(mu_);
     if (!meta_.empty()) throw std::logic_error("restore into a non-empty store");
-    ann_.load(graph_path, c.n);
-    MetaTable::check_types(c);
-    meta_.append(c);
-    add_stems(c, 0);
-    std::vector<std::uint64_t> ids(c.ids, c.ids + c.n);
-    append_ids(ids, 0);
-    rebuild_fresh();
-    for (std::size_t i = 0; i < c.n; ++i) {
-      const float* v = ann_.vector(i);
-      double nn = std::sqrt(static_cast<double>(kernels().dot(v, v, dim())));
-      if (nn > max_norm_) max_norm_ = nn;
+    if (c.ids == nullptr) throw std::invalid_argument("restore needs the id column");
+    check_columns(c, n_stems);
+    check_unique_ids(c);
+    try {
+      max_norm_ = ann_.load(graph_path, c.n);  // all or nothing
+      meta_.append(c);
+      add_stems(c, 0);
+      std::vector<std::uint64_t> ids(c.ids, c.ids + c.n);
+      append_ids(ids, 0);
+      rebuild_fresh();
+      rebuild_intervals();
+    } catch (...) {
+      reset();
+      throw;
     }
-    rebuild_intervals();
+  }
+
+  // Throws std::invalid_argument naming the first row and column of `c` (rows to append)
+  // that breaks a rule every stored row keeps (those ingest's callers check, restated here
+  // so that no input, a store file's included, reaches the indexes without them). Stem
+  // codes are below `n_stems` and below the row count after the append: a stem's name is
+  // kept only with a row that carries it, so there are never more stems than rows (and a
+  // code cannot size the stem table beyond the rows).
+  void check_columns(const MetaColumns& c, std::size_t n_stems) const {
+    MetaTable::check_types(c);
+    n_stems = std::min(n_stems, meta_.size() + c.n);
+    auto fail = [](const char* column, std::size_t row, const std::string& what) {
+      throw std::invalid_argument("column '" + std::string(column) + "', row " + std::to_string(row) + ": " + what);
+    };
+    for (std::size_t i = 0; i < c.n; ++i) {
+      if (c.fact_type[i] >= specs_.size())
+        fail("fact_type", i, "fact type code " + std::to_string(c.fact_type[i]) + " without a decay profile (" +
+                                 std::to_string(specs_.size()) + " profiles)");
+      if (!(c.valid_from[i] < c.valid_to[i]))
+        fail("valid_to", i, "valid_to <= valid_from (" + std::to_string(c.valid_to[i]) + " <= " + std::to_string(c.valid_from[i]) + ")");
+      if (c.retracted_at[i] != kOpenEnd && !(c.ingested_at[i] < c.retracted_at[i]))
+        fail("retracted_at", i, "retracted_at <= ingested_at (" + std::to_string(c.retracted_at[i]) + " <= " +
+                                    std::to_string(c.ingested_at[i]) + ")");
+      if (!(c.reliability[i] > 0.0f && c.reliability[i] <= 1.0f))
+        fail("reliability", i, "reliability " + std::to_string(c.reliability[i]) + " is outside (0, 1]");
+      if (c.stem[i] < -1 || (c.stem[i] >= 0 && static_cast<std::size_t>(c.stem[i]) >= n_stems))
+        fail("stem", i, "stem code " + std::to_string(c.stem[i]) + " is neither -1 (none) nor below " +
+                            std::to_string(n_stems) + " (stems known, at most one per row)");
+      if (c.deprecated[i] > 1) fail("deprecated", i, "deprecated flag " + std::to_string(c.deprecated[i]) + " is not 0 or 1");
+    }
   }
 
   std::size_t metadata_bytes() const {
@@ -155,6 +187,9 @@ class Store {
   }
   std::size_t interval_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return intervals_.memory_bytes(); }
   std::size_t freshness_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return fresh_.memory_bytes(); }
+
+  // check_columns without a bound on stem codes (ingest: the Python layer assigns them)
+  static constexpr std::size_t kAnyStem = std::numeric_limits<std::size_t>::max();
 
   struct DuplicateId : std::invalid_argument {
     DuplicateId(std::uint64_t id, std::size_t row)
@@ -192,6 +227,34 @@ class Store {
     if (top >= 0) stems_.reserve(first + c.n, static_cast<std::size_t>(top) + 1);
     for (std::size_t i = 0; i < c.n; ++i)
       if (c.stem[i] >= 0) stems_.add(static_cast<std::uint32_t>(c.stem[i]), static_cast<std::uint32_t>(first + i));
+  }
+  // Throws std::invalid_argument naming a repeated id of c (non-null).
+  static void check_unique_ids(const MetaColumns& c) {
+    bool identity = true;
+    for (std::size_t i = 0; i < c.n && identity; ++i) identity = c.ids[i] == i;
+    if (identity) return;
+    std::vector<std::uint64_t> sorted(c.ids, c.ids + c.n);
+    std::sort(sorted.begin(), sorted.end());
+    auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup == sorted.end()) return;
+    std::size_t first = c.n, second = c.n;
+    for (std::size_t i = 0; i < c.n && second == c.n; ++i)
+      if (c.ids[i] == *dup) (first == c.n ? first : second) = i;
+    throw std::invalid_argument("column 'id', row " + std::to_string(second) + ": duplicate id " + std::to_string(*dup) +
+                                " (also row " + std::to_string(first) + ")");
+  }
+  // Back to an empty store (after a failed restore).
+  void reset() {
+    ann_.clear();
+    meta_ = MetaTable();
+    ids_.clear();
+    id_to_row_.clear();
+    identity_ids_ = true;
+    next_id_ = 0;
+    stems_ = StemRows();
+    rebuild_fresh();
+    rebuild_intervals();
+    max_norm_ = 0.0;
   }
   void rebuild_fresh() { fresh_.rebuild(); }
   void rebuild_intervals() { intervals_.rebuild(); }

@@ -1,0 +1,151 @@
+"""The compiled core against hostile input (issue 20): metadata columns a store file hands to
+``restore`` (failure 3: a single row with valid_to < valid_from segfaulted). Cases that
+crashed the process run in a child process, so that a crash fails the test instead of ending
+pytest.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import chrono_engine as ce
+from chrono_engine import _core
+
+DIM, M, EFC, SEED = 8, 4, 32, 100
+
+
+def _policy():
+    return ce.DecayPolicy({"news": ce.Exponential(half_life=7), "law": ce.Exponential(half_life=3650)},
+                          default=None)
+
+
+def _rows(n: int, seed: int, ids: np.ndarray | None = None) -> dict:
+    rng = np.random.default_rng(seed)
+    vf = np.datetime64("2020-01-01", "us") + rng.integers(0, 4 * 365, n).astype("timedelta64[D]")
+    d = {"vector": rng.standard_normal((n, DIM)).astype(np.float32), "valid_from": vf,
+         "valid_to": np.where(rng.random(n) < 0.5, np.datetime64("NaT"), vf + np.timedelta64(400, "D")),
+         "reliability": rng.uniform(0.5, 1.0, n).astype(np.float32),
+         "fact_type": np.asarray(["news", "law"], dtype=object)[rng.integers(0, 2, n)],
+         "stem_id": np.asarray([f"doc{i % 30}" for i in range(n)], dtype=object),
+         "version": np.asarray([f"v{1 + i // 30}" for i in range(n)], dtype=object),
+         "deprecated": rng.random(n) < 0.1}
+    if ids is not None:
+        d["id"] = ids
+    return d
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """(graph path, columns, decay table, stem count) of a 120-row store with stems, two
+    fact types, retractions and ids from 1000."""
+    eng = ce.Engine(DIM, decay=_policy(), M=M, ef_construction=EFC, threads=1)
+    eng.ingest(_rows(120, 1, ids=np.arange(1000, 1120, dtype=np.uint64)))
+    eng.retract([1003, 1010])
+    path = tmp_path_factory.mktemp("core") / "graph.bin"
+    eng._state.core.save_graph(str(path))
+    st = eng._state
+    return path, st.core.columns(), st.policy.kernel_table(st.fact_types), len(st.stems)
+
+
+def _restore(store, path, cols, **kw):
+    store.restore(str(path), cols["valid_from"], cols["valid_to"], cols["observed_at"], cols["ingested_at"],
+                  cols["retracted_at"], cols["version"], cols["reliability"], cols["stem"], cols["fact_type"],
+                  cols["deprecated"], cols["id"], **kw)
+    return store
+
+
+def _store(table):
+    st = _core.Store(DIM, "cosine", M, EFC, SEED)
+    st.set_decay(table)
+    return st
+
+
+def _set(column, row, value):
+    def f(cols, n_stems):
+        cols[column][row] = value(cols, n_stems) if callable(value) else value
+    return f
+
+
+BAD_COLUMNS = [
+    ("valid_to before valid_from", _set("valid_to", 3, lambda c, _: c["valid_from"][3] - 1), "valid_to", 3,
+     "valid_to <= valid_from"),
+    ("valid_to equal to valid_from", _set("valid_to", 4, lambda c, _: c["valid_from"][4]), "valid_to", 4,
+     "valid_to <= valid_from"),
+    ("fact type without a decay profile", _set("fact_type", 5, 2), "fact_type", 5, "without a decay profile"),
+    ("retracted before ingested", _set("retracted_at", 6, lambda c, _: c["ingested_at"][6] - 1), "retracted_at", 6,
+     "retracted_at <= ingested_at"),
+    ("retracted when ingested", _set("retracted_at", 7, lambda c, _: c["ingested_at"][7]), "retracted_at", 7,
+     "retracted_at <= ingested_at"),
+    ("reliability 0", _set("reliability", 8, 0.0), "reliability", 8, "outside (0, 1]"),
+    ("reliability 7.5", _set("reliability", 9, 7.5), "reliability", 9, "outside (0, 1]"),
+    ("reliability nan", _set("reliability", 10, np.nan), "reliability", 10, "outside (0, 1]"),
+    ("stem -2", _set("stem", 11, -2), "stem", 11, "neither -1 (none) nor below"),
+    ("stem past the stems", _set("stem", 12, lambda _, n: n), "stem", 12, "neither -1 (none) nor below"),
+    ("stem 2^31 - 1 (would size an 8 GiB table)", _set("stem", 13, 2**31 - 1), "stem", 13, "below 120"),
+    ("deprecated 2", _set("deprecated", 14, 2), "deprecated", 14, "not 0 or 1"),
+    ("id twice", _set("id", 15, lambda c, _: c["id"][2]), "id", 15, "duplicate id 1002 (also row 2)"),
+]
+
+
+@pytest.mark.parametrize("name,damage,column,row,words", BAD_COLUMNS, ids=[c[0] for c in BAD_COLUMNS])
+def test_restore_checks_every_column_first(saved, name, damage, column, row, words):
+    path, cols, table, n_stems = saved
+    bad = {k: v.copy() for k, v in cols.items()}
+    damage(bad, n_stems)
+    st = _store(table)
+    kw = {"n_stems": n_stems} if column == "stem" and row == 12 else {}
+    with pytest.raises(ValueError) as info:
+        _restore(st, path, bad, **kw)
+    msg = str(info.value)
+    assert msg.startswith(f"column '{column}', row {row}: ") and words in msg, msg
+    assert st.size == 0
+    _restore(st, path, cols, n_stems=n_stems)  # the same store then takes the good columns
+    assert st.size == len(cols["id"])
+    for key, value in st.columns().items():
+        np.testing.assert_array_equal(value, cols[key], err_msg=key)
+
+
+def test_restore_fact_type_code_beyond_the_flag_bits(saved):
+    path, cols, table, _ = saved
+    bad = {k: v.copy() for k, v in cols.items()}
+    bad["fact_type"][2] = 16384
+    with pytest.raises(ValueError, match=r"^fact type code 16384 at row 2: a store holds at most 16,384"):
+        _restore(_store(table), path, bad)
+
+
+def test_restore_of_good_columns_with_n_stems(saved):
+    path, cols, table, n_stems = saved
+    assert _restore(_store(table), path, cols, n_stems=n_stems).size == len(cols["id"])
+
+
+_REVERSED_INTERVAL = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import chrono_engine as ce
+    from chrono_engine import _core
+    eng = ce.Engine(4, threads=1)
+    eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]})
+    eng._state.core.save_graph(sys.argv[1])
+    cols = eng._state.core.columns()
+    cols["valid_to"] = cols["valid_from"] - 1
+    st = _core.Store(4, "cosine", 16, 200, 100)
+    try:
+        st.restore(sys.argv[1], cols["valid_from"], cols["valid_to"], cols["observed_at"], cols["ingested_at"],
+                   cols["retracted_at"], cols["version"], cols["reliability"], cols["stem"], cols["fact_type"],
+                   cols["deprecated"], cols["id"])
+        print("LOADED")
+    except ValueError as e:
+        print("REFUSED", e)
+""")
+
+
+def test_single_reversed_interval_is_refused_not_a_crash(tmp_path):
+    """The issue's case: one row with valid_to < valid_from segfaulted restore."""
+    proc = subprocess.run([sys.executable, "-c", _REVERSED_INTERVAL, str(tmp_path / "g.bin")], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)  # cwd: not the source tree (no compiled core)
+    assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.startswith("REFUSED column 'valid_to', row 0: valid_to <= valid_from"), proc.stdout
