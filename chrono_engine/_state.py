@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core, _wal
-from ._time import now_us
+from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
 from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
 from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
@@ -226,6 +226,11 @@ class StoreState:
                                       "store", column="vector", row=int(off[0]), rule="vector dimension")
             self.append(batch)
         if c.rows is not None:
+            for name, v in c.update.items():  # the rules every stored value keeps (as meta.arrow's)
+                bad = (v > 1) if name == "deprecated" else \
+                    ((v < MIN_TIME_US) | (v > MAX_TIME_US)) & (v != OPEN_END)
+                if bad.any():
+                    raise SchemaError(f"edited rows: {name} {int(v[np.flatnonzero(bad)[0]])} is out of range")
             try:
                 self.update(c.rows, **c.update)
             except (ValueError, IndexError) as e:

@@ -369,3 +369,20 @@ def test_no_descriptor_or_thread_leaks_over_open_and_drop_cycles(store, fsync):
         gc.collect()
     assert fds() == before and threading.active_count() == threads
     assert len(ce.Engine.open(store, read_only=True)) == 31
+
+
+def test_a_forged_edit_with_an_impossible_time_is_refused(store):
+    """An edit record (retracted_at) rewritten with a valid checksum to a time no store
+    holds (the mutation campaign's one escape: OverflowError when the row was read)."""
+    import chrono_engine._wal as wal
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(2, 1))
+    log = _log(store)
+    data = log.read_bytes()
+    for value in (2**62, -2**62, 0):
+        payload = wal.encode_commit(wal.Commit(rows=np.array([0], np.uint32),
+                                               update={"retracted_at": np.array([value], np.int64)}))
+        body = wal._REC_HEAD.pack(wal._REC, 2, len(payload)) + payload
+        log.write_bytes(data + body + wal._digest(None, body))
+        with pytest.raises(CorruptStoreError, match="record 2 cannot be applied.*retracted_at"):
+            ce.Engine.open(store, read_only=True)
