@@ -1,10 +1,11 @@
 """The compiled core against hostile input (issue 20): metadata columns a store file hands to
-``restore`` (failure 3: a single row with valid_to < valid_from segfaulted). Cases that
-crashed the process run in a child process, so that a crash fails the test instead of ending
-pytest.
+``restore`` (failure 3: a single row with valid_to < valid_from segfaulted), and a thread that
+cannot start during a batch (failure 5: the process aborted). Cases that crashed the process
+run in a child process, so that a crash fails the test instead of ending pytest.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -149,3 +150,49 @@ def test_single_reversed_interval_is_refused_not_a_crash(tmp_path):
                           text=True, timeout=120, cwd=tmp_path)  # cwd: not the source tree (no compiled core)
     assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.startswith("REFUSED column 'valid_to', row 0: valid_to <= valid_from"), proc.stdout
+
+
+# ----------------------------------------------------------------------------- threads
+
+_THREADS = textwrap.dedent("""
+    import ctypes, resource
+    import numpy as np
+    from chrono_engine import _core
+    # Keep freed heap (no trim), serve blocks up to 32 MiB from it, and grow it by 192 MiB
+    # then free that: with MALLOC_ARENA_MAX=1 every later malloc (a new thread's TLS
+    # included) reuses it, while the 8 MiB stack of a new thread needs fresh address space.
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
+    libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (its maximum)
+    for b in [libc.malloc(1 << 20) for _ in range(192)]:
+        libc.free(b)
+    n, dim = 50_000, 4
+    rng = np.random.default_rng(0)
+    vec = rng.standard_normal((n, dim)).astype(np.float32)
+    z = np.zeros(n, np.int64)
+    cols = (z, z + 10, z, z, z + np.iinfo(np.int64).max, z.astype(np.uint64), np.ones(n, np.float32),
+            np.full(n, -1, np.int32), np.zeros(n, np.uint16), np.zeros(n, np.uint8), None)
+    st = _core.Store(dim, "l2", 8, 32, 1)
+    st.ingest(vec[:2000], *(c[:2000] if c is not None else None for c in cols), 1)
+    # 24 MiB more address space: two or three thread stacks, then thread starts fail
+    pages = int(open("/proc/self/statm").read().split()[0])
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (pages * resource.getpagesize() + (24 << 20), hard))
+    first = st.ingest(vec[2000:], *(c[2000:] if c is not None else None for c in cols), 100_000)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert first == 2000 and st.size == n
+    assert np.array_equal(st.vectors(np.arange(n, dtype=np.uint32)), vec)
+    print("OK", st.size)
+""")
+
+
+def test_thread_start_failure_finishes_the_batch(tmp_path):
+    """100,000 threads asked, few can start (address space limited): the batch completes
+    on the threads that started, instead of std::terminate (SIGABRT)."""
+    env = dict(os.environ, MALLOC_ARENA_MAX="1")
+    proc = subprocess.run([sys.executable, "-c", _THREADS], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.split() == ["OK", "50000"], proc.stdout
