@@ -1,7 +1,8 @@
 """The compiled core against hostile input (issue 20): metadata columns a store file hands to
 ``restore`` (failure 3: a single row with valid_to < valid_from segfaulted), and a thread that
-cannot start during a batch (failure 5: the process aborted). Cases that crashed the process
-run in a child process, so that a crash fails the test instead of ending pytest.
+cannot start during a batch (failure 5: the process aborted), and automatic ids past
+2^64 - 1 (failure 6: they wrapped onto existing ids). Cases that crashed the process run in a
+child process, so that a crash fails the test instead of ending pytest.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine import _core
+from chrono_engine.errors import ChronoError, SchemaError
 
 DIM, M, EFC, SEED = 8, 4, 32, 100
+U64_MAX = 2**64 - 1
 
 
 def _policy():
@@ -196,3 +199,57 @@ def test_thread_start_failure_finishes_the_batch(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.split() == ["OK", "50000"], proc.stdout
+
+
+# ----------------------------------------------------------------------------- ids
+
+def _one(seed: int, ids=None) -> dict:
+    rng = np.random.default_rng(seed)
+    n = 1 if ids is None else len(ids)
+    d = {"vector": rng.standard_normal((n, DIM)).astype(np.float32), "valid_from": ["2024-01-01"] * n}
+    if ids is not None:
+        d["id"] = np.asarray(ids, np.uint64)
+    return d
+
+
+def _ids(eng) -> list[int]:
+    return eng._state.core.columns()["id"].tolist()
+
+
+def test_automatic_ids_never_wrap():
+    """After an explicit id 2^64 - 2 the next automatic id is 2^64 - 1 and then there is none:
+    the batch is refused, whole, before anything changes (it wrapped onto id 0)."""
+    eng = ce.Engine(DIM, threads=1)
+    eng.ingest(_one(0))                      # id 0
+    eng.ingest(_one(1, ids=[U64_MAX - 1]))
+    before = _ids(eng)
+    with pytest.raises(SchemaError, match=r"automatic ids exhausted.*pass explicit ids") as info:
+        eng.ingest({"vector": np.ones((2, DIM), np.float32), "valid_from": ["2024-01-01"] * 2})
+    assert isinstance(info.value, ValueError) and isinstance(info.value, ChronoError)
+    assert _ids(eng) == before and len(eng) == 2
+    assert eng.ingest(_one(2)).tolist() == [U64_MAX]
+    with pytest.raises(SchemaError, match=r"automatic ids exhausted: the store holds id 18446744073709551615"):
+        eng.ingest(_one(3))
+    assert _ids(eng) == [0, U64_MAX - 1, U64_MAX]
+    assert eng._state.core.rows_of(np.array([0, U64_MAX], np.uint64)).tolist() == [0, 2]
+    assert eng.ingest(_one(4, ids=[5])).tolist() == [5]  # explicit ids still go in
+    with pytest.raises(SchemaError, match="automatic ids exhausted"):
+        eng.ingest(_one(5))
+    assert len(eng) == 4
+
+
+def test_explicit_max_id_is_allowed_then_automatic_ids_are_exhausted():
+    eng = ce.Engine(DIM, threads=1)
+    assert eng.ingest(_one(0, ids=[U64_MAX])).tolist() == [U64_MAX]
+    with pytest.raises(SchemaError, match="automatic ids exhausted"):
+        eng.ingest(_one(1))
+    assert _ids(eng) == [U64_MAX]
+
+
+def test_automatic_ids_after_restore_keep_the_rule(tmp_path):
+    eng = ce.Engine(DIM, threads=1)
+    eng.ingest(_one(0, ids=[U64_MAX]))
+    eng.save(tmp_path / "s")
+    back = ce.Engine.open(tmp_path / "s")
+    with pytest.raises(SchemaError, match="automatic ids exhausted"):
+        back.ingest(_one(1))
