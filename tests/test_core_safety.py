@@ -1,8 +1,9 @@
 """The compiled core against hostile input (issue 20): metadata columns a store file hands to
-``restore`` (failure 3: a single row with valid_to < valid_from segfaulted), and a thread that
-cannot start during a batch (failure 5: the process aborted), and automatic ids past
-2^64 - 1 (failure 6: they wrapped onto existing ids). Cases that crashed the process run in a
-child process, so that a crash fails the test instead of ending pytest.
+``restore`` (failure 3: a single row with valid_to < valid_from segfaulted), a thread that
+cannot start during a batch (failure 5: the process aborted), automatic ids past 2^64 - 1
+(failure 6: they wrapped onto existing ids), and Store parameters hnswlib cannot take (M = 1, a
+dim whose record size overflows). Cases that crashed the process run in a child process, so
+that a crash fails the test instead of ending pytest.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from chrono_engine import _core
 from chrono_engine.errors import ChronoError, SchemaError
 
 DIM, M, EFC, SEED = 8, 4, 32, 100
+OPEN_END = np.iinfo(np.int64).max
 U64_MAX = 2**64 - 1
 
 
@@ -253,3 +255,18 @@ def test_automatic_ids_after_restore_keep_the_rule(tmp_path):
     back = ce.Engine.open(tmp_path / "s")
     with pytest.raises(SchemaError, match="automatic ids exhausted"):
         back.ingest(_one(1))
+
+
+@pytest.mark.parametrize("dim", [0, 2**20 + 1, 2**62])
+def test_dim_out_of_range_is_refused(dim):
+    """4 dim overflowed hnswlib's record size (2^62: a 0-byte vector that searches overrun)."""
+    with pytest.raises(ValueError, match=r"dim must be in \[1, 1048576\]"):
+        _core.Store(dim, "cosine", M, EFC, SEED)
+
+
+def test_m_below_two_is_refused():
+    """hnswlib's levels use 1 / ln(M): M = 1 failed on the first point (and left the graph
+    half-filled)."""
+    with pytest.raises(ValueError, match="M must be at least 2, got 1"):
+        _core.Store(DIM, "cosine", 1, EFC, SEED)
+    assert _core.Store(DIM, "cosine", 2, EFC, SEED).M == 2

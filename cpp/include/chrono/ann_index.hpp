@@ -75,11 +75,20 @@ class AnnIndex {
  public:
   AnnIndex(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
       : dim_(dim), metric_(metric), M_(M), efc_(ef_construction), seed_(seed) {
+    // hnswlib draws levels with 1 / ln(M): M = 1 makes every level infinite (it then fails to
+    // allocate a link list for the first point).
+    if (M < 2) throw std::invalid_argument("M must be at least 2, got " + std::to_string(M));
+    // hnswlib sizes a record as 4 dim bytes unchecked: a huge dim wraps it to a small block
+    // that every vector then overruns.
+    if (dim == 0 || dim > kMaxDim)
+      throw std::invalid_argument("dim must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(dim));
     if (metric == Metric::L2) space_ = std::make_unique<hnswlib::L2Space>(dim);
     else space_ = std::make_unique<hnswlib::InnerProductSpace>(dim);
     hnsw_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), 1024, M, ef_construction, seed, false);
     hnsw_->setEf(16);
   }
+
+  static constexpr std::size_t kMaxDim = std::size_t{1} << 20;  // far beyond any embedding
 
   std::size_t dim() const { return dim_; }
   Metric metric() const { return metric_; }

@@ -26,9 +26,7 @@ namespace chrono {
 class Store {
  public:
   Store(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
-      : ann_(dim, metric, M, ef_construction, seed), intervals_(meta_), fresh_(meta_) {
-    if (dim == 0) throw std::invalid_argument("dim must be positive");
-  }
+      : ann_(dim, metric, M, ef_construction, seed), intervals_(meta_), fresh_(meta_) {}  // AnnIndex checks dim and M
 
   std::size_t dim() const { return ann_.dim(); }
   Metric metric() const { return ann_.metric(); }
