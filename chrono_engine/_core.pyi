@@ -116,7 +116,7 @@ class Store:
     and freshness indexes, and the planner that searches them."""
 
     def __init__(self, dim: int, metric: str, M: int, ef_construction: int, seed: int) -> None:
-        """``metric``: "cosine", "ip" or "l2"."""
+        """``metric``: "cosine", "ip" or "l2"; ``dim`` in [1, 2**20], ``M`` at least 2 (ValueError otherwise)."""
     def set_decay(self, table: _F64) -> None:
         """Decay per fact-type code: rows (code, p0, p1, scale, symmetric)."""
     def ingest(self, vectors: _F32, valid_from: _I64, valid_to: _I64, observed_at: _I64,

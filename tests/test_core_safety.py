@@ -1,10 +1,13 @@
 """The compiled core against hostile input (issue 20): metadata columns a store file hands to
-``restore`` (failure 3: a single row with valid_to < valid_from segfaulted). Cases that
-crashed the process run in a child process, so that a crash fails the test instead of ending
-pytest.
+``restore`` (failure 3: a single row with valid_to < valid_from segfaulted), a thread that
+cannot start during a batch (failure 5: the process aborted), automatic ids past 2^64 - 1
+(failure 6: they wrapped onto existing ids), and Store parameters hnswlib cannot take (M = 1, a
+dim whose record size overflows). Cases that crashed the process run in a child process, so
+that a crash fails the test instead of ending pytest.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,8 +17,11 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine import _core
+from chrono_engine.errors import ChronoError, SchemaError
 
 DIM, M, EFC, SEED = 8, 4, 32, 100
+OPEN_END = np.iinfo(np.int64).max
+U64_MAX = 2**64 - 1
 
 
 def _policy():
@@ -149,3 +155,118 @@ def test_single_reversed_interval_is_refused_not_a_crash(tmp_path):
                           text=True, timeout=120, cwd=tmp_path)  # cwd: not the source tree (no compiled core)
     assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.startswith("REFUSED column 'valid_to', row 0: valid_to <= valid_from"), proc.stdout
+
+
+# ----------------------------------------------------------------------------- threads
+
+_THREADS = textwrap.dedent("""
+    import ctypes, resource
+    import numpy as np
+    from chrono_engine import _core
+    # Keep freed heap (no trim), serve blocks up to 32 MiB from it, and grow it by 192 MiB
+    # then free that: with MALLOC_ARENA_MAX=1 every later malloc (a new thread's TLS
+    # included) reuses it, while the 8 MiB stack of a new thread needs fresh address space.
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
+    libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (its maximum)
+    for b in [libc.malloc(1 << 20) for _ in range(192)]:
+        libc.free(b)
+    n, dim = 50_000, 4
+    rng = np.random.default_rng(0)
+    vec = rng.standard_normal((n, dim)).astype(np.float32)
+    z = np.zeros(n, np.int64)
+    cols = (z, z + 10, z, z, z + np.iinfo(np.int64).max, z.astype(np.uint64), np.ones(n, np.float32),
+            np.full(n, -1, np.int32), np.zeros(n, np.uint16), np.zeros(n, np.uint8), None)
+    st = _core.Store(dim, "l2", 8, 32, 1)
+    st.ingest(vec[:2000], *(c[:2000] if c is not None else None for c in cols), 1)
+    # 24 MiB more address space: two or three thread stacks, then thread starts fail
+    pages = int(open("/proc/self/statm").read().split()[0])
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (pages * resource.getpagesize() + (24 << 20), hard))
+    first = st.ingest(vec[2000:], *(c[2000:] if c is not None else None for c in cols), 100_000)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert first == 2000 and st.size == n
+    assert np.array_equal(st.vectors(np.arange(n, dtype=np.uint32)), vec)
+    print("OK", st.size)
+""")
+
+
+def test_thread_start_failure_finishes_the_batch(tmp_path):
+    """100,000 threads asked, few can start (address space limited): the batch completes
+    on the threads that started, instead of std::terminate (SIGABRT)."""
+    env = dict(os.environ, MALLOC_ARENA_MAX="1")
+    proc = subprocess.run([sys.executable, "-c", _THREADS], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.split() == ["OK", "50000"], proc.stdout
+
+
+# ----------------------------------------------------------------------------- ids
+
+def _one(seed: int, ids=None) -> dict:
+    rng = np.random.default_rng(seed)
+    n = 1 if ids is None else len(ids)
+    d = {"vector": rng.standard_normal((n, DIM)).astype(np.float32), "valid_from": ["2024-01-01"] * n}
+    if ids is not None:
+        d["id"] = np.asarray(ids, np.uint64)
+    return d
+
+
+def _ids(eng) -> list[int]:
+    return eng._state.core.columns()["id"].tolist()
+
+
+def test_automatic_ids_never_wrap():
+    """After an explicit id 2^64 - 2 the next automatic id is 2^64 - 1 and then there is none:
+    the batch is refused, whole, before anything changes (it wrapped onto id 0)."""
+    eng = ce.Engine(DIM, threads=1)
+    eng.ingest(_one(0))                      # id 0
+    eng.ingest(_one(1, ids=[U64_MAX - 1]))
+    before = _ids(eng)
+    with pytest.raises(SchemaError, match=r"automatic ids exhausted.*pass explicit ids") as info:
+        eng.ingest({"vector": np.ones((2, DIM), np.float32), "valid_from": ["2024-01-01"] * 2})
+    assert isinstance(info.value, ValueError) and isinstance(info.value, ChronoError)
+    assert _ids(eng) == before and len(eng) == 2
+    assert eng.ingest(_one(2)).tolist() == [U64_MAX]
+    with pytest.raises(SchemaError, match=r"automatic ids exhausted: the store holds id 18446744073709551615"):
+        eng.ingest(_one(3))
+    assert _ids(eng) == [0, U64_MAX - 1, U64_MAX]
+    assert eng._state.core.rows_of(np.array([0, U64_MAX], np.uint64)).tolist() == [0, 2]
+    assert eng.ingest(_one(4, ids=[5])).tolist() == [5]  # explicit ids still go in
+    with pytest.raises(SchemaError, match="automatic ids exhausted"):
+        eng.ingest(_one(5))
+    assert len(eng) == 4
+
+
+def test_explicit_max_id_is_allowed_then_automatic_ids_are_exhausted():
+    eng = ce.Engine(DIM, threads=1)
+    assert eng.ingest(_one(0, ids=[U64_MAX])).tolist() == [U64_MAX]
+    with pytest.raises(SchemaError, match="automatic ids exhausted"):
+        eng.ingest(_one(1))
+    assert _ids(eng) == [U64_MAX]
+
+
+def test_automatic_ids_after_restore_keep_the_rule(tmp_path):
+    eng = ce.Engine(DIM, threads=1)
+    eng.ingest(_one(0, ids=[U64_MAX]))
+    eng.save(tmp_path / "s")
+    back = ce.Engine.open(tmp_path / "s")
+    with pytest.raises(SchemaError, match="automatic ids exhausted"):
+        back.ingest(_one(1))
+
+
+@pytest.mark.parametrize("dim", [0, 2**20 + 1, 2**62])
+def test_dim_out_of_range_is_refused(dim):
+    """4 dim overflowed hnswlib's record size (2^62: a 0-byte vector that searches overrun)."""
+    with pytest.raises(ValueError, match=r"dim must be in \[1, 1048576\]"):
+        _core.Store(dim, "cosine", M, EFC, SEED)
+
+
+def test_m_below_two_is_refused():
+    """hnswlib's levels use 1 / ln(M): M = 1 failed on the first point (and left the graph
+    half-filled)."""
+    with pytest.raises(ValueError, match="M must be at least 2, got 1"):
+        _core.Store(DIM, "cosine", 1, EFC, SEED)
+    assert _core.Store(DIM, "cosine", 2, EFC, SEED).M == 2

@@ -30,7 +30,10 @@ inline Metric parse_metric(const std::string& m) {
   throw std::invalid_argument("metric must be 'cosine', 'ip' or 'l2', got '" + m + "'");
 }
 
-// Run f(i) for i in [0, n) on `threads` threads; the first exception is rethrown here.
+// Run f(i) for i in [0, n) on up to `threads` threads (the caller's included); the first
+// exception is rethrown here. A thread that cannot start (the system's thread or memory
+// limit) is not an error: no more are started and those running, with the caller, finish
+// the work, so it completes either way.
 template <class F>
 void parallel_for(std::size_t n, int threads, F&& f) {
   if (threads <= 1 || n < 2) { for (std::size_t i = 0; i < n; ++i) f(i); return; }
@@ -51,7 +54,18 @@ void parallel_for(std::size_t n, int threads, F&& f) {
   };
   std::vector<std::thread> pool;
   int t = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), n));
-  for (int i = 1; i < t; ++i) pool.emplace_back(work);
+  try {
+    pool.reserve(static_cast<std::size_t>(t - 1));  // so that emplace_back never reallocates
+  } catch (...) {
+    t = 1;  // no room even for the handles: the caller does all the work
+  }
+  for (int i = 1; i < t; ++i) {
+    try {
+      pool.emplace_back(work);
+    } catch (...) {  // std::system_error (EAGAIN) or bad_alloc: the thread did not start
+      break;
+    }
+  }
   work();
   for (auto& th : pool) th.join();
   if (err) std::rethrow_exception(err);
@@ -61,11 +75,20 @@ class AnnIndex {
  public:
   AnnIndex(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
       : dim_(dim), metric_(metric), M_(M), efc_(ef_construction), seed_(seed) {
+    // hnswlib draws levels with 1 / ln(M): M = 1 makes every level infinite (it then fails to
+    // allocate a link list for the first point).
+    if (M < 2) throw std::invalid_argument("M must be at least 2, got " + std::to_string(M));
+    // hnswlib sizes a record as 4 dim bytes unchecked: a huge dim wraps it to a small block
+    // that every vector then overruns.
+    if (dim == 0 || dim > kMaxDim)
+      throw std::invalid_argument("dim must be in [1, " + std::to_string(kMaxDim) + "], got " + std::to_string(dim));
     if (metric == Metric::L2) space_ = std::make_unique<hnswlib::L2Space>(dim);
     else space_ = std::make_unique<hnswlib::InnerProductSpace>(dim);
     hnsw_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), 1024, M, ef_construction, seed, false);
     hnsw_->setEf(16);
   }
+
+  static constexpr std::size_t kMaxDim = std::size_t{1} << 20;  // far beyond any embedding
 
   std::size_t dim() const { return dim_; }
   Metric metric() const { return metric_; }

@@ -26,9 +26,7 @@ namespace chrono {
 class Store {
  public:
   Store(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
-      : ann_(dim, metric, M, ef_construction, seed), intervals_(meta_), fresh_(meta_) {
-    if (dim == 0) throw std::invalid_argument("dim must be positive");
-  }
+      : ann_(dim, metric, M, ef_construction, seed), intervals_(meta_), fresh_(meta_) {}  // AnnIndex checks dim and M
 
   std::size_t dim() const { return ann_.dim(); }
   Metric metric() const { return ann_.metric(); }
@@ -62,6 +60,12 @@ class Store {
         new_ids[i] = c.ids[i];
       }
     } else {
+      // ids run from the largest so far + 1 and never wrap past 2^64 - 1 onto existing ones
+      if (ids_exhausted_ || c.n - 1 > std::numeric_limits<std::uint64_t>::max() - next_id_)
+        throw std::invalid_argument(
+            "automatic ids exhausted: the store holds id " +
+            std::to_string(ids_exhausted_ ? std::numeric_limits<std::uint64_t>::max() : next_id_ - 1) + ", and " +
+            std::to_string(c.n) + " more would pass 2^64 - 1; pass explicit ids");
       for (std::size_t i = 0; i < c.n; ++i) new_ids[i] = next_id_ + i;
     }
     // --- mutate
@@ -217,7 +221,8 @@ class Store {
         ids_.push_back(id);
         id_to_row_.emplace(id, static_cast<std::uint32_t>(row));
       }
-      if (id + 1 > next_id_) next_id_ = id + 1;
+      if (id == std::numeric_limits<std::uint64_t>::max()) ids_exhausted_ = true;
+      else if (id + 1 > next_id_) next_id_ = id + 1;
     }
   }
   // Link rows [first, first + c.n) into their stems' lists.
@@ -251,6 +256,7 @@ class Store {
     id_to_row_.clear();
     identity_ids_ = true;
     next_id_ = 0;
+    ids_exhausted_ = false;
     stems_ = StemRows();
     rebuild_fresh();
     rebuild_intervals();
@@ -265,7 +271,8 @@ class Store {
   std::vector<std::uint64_t> ids_;  // empty while identity_ids_
   std::unordered_map<std::uint64_t, std::uint32_t> id_to_row_;
   bool identity_ids_ = true;
-  std::uint64_t next_id_ = 0;
+  std::uint64_t next_id_ = 0;     // largest id + 1 (0 while empty)
+  bool ids_exhausted_ = false;    // id 2^64 - 1 is taken: no automatic id is left
   StemRows stems_;
   IntervalIndex intervals_;
   FreshnessIndex fresh_;
