@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["THREADS_MAX", "K_MAX", "CONTAINERS", "shown", "arrow_type", "holds_containers", "count",
-           "thread_count"]
+__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "CONTAINERS", "shown", "arrow_type", "holds_containers",
+           "nested_deeper", "count", "thread_count", "array", "id_array"]
 
 #: The most worker threads an Engine, a batch search or an ingest may be given. Work is
 #: split over at most this many OS threads (each with its own stack): more than all but the
@@ -29,11 +29,27 @@ THREADS_MAX = 1024
 #: The largest ``k`` a search takes: ranks are int32 in the result table.
 K_MAX = 2**31 - 1
 
+#: The deepest nesting of lists, tuples, dicts and sets a column may bring to Arrow's type
+#: inference, which recurses once per level and overflows the C stack some thousands of
+#: levels down (a crash of the process). NumPy's own limit on dimensions.
+NESTING_MAX = 64
+
 #: Never a scalar: a column of times, strings or numbers, or a vector, holding one of these
 #: is of the wrong type there.
 CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray, pa.Array, pa.ChunkedArray)
 
-_REPR = reprlib.Repr()
+
+class _Repr(reprlib.Repr):
+    """reprlib's bounded repr, for an int too long for ``repr`` too."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        # repr() refuses an int of more than 4,300 digits (sys.set_int_max_str_digits)
+        if x.bit_length() > 10_000:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _Repr()
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
@@ -58,12 +74,38 @@ def arrow_type(t: Any) -> str:
     return str(t)
 
 
+# what :func:`nested_deeper` walks into
+_NESTED = (list, tuple, dict, set, frozenset, np.ndarray)
+
+
 def holds_containers(items: Any) -> bool:
     """Whether ``items`` (an iterable) holds a :data:`CONTAINERS` value, judged by the types
     present (one pass in C), without looking inside them: checked before Arrow's type
     inference, which recurses into nested values and overflows the C stack on a deeply
     nested one (``pa.array`` of a list nested ~20,000 deep crashes the process)."""
     return any(issubclass(t, CONTAINERS) for t in set(map(type, items)))
+
+
+def nested_deeper(items: Any, limit: int = NESTING_MAX) -> bool:
+    """Whether ``items`` (a list, tuple, dict, set or object array) nests containers more
+    than ``limit`` levels deep, walked without recursion and left at the first such level.
+    Only the containers are visited: a column of scalars costs one pass in C (through
+    :func:`holds_containers`) and nothing more."""
+    todo = [(items, 0)]
+    while todo:
+        x, depth = todo.pop()
+        if depth > limit:
+            return True
+        if isinstance(x, dict):
+            x = [*x.keys(), *x.values()]
+        elif isinstance(x, np.ndarray):
+            if x.dtype != object:
+                continue
+            x = x.ravel().tolist()
+        elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
+            continue
+        todo.extend((c, depth + 1) for c in x if isinstance(c, _NESTED))
+    return False
 
 
 def count(value: Any, name: str, *, lo: int, hi: int, error: type[Exception]) -> int:
@@ -84,3 +126,60 @@ def thread_count(value: Any, name: str, error: type[Exception]) -> int:
     if value is None:
         return min(os.cpu_count() or 1, THREADS_MAX)
     return count(value, name, lo=1, hi=THREADS_MAX, error=error)
+
+
+def array(value: Any, name: str, error: type[Exception], dtype: Any = None) -> np.ndarray:
+    """``np.asarray(value, dtype)`` (no copy when it is already such an array), or ``error``
+    naming ``name``: NumPy refuses a ragged or too deeply nested sequence with its own
+    ValueError, text that is not a number with another, and a caller's object may raise
+    anything from ``__array__``, ``__float__``, ``__len__`` or ``__getitem__``."""
+    if isinstance(value, np.ndarray) and (dtype is None or value.dtype == dtype):
+        return value
+    try:
+        return np.asarray(value, dtype)
+    except MemoryError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the caller's objects may raise anything
+        what = "an array" if dtype is None else f"an array of {np.dtype(dtype)}"
+        raise error(f"{name}: {type(value).__name__} {shown(value)} cannot be made {what} "
+                    f"({shown(str(e))})") from None
+
+
+def id_array(value: Any, name: str, error: type[Exception]) -> tuple[np.ndarray, dict[int, int]]:
+    """``value`` (one id, or a sequence or array of ids, flattened) as uint64, and the
+    integers in it that no item can have (below 0 or above 2**64 - 1) by position: their
+    places in the array hold 0, for the caller to report as unknown ids. Integral floats
+    are ids, as they are at ingest; anything else (fractions, NaN, bools, text, nested
+    sequences, objects) is ``error`` naming ``name`` and the position."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        value = [value]
+    a = array(value, name, error).reshape(-1)
+    kind = a.dtype.kind
+    if kind == "u":
+        return a.astype(np.uint64, copy=False), {}
+    if a.size == 0:
+        return np.zeros(0, np.uint64), {}
+    if kind == "i":
+        impossible = a < 0
+    elif kind == "f":
+        with np.errstate(invalid="ignore"):
+            whole = np.isfinite(a) & (a == np.floor(a))
+        if not whole.all():
+            i = int(np.flatnonzero(~whole)[0])
+            raise error(f"{name}[{i}] must be an integer id, got {shown(a[i].item())}")
+        impossible = (a < 0) | (a >= 2.0**64)
+    elif kind == "O":
+        items = a.tolist()
+        for i, x in enumerate(items):
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                raise error(f"{name}[{i}] must be an integer id, got {type(x).__name__} {shown(x)}")
+        impossible = np.array([not 0 <= x < 1 << 64 for x in items], bool)
+        a = np.array([0 if bad else int(x) for x, bad in zip(items, impossible, strict=True)], np.uint64)
+    else:
+        raise error(f"{name} must be integer ids, got {shown(value)} (dtype {a.dtype})")
+    if not impossible.any():
+        return a.astype(np.uint64), {}
+    at = np.flatnonzero(impossible)
+    given = [items[i] for i in at] if kind == "O" else a[at].tolist()
+    bad = {int(i): int(v) for i, v in zip(at, given, strict=True)}
+    return np.where(impossible, 0, a).astype(np.uint64), bad

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core, _wal
+from ._args import id_array, shown
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
 from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
@@ -80,8 +81,12 @@ class StoreState:
         return self.table
 
     def stem_code(self, stem_id: str) -> int:
-        """The core's code of a stem name, or -1 when the store has no such stem."""
-        return int(self.stems.find(stem_id))
+        """The core's code of a stem name, or -1 when the store has no such stem (a name that
+        is not valid Unicode text, such as one with a lone surrogate, cannot be stored)."""
+        try:
+            return int(self.stems.find(stem_id))
+        except UnicodeEncodeError:
+            return -1
 
     def stem_names(self, codes: np.ndarray) -> pa.Array:
         """The stem ids of stem codes (-1: null) as an Arrow string array."""
@@ -92,12 +97,26 @@ class StoreState:
         return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
 
     def rows_of(self, ids: Any) -> np.ndarray:
-        """Row numbers of ids; raises NotFoundError naming the first unknown id."""
-        ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
-        rows = self.core.rows_of(ids)
+        """Row numbers of ids (one id, or a sequence or array of them, flattened); raises
+        NotFoundError naming the first unknown id (an integer below 0 or beyond uint64 is
+        one), QueryError for anything but integer ids."""
+        arr, impossible = id_array(ids, "ids", QueryError)
+        rows = self.core.rows_of(arr)
+        if impossible:
+            rows[list(impossible)] = -1
         if (rows < 0).any():
-            raise NotFoundError(f"unknown id {int(ids[np.flatnonzero(rows < 0)[0]])}")
+            i = int(np.flatnonzero(rows < 0)[0])
+            raise NotFoundError(f"unknown id {shown(impossible.get(i, int(arr[i])))}")
         return rows
+
+    def contains(self, ids: Any) -> np.ndarray:
+        """Whether each id is in the store (as :meth:`rows_of` reads ids; an integer below 0
+        or beyond uint64 is not)."""
+        arr, impossible = id_array(ids, "ids", QueryError)
+        found = self.core.rows_of(arr) >= 0
+        if impossible:
+            found[list(impossible)] = False
+        return found
 
     def validity_of_rows(self, t_us: int, rows: np.ndarray) -> np.ndarray:
         """V = q · D_j(T − t_e) of the given rows at ``t_us``, with the core's decay kernels."""
@@ -175,6 +194,9 @@ class StoreState:
                 row = int(msg.rsplit(" ", 1)[1])
                 raise SchemaError(f"column 'id', row {row}: {msg.split(' at row')[0]} is already in the store "
                                   "(duplicate id)", column="id", row=row, rule="duplicate id") from None
+            if msg.startswith("automatic ids exhausted"):
+                raise SchemaError(f"column 'id': {msg} (automatic ids exhausted)", column="id",
+                                  rule="automatic ids exhausted") from None
             raise SchemaError(msg) from None
         self.fact_types = types
         self.fact_code = code_of

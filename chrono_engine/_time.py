@@ -430,7 +430,7 @@ def scalar_us(value: Any, name: str, *, stored: bool = False) -> int:
     if kind == "int":
         v = int(value)
         if not -(1 << 63) <= v < (1 << 63):
-            _fail(f"{v} µs does not fit int64", name, None, "time out of range")
+            _fail(f"{shown(v)} µs does not fit int64", name, None, "time out of range")
         if stored and not MIN_TIME_US <= v <= MAX_TIME_US:
             _fail(f"time ({v} µs) is outside years 1..9999", name, None, "time out of range")
         return v

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from chrono_engine._args import array, shown
 from chrono_engine.errors import NotFoundError, QueryError
 
 __all__ = [
@@ -74,14 +75,22 @@ _POLICY_FORMAT_VERSION = 1
 # input checks
 # --------------------------------------------------------------------------------------
 
+def _float(value: Real) -> float:
+    """A real number as a float; one beyond the float range (an int of 400 digits) is inf."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _number(value: object, name: str, owner: str, *, positive: bool) -> float:
     """A finite real number, > 0 (positive) or >= 0; bools are refused on purpose."""
     rule = "> 0" if positive else ">= 0"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-        raise QueryError(f"{owner}: {name} must be a finite number {rule}, got {value!r}")
-    x = float(value)
+        raise QueryError(f"{owner}: {name} must be a finite number {rule}, got {shown(value)}")
+    x = _float(value)
     if not math.isfinite(x) or (x <= 0.0 if positive else x < 0.0):
-        raise QueryError(f"{owner}: {name} must be a finite number {rule}, got {value!r}")
+        raise QueryError(f"{owner}: {name} must be a finite number {rule}, got {shown(value)}")
     return x
 
 
@@ -89,24 +98,24 @@ def _fraction(value: object, name: str, owner: str, *, allow_zero: bool = False)
     """A number in the open interval (0, 1) (or [0, 1) with allow_zero)."""
     interval = "[0, 1)" if allow_zero else "(0, 1)"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-        raise QueryError(f"{owner}: {name} must be a number in {interval}, got {value!r}")
-    x = float(value)
+        raise QueryError(f"{owner}: {name} must be a number in {interval}, got {shown(value)}")
+    x = _float(value)
     low_ok = x >= 0.0 if allow_zero else x > 0.0
     if not (math.isfinite(x) and low_ok and x < 1.0):
-        raise QueryError(f"{owner}: {name} must be a number in {interval}, got {value!r}")
+        raise QueryError(f"{owner}: {name} must be a number in {interval}, got {shown(value)}")
     return x
 
 
 def _unit(unit: object, owner: str) -> str:
     if not isinstance(unit, str) or unit not in _UNIT_FACTORS:
         raise QueryError(f"{owner}: unit must be one of 'days', 'hours' or 'seconds', "
-                         f"got {unit!r}")
+                         f"got {shown(unit)}")
     return unit
 
 
 def _flag(value: object, name: str, owner: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise QueryError(f"{owner}: {name} must be True or False, got {value!r}")
+        raise QueryError(f"{owner}: {name} must be True or False, got {shown(value)}")
     return bool(value)
 
 
@@ -116,12 +125,12 @@ def _one_of(owner: str, first: tuple[str, object], second: tuple[str, object]) -
         raise QueryError(f"{owner} needs exactly one of {n1} or {n2}; got neither")
     if v1 is not None and v2 is not None:
         raise QueryError(f"{owner} needs exactly one of {n1} or {n2}; got both "
-                         f"({n1}={v1!r}, {n2}={v2!r})")
+                         f"({n1}={shown(v1)}, {n2}={shown(v2)})")
 
 
 def _as_age_days(age_days: npt.ArrayLike) -> np.ndarray:
     """Ages as a float64 array (a copy only when a conversion is needed)."""
-    arr = np.asarray(age_days)
+    arr = array(age_days, "ages", QueryError)
     kind = arr.dtype.kind
     if kind == "f" or kind in "iu":
         return arr.astype(np.float64, copy=False)
@@ -130,19 +139,14 @@ def _as_age_days(age_days: npt.ArrayLike) -> np.ndarray:
     if kind == "O":
         try:
             return arr.astype(np.float64)
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - a caller's __float__ may raise anything
             pass
         try:  # datetime.timedelta objects
             return arr.astype("timedelta64[us]") / np.timedelta64(1, "D")
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001
             pass
     raise QueryError(f"ages must be numbers of days or timedeltas, got dtype {arr.dtype} "
-                     f"({_short(age_days)})")
-
-
-def _short(obj: object, limit: int = 60) -> str:
-    text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+                     f"({shown(age_days)})")
 
 
 # --------------------------------------------------------------------------------------
@@ -173,10 +177,13 @@ def evaluate_spec(spec: KernelSpec, age_days: npt.ArrayLike) -> np.ndarray:
     """
     if not isinstance(spec, tuple) or len(spec) != 5:
         raise QueryError(f"a decay kernel spec is a 5-tuple (code, p0, p1, scale, symmetric), "
-                         f"got {_short(spec)}")
+                         f"got {shown(spec)}")
     code, p0, p1, scale, symmetric = spec
-    if int(code) != code or not 0 <= int(code) <= 5:
-        raise QueryError(f"unknown decay kernel code {code!r}; expected 0..5")
+    if isinstance(code, (bool, np.bool_)) or not isinstance(code, Real) or code not in range(6):
+        raise QueryError(f"unknown decay kernel code {shown(code)}; expected 0..5")
+    for name, value in (("p0", p0), ("p1", p1), ("scale", scale)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+            raise QueryError(f"decay kernel spec: {name} must be a number, got {shown(value)}")
     x = _as_age_days(age_days)
     with np.errstate(over="ignore", under="ignore"):
         a = (np.abs(x) if symmetric else np.maximum(x, 0.0)) * float(scale)
@@ -332,19 +339,19 @@ class Decay(ABC):
         PowerLaw(exponent=1.5)
         """
         if not isinstance(data, Mapping):
-            raise QueryError(f"a decay description must be a mapping, got {_short(data)}")
+            raise QueryError(f"a decay description must be a mapping, got {shown(data)}")
         fields = dict(data)
         family = fields.pop("family", None)
         target = _FAMILIES.get(family) if isinstance(family, str) else None
         if target is None:
-            raise QueryError(f"unknown decay family {family!r}; expected one of "
+            raise QueryError(f"unknown decay family {shown(family)}; expected one of "
                              f"{sorted(_FAMILIES)}")
         if cls is not Decay and target is not cls:
-            raise QueryError(f"{cls.__name__}.from_dict got a {family!r} description")
+            raise QueryError(f"{cls.__name__}.from_dict got a {shown(family)} description")
         try:
             return target(**fields)
         except TypeError as exc:
-            raise QueryError(f"bad {family!r} decay description {_short(dict(data))}: "
+            raise QueryError(f"bad {shown(family)} decay description {shown(dict(data))}: "
                              f"{exc}") from None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -603,7 +610,7 @@ class Linear(Decay):
         if rate is not None:
             if dec != 0.5:
                 raise QueryError("Linear: decay only applies together with scale; "
-                                 f"got rate={rate!r} and decay={decay!r}")
+                                 f"got rate={shown(rate)} and decay={shown(decay)}")
             self._rate = _number(rate, "rate (α)", "Linear", positive=True)
         else:
             s = _number(scale, "scale", "Linear", positive=True)
@@ -804,7 +811,7 @@ def _fact_type_array(fact_types: npt.ArrayLike) -> np.ndarray:
         flat = arr.ravel()
         for i, value in enumerate(flat.tolist()):
             if not isinstance(value, str):
-                raise QueryError(f"fact_types[{i}] must be a str, got {value!r}")
+                raise QueryError(f"fact_types[{i}] must be a str, got {shown(value)}")
         if flat.size == 0:
             return np.zeros(arr.shape, dtype="<U1")
         return arr.astype(str)
@@ -837,19 +844,19 @@ class DecayPolicy:
             profiles = {}
         if not isinstance(profiles, Mapping):
             raise QueryError(f"DecayPolicy: profiles must be a mapping of fact type to "
-                             f"decay, got {_short(profiles)}")
+                             f"decay, got {shown(profiles)}")
         checked: dict[str, Decay] = {}
         for name, decay in profiles.items():
             if not isinstance(name, str) or not name:
                 raise QueryError(f"DecayPolicy: fact type names must be non-empty str, "
-                                 f"got {name!r}")
+                                 f"got {shown(name)}")
             if not isinstance(decay, Decay):
-                raise QueryError(f"DecayPolicy: profile for fact type {name!r} must be a "
-                                 f"Decay (Exponential, HalfLife, ...), got {_short(decay)}")
+                raise QueryError(f"DecayPolicy: profile for fact type {shown(name)} must be a "
+                                 f"Decay (Exponential, HalfLife, ...), got {shown(decay)}")
             checked[name] = decay
         if default is not None and not isinstance(default, Decay):
             raise QueryError(f"DecayPolicy: default must be a Decay or None, "
-                             f"got {_short(default)}")
+                             f"got {shown(default)}")
         self._profiles = MappingProxyType(checked)
         self._default = default
 
@@ -864,13 +871,13 @@ class DecayPolicy:
         """
         if not isinstance(half_lives, Mapping):
             raise QueryError(f"DecayPolicy.from_half_lives needs a mapping of fact type to "
-                             f"half-life, got {_short(half_lives)}")
+                             f"half-life, got {shown(half_lives)}")
         profiles: dict[str, Decay] = {}
         for name, h in half_lives.items():
             try:
                 profiles[name] = Exponential(half_life=h, unit=unit)
             except QueryError as exc:
-                raise QueryError(f"fact type {name!r}: {exc}") from None
+                raise QueryError(f"fact type {shown(name)}: {exc}") from None
         return cls(profiles, default=default)
 
     # -- lookup ------------------------------------------------------------------------
@@ -884,13 +891,20 @@ class DecayPolicy:
         """Decay for fact types without a profile, or None (then they are an error)."""
         return self._default
 
+    def _profile(self, fact_type: Any) -> Decay | None:
+        """The explicit profile of ``fact_type``, or None (an unhashable value has none)."""
+        try:
+            return self._profiles.get(fact_type)
+        except TypeError:
+            return None
+
     def __getitem__(self, fact_type: str) -> Decay:
-        decay = self._profiles.get(fact_type)
+        decay = self._profile(fact_type)
         if decay is not None:
             return decay
         if self._default is not None:
             return self._default
-        raise NotFoundError(f"no decay profile for fact type {fact_type!r} and the policy "
+        raise NotFoundError(f"no decay profile for fact type {shown(fact_type)} and the policy "
                             f"has no default; known types: {sorted(self._profiles)}")
 
     def knows(self, fact_type: str) -> bool:
@@ -899,10 +913,10 @@ class DecayPolicy:
         >>> DecayPolicy({}, default=None).knows("news"), DecayPolicy().knows("news")
         (False, True)
         """
-        return fact_type in self._profiles or self._default is not None
+        return self._profile(fact_type) is not None or self._default is not None
 
     def __contains__(self, fact_type: object) -> bool:
-        return fact_type in self._profiles
+        return self._profile(fact_type) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._profiles)
@@ -966,9 +980,9 @@ class DecayPolicy:
         table = np.empty((len(names), 5), dtype=np.float64)
         for i, name in enumerate(names):
             if not isinstance(name, str):
-                raise QueryError(f"fact_type_names[{i}] must be a str, got {name!r}")
+                raise QueryError(f"fact_type_names[{i}] must be a str, got {shown(name)}")
             if not self.knows(name):
-                raise NotFoundError(f"fact type {name!r} (fact_type_names[{i}]) has no decay "
+                raise NotFoundError(f"fact type {shown(name)} (fact_type_names[{i}]) has no decay "
                                     f"profile and the policy has no default; known types: "
                                     f"{sorted(self._profiles)}")
             code, p0, p1, scale, symmetric = self[name]._kernel_spec()
@@ -1006,15 +1020,15 @@ class DecayPolicy:
         """Rebuild a policy from :meth:`to_dict` output."""
         if not isinstance(data, Mapping):
             raise QueryError(f"a decay policy description must be a mapping, "
-                             f"got {_short(data)}")
+                             f"got {shown(data)}")
         version = data.get("version", _POLICY_FORMAT_VERSION)
         if version != _POLICY_FORMAT_VERSION:
-            raise QueryError(f"unsupported decay policy format version {version!r}; "
+            raise QueryError(f"unsupported decay policy format version {shown(version)}; "
                              f"this chrono_engine reads version {_POLICY_FORMAT_VERSION}")
         raw_profiles = data.get("profiles", {})
         if not isinstance(raw_profiles, Mapping):
             raise QueryError(f"decay policy 'profiles' must be a mapping, "
-                             f"got {_short(raw_profiles)}")
+                             f"got {shown(raw_profiles)}")
         profiles = {name: Decay.from_dict(d) for name, d in raw_profiles.items()}
         raw_default = data.get("default")
         default = None if raw_default is None else Decay.from_dict(raw_default)

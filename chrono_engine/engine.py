@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
-from ._args import thread_count
+from ._args import count, id_array, shown, thread_count
 from ._state import StoreState, embed_content
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, QueryError, StorageError
@@ -37,6 +37,11 @@ __all__ = ["Engine", "QueryResult", "SearchOptions"]
 
 # the planner settings: Engine attributes, saved with the store
 _PLANNER = ("ef", "ef_max", "scan_limit", "seed_ef", "seed_min", "group", "scan")
+# the constructor's integer settings and their ranges: a saved store's manifest feeds them
+# too, and each sizes an allocation or a loop in the core
+_SIZES = {"dim": (1, storage.MAX_DIM), "M": (2, 2048), "ef_construction": (1, 1 << 20), "ef": (1, 1 << 24),
+          "ef_max": (1, 1 << 24), "group": (1, 1 << 16), "scan_limit": (0, 1 << 32), "seed_ef": (0, 1 << 24),
+          "seed_min": (0, 1 << 62), "seed": (0, (1 << 63) - 1)}
 
 
 class Engine:
@@ -80,35 +85,28 @@ class Engine:
                  ef_max: int = 4096, scan_limit: int = 150_000, seed_ef: int = 32,
                  seed_min: int = 150_000, group: int = 64, seed: int = 100,
                  scan: str = "auto", embedder: Any = None) -> None:
-        if embedder is not None and hasattr(embedder, "embed"):
-            if dim is None:
-                dim = embedder.dim
-            elif dim != embedder.dim:
-                raise ConfigError(f"dim={dim} but the embedder produces {embedder.dim}-dimensional vectors")
-        elif dim is None:
-            raise ConfigError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
-        if metric not in ("cosine", "ip", "l2"):
-            raise ConfigError(f"metric must be 'cosine', 'ip' or 'l2', got {metric!r}")
-        # bounded: a saved store's manifest feeds these too, and each sizes an allocation
-        for name, v, hi in (("dim", dim, storage.MAX_DIM), ("M", M, 2048), ("ef_construction", ef_construction, 1 << 20),
-                            ("ef", ef, 1 << 24), ("ef_max", ef_max, 1 << 24), ("group", group, 1 << 16)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 1 <= v <= hi:
-                raise ConfigError(f"{name} must be an integer in [1, {hi}], got {v!r}")
-        for name, v, hi in (("scan_limit", scan_limit, 1 << 32), ("seed_ef", seed_ef, 1 << 24),
-                            ("seed_min", seed_min, 1 << 62), ("seed", seed, (1 << 63) - 1)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v <= hi:
-                raise ConfigError(f"{name} must be an integer in [0, {hi}], got {v!r}")
-        if scan not in _search.SCAN_ORDERS:
-            raise ConfigError(f"scan must be one of {sorted(_search.SCAN_ORDERS)}, got {scan!r}")
+        if dim is None:
+            if embedder is None or not hasattr(embedder, "embed"):
+                raise ConfigError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
+            dim = embedder.dim
+        given = dict(dim=dim, M=M, ef_construction=ef_construction, ef=ef, ef_max=ef_max, group=group,
+                     scan_limit=scan_limit, seed_ef=seed_ef, seed_min=seed_min, seed=seed)
+        sizes = {name: count(given[name], name, lo=lo, hi=hi, error=ConfigError) for name, (lo, hi) in _SIZES.items()}
+        dim = sizes["dim"]
+        if embedder is not None and hasattr(embedder, "embed") and dim != embedder.dim:
+            raise ConfigError(f"dim={dim} but the embedder produces {shown(embedder.dim)}-dimensional vectors")
+        if not isinstance(metric, str) or metric not in ("cosine", "ip", "l2"):
+            raise ConfigError(f"metric must be 'cosine', 'ip' or 'l2', got {shown(metric)}")
+        if not isinstance(scan, str) or scan not in _search.SCAN_ORDERS:
+            raise ConfigError(f"scan must be one of {sorted(_search.SCAN_ORDERS)}, got {shown(scan)}")
         try:
             policy = parse_decay(decay)
         except QueryError as e:
             raise ConfigError(str(e)) from None
-        self._state = StoreState(int(dim), metric, policy, M=int(M),
-                                 ef_construction=int(ef_construction), seed=int(seed),
-                                 threads=thread_count(threads, "threads", ConfigError))
-        self.ef, self.ef_max, self.scan_limit = int(ef), int(ef_max), int(scan_limit)
-        self.seed_ef, self.seed_min, self.group = int(seed_ef), int(seed_min), int(group)
+        self._state = StoreState(dim, metric, policy, M=sizes["M"], ef_construction=sizes["ef_construction"],
+                                 seed=sizes["seed"], threads=thread_count(threads, "threads", ConfigError))
+        self.ef, self.ef_max, self.scan_limit = sizes["ef"], sizes["ef_max"], sizes["scan_limit"]
+        self.seed_ef, self.seed_min, self.group = sizes["seed_ef"], sizes["seed_min"], sizes["group"]
         self.scan = scan
         self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
         self._replayed = (0, -1)
@@ -191,7 +189,11 @@ class Engine:
         mode, as_of, known_at, window, fusion, alpha, tau, deprecated, deprecation_penalty,
         arbitrate, fact_types, exact, explain, lang, verify).
         """
-        v = np.asarray(vector, dtype=np.float32)
+        try:
+            v = _search._as_float32(vector)
+        except (TypeError, ValueError) as e:
+            raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
+                             f"({shown(str(e))})") from None
         if v.ndim != 1:
             raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
         t = self.search_batch(v[None, :], k, options, threads=1, **kwargs)
@@ -445,7 +447,7 @@ class Engine:
                 raise ConfigError(f"unknown settings {sorted(unknown)}")
             eng = cls(snap.dim, snap.metric, snap.policy, M=p["M"], ef_construction=p["ef_construction"],
                       seed=p["seed"], threads=threads, **snap.search)
-        except (ConfigError, TypeError, OverflowError) as e:
+        except ConfigError as e:
             raise CorruptStoreError(f"{snap.root}: {snap.name}/manifest.json holds invalid settings ({e})") from None
         storage.restore(eng._state, snap)
         return eng
@@ -535,19 +537,30 @@ class Engine:
         return int(self._state.core.count_overlapping(_search.instant(start, "start"), _search.instant(end, "end")))
 
     def rows_of(self, ids: Any) -> np.ndarray:
-        """Row numbers (ingest order) of ids; raises NotFoundError naming the first unknown id."""
+        """Row numbers (ingest order) of ids (one id, or a sequence or array of them,
+        flattened); raises NotFoundError naming the first unknown id (an integer below 0 or
+        beyond uint64 is one), QueryError for anything but integer ids (whole floats are ids,
+        as at ingest)."""
         return self._state.rows_of(ids)
 
     def contains(self, ids: Any) -> np.ndarray:
-        """Whether each id is in the store (bool array, the shape of ``ids`` flattened)."""
-        ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
-        return self._state.core.rows_of(ids) >= 0
+        """Whether each id is in the store (bool array, the shape of ``ids`` flattened; an
+        integer below 0 or beyond uint64 is not). Anything but integer ids is a QueryError."""
+        return self._state.contains(ids)
 
     def __contains__(self, id_: Any) -> bool:
-        try:
-            return bool(self.contains([id_])[0])
-        except (TypeError, ValueError, OverflowError):
+        """``id_ in engine``: whether the store holds that id (an integer, or a whole float, as
+        :meth:`rows_of` reads ids); False for anything else (as ``"a" in range(3)`` is),
+        bools and sequences included."""
+        if isinstance(id_, np.ndarray) and id_.ndim == 0:
+            id_ = id_.item()
+        if isinstance(id_, (bool, np.bool_)) or not isinstance(id_, (int, float, np.integer, np.floating)):
             return False
+        try:
+            arr, impossible = id_array(id_, "id", QueryError)
+        except QueryError:
+            return False
+        return not impossible and bool(self._state.contains(arr)[0])
 
     def columns(self, ids: Any = None) -> dict:
         """The stored temporal metadata as NumPy arrays (a copy), of every item in ingest

@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ._args import array, id_array, shown
 from ._state import StoreState, embed_content, strings_at
 from ._time import OPEN_END, errors_as, iso as _iso, now_us, scalar_us
 from .errors import LifecycleError, NotFoundError, SchemaError
@@ -93,14 +94,14 @@ def _time(value: Any, name: str) -> int:
 
 def _check_stem(stem_id: Any) -> str:
     if not isinstance(stem_id, str) or not stem_id:
-        raise LifecycleError(f"stem_id must be a non-empty string, got {stem_id!r}")
+        raise LifecycleError(f"stem_id must be a non-empty string, got {shown(stem_id)}")
     return stem_id
 
 
 def _stem_rows(state: StoreState, stem_id: str, cols: dict) -> np.ndarray:
     code = state.stem_code(stem_id)
     if code < 0:
-        raise NotFoundError(f"unknown stem {stem_id!r} (a new lineage starts with Engine.ingest)")
+        raise NotFoundError(f"unknown stem {shown(stem_id)} (a new lineage starts with Engine.ingest)")
     return np.flatnonzero(cols["stem"] == code)
 
 
@@ -139,10 +140,10 @@ def supersede(state: StoreState, stem_id: str, rows: Any, effective_at: Any, *,
 
 def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
     if deprecate is not None and not isinstance(deprecate, (bool, np.bool_)):
-        raise LifecycleError(f"deprecate must be True, False or None, got {deprecate!r}")
+        raise LifecycleError(f"deprecate must be True, False or None, got {shown(deprecate)}")
     for name, v in (("version", version), ("supersedes", supersedes)):
         if v is not None and not isinstance(v, str):
-            raise LifecycleError(f"{name} must be a version string, got {v!r}")
+            raise LifecycleError(f"{name} must be a version string, got {type(v).__name__} {shown(v)}")
 
 
 def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, version: str | None,
@@ -188,8 +189,8 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     stems = batch.table.column("stem_id")
     if stems.null_count or any(s != stem_id for s in stems.unique().to_pylist()):
         bad = next(i for i, s in enumerate(stems.to_pylist()) if s != stem_id)
-        raise LifecycleError(f"row {bad}: stem_id {stems[bad].as_py()!r} is not the stem being "
-                             f"superseded ({stem_id!r})")
+        raise LifecycleError(f"row {bad}: stem_id {shown(stems[bad].as_py())} is not the stem being "
+                             f"superseded ({shown(stem_id)})")
     off = np.flatnonzero(batch.valid_from != eff)
     if len(off):
         raise LifecycleError(f"row {int(off[0])}: valid_from {_iso(batch.valid_from[off[0]])} differs from "
@@ -212,7 +213,7 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     new_key = int(batch.version_key[0])
     if new_key <= head_key:
         raise LifecycleError(
-            f"version {vcol[0].as_py()} does not increase: stem {stem_id!r} already has "
+            f"version {vcol[0].as_py()} does not increase: stem {shown(stem_id)} already has "
             f"{format_version(head_key)} (versions must be strictly greater than every existing one)")
     # rule 4: the supersedes edge points to an existing, lower version
     scol = batch.table.column("supersedes")
@@ -222,17 +223,17 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     for target in targets:
         tkey = parse_version(target)
         if tkey >= new_key:
-            raise LifecycleError(f"supersedes {target!r} would make a cycle: an edge must point to a "
+            raise LifecycleError(f"supersedes {shown(target)} would make a cycle: an edge must point to a "
                                  f"version lower than {vcol[0].as_py()}")
         if tkey not in existing:
-            raise LifecycleError(f"supersedes {target!r}: stem {stem_id!r} has no such version")
+            raise LifecycleError(f"supersedes {shown(target)}: stem {shown(stem_id)} has no such version")
     # rule 3: effective_at after every start of the stem
     late = int(vfs.max())
     if eff <= late:
         who = mine[int(np.argmax(vfs))]
         ver = strings.column("version")[int(who)].as_py()
         raise LifecycleError(
-            f"effective_at {_iso(eff)} is not after the start of version {ver} of stem {stem_id!r} "
+            f"effective_at {_iso(eff)} is not after the start of version {ver} of stem {shown(stem_id)} "
             f"(valid_from {_iso(late)})")
     # the close, checked with the core's own rules before anything changes
     to_close = mine[vts > eff]
@@ -250,14 +251,16 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
 # ----------------------------------------------------------------------------- retract
 
 def _ids(ids: Any) -> np.ndarray:
-    arr = np.asarray(ids if not isinstance(ids, (int, np.integer)) else [ids])
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise LifecycleError(f"ids must be an id or a 1-D sequence of integer ids, got {ids!r}")
+    """The ids to retract: one id or a 1-D sequence of them, read as :meth:`Engine.rows_of`
+    reads ids, each at most once."""
+    given = array([ids] if isinstance(ids, (int, np.integer)) else ids, "ids", LifecycleError)
+    if given.ndim != 1:
+        raise LifecycleError(f"ids must be an id or a 1-D sequence of integer ids, got {shown(ids)}")
+    arr, impossible = id_array(given, "ids", LifecycleError)
     if arr.size == 0:
         raise LifecycleError("no ids to retract")
-    if arr.dtype.kind == "i" and (arr < 0).any():
-        raise NotFoundError(f"unknown id {int(arr[arr < 0][0])}")
-    arr = arr.astype(np.uint64)
+    if impossible:
+        raise NotFoundError(f"unknown id {shown(impossible[min(impossible)])}")
     uniq, counts = np.unique(arr, return_counts=True)
     if (counts > 1).any():
         raise LifecycleError(f"id {int(uniq[counts > 1][0])} is given more than once")
@@ -397,7 +400,7 @@ def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[
     stem_id = _check_stem(event.get("stem_id"))
     version = event.get("version")
     if not isinstance(version, str):
-        raise LifecycleError(f"event needs a 'version' string, got {version!r}")
+        raise LifecycleError(f"event needs a 'version' string, got {shown(version)}")
     key = _version_key(version)
     if action == "retract":
         with state.write:
@@ -405,13 +408,13 @@ def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[
             mine = _stem_rows(state, stem_id, cols)
             rows = mine[cols["version"][mine] == key]
             if not len(rows):
-                raise LifecycleError(f"stem {stem_id!r} has no version {version} to retract")
+                raise LifecycleError(f"stem {shown(stem_id)} has no version {version} to retract")
             live = rows[cols["retracted_at"][rows] == OPEN_END]
             if not len(live):
                 return cols["id"][rows]  # a redelivered event: already retracted
             return _retract_locked(state, cols["id"][live], event.get("at"))
     if action != "supersede":
-        raise LifecycleError(f"event action must be 'supersede' or 'retract', got {action!r}")
+        raise LifecycleError(f"event action must be 'supersede' or 'retract', got {shown(action)}")
     for name in ("effective_at", "rows"):
         if name not in event:
             raise LifecycleError(f"supersede event needs {name!r}")
@@ -447,7 +450,7 @@ def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[
         if len(same):
             if (cols["valid_from"][same] == eff).all():
                 return cols["id"][same]  # a redelivered event: already applied
-            raise LifecycleError(f"stem {stem_id!r} already has version {version} with a different "
+            raise LifecycleError(f"stem {shown(stem_id)} already has version {version} with a different "
                                  "effective date; a conflicting event is not applied")
         return _supersede_locked(state, stem_id, fixed, eff, version, supersedes, None)
 

@@ -97,7 +97,7 @@ RULES = ("unsupported input", "empty", "unknown column", "duplicate column", "mi
          "column length", "wrong type", "null in required column", "vector dimension",
          "non-finite vector", "zero vector", "bad time string", "time out of range",
          "valid_to <= valid_from", "retracted_at <= ingested_at", "reliability out of range",
-         "unknown fact type policy", "bad version string", "duplicate id")
+         "unknown fact type policy", "bad version string", "duplicate id", "automatic ids exhausted")
 
 _VECTOR_BLOCK = 16384          # rows per block for norms: keeps temporaries in cache-sized slabs
 _VECTOR_ROWS = pa.list_(pa.float64())
@@ -491,7 +491,10 @@ def _reliability(col: Any, n: int) -> np.ndarray:
                 _fail(f"expected a number in (0, 1], got {type(x).__name__} {shown(x)}",
                       column=name, row=i, rule="wrong type")
             else:
-                vals[i] = float(x)
+                try:
+                    vals[i] = float(x)
+                except OverflowError:  # an int beyond the float range: out of (0, 1] below
+                    vals[i] = np.inf
     if nulls is not None:
         vals = np.where(nulls, 1.0, vals)
     with np.errstate(under="ignore"):

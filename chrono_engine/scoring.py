@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from ._time import column_us, errors_as
+from ._args import NESTING_MAX, arrow_type, holds_containers, nested_deeper, shown, thread_count
+from ._time import OPEN_END, column_us, errors_as
 from .decay import DecayPolicy, parse_decay
 from .errors import QueryError
 from .search import FUSIONS, OUT_OF_FORCE, choice, instant, unit_float
 
 __all__ = ["ScoringPolicy", "score"]
-
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,13 @@ class ScoringPolicy:
         0.85
         """
         from .decay import Gaussian
-        if isinstance(semantic_weight, bool) or not isinstance(semantic_weight, (int, float)):
-            raise QueryError(f"semantic_weight must be a number in [0, 1], got {semantic_weight!r}")
         return cls(decay=Gaussian(half_life=half_life_days, symmetric=True), fusion="linear",
-                   alpha=float(semantic_weight), deprecated="penalize", penalty=0.1, preset="article")
+                   alpha=unit_float(semantic_weight, "semantic_weight"), deprecated="penalize", penalty=0.1,
+                   preset="article")
 
     def __post_init__(self) -> None:
         if self.preset not in (None, "article"):
-            raise QueryError(f"preset must be None or 'article', got {self.preset!r}")
+            raise QueryError(f"preset must be None or 'article', got {shown(self.preset)}")
         if self.preset == "article":
             from .decay import Gaussian
             d = self.decay
@@ -95,6 +94,65 @@ def _one_array(col: Any) -> pa.Array:
     return col
 
 
+def _table(candidates: Any) -> pa.Table:
+    """The candidates as one Arrow table. A dict's columns go to Arrow's conversion only
+    when they nest lists or dicts at most :data:`~chrono_engine._args.NESTING_MAX` levels
+    deep (its type inference recurses per level and overflows the C stack thousands of
+    levels down: a crash); a column Arrow cannot convert (ints beyond int64, lone
+    surrogates, mixed types, objects) is a QueryError naming it."""
+    if isinstance(candidates, pa.Table):
+        return candidates
+    if isinstance(candidates, pa.RecordBatch):
+        return pa.Table.from_batches([candidates])
+    if not isinstance(candidates, dict):
+        raise QueryError(f"candidates must be a pyarrow Table, RecordBatch or dict, got {type(candidates).__name__}")
+    for name, col in candidates.items():
+        if isinstance(col, (pa.Array, pa.ChunkedArray)):
+            continue
+        if isinstance(col, np.ndarray) and col.dtype != object:
+            continue
+        if getattr(col, "dtype", None) == object:  # a pandas Series of objects
+            col = np.asarray(col)
+        if isinstance(col, (list, tuple, np.ndarray)) and holds_containers(col) and nested_deeper(col):
+            raise QueryError(f"column {shown(name)} nests lists or dicts more than {NESTING_MAX} levels deep")
+    try:
+        return pa.table(candidates)
+    except MemoryError:
+        raise
+    except Exception as e:  # noqa: BLE001 - Arrow's conversion raises many kinds (and the caller's objects any)
+        raise QueryError(f"candidates: {_unconvertible(candidates)}: {shown(str(e))}") from None
+
+
+def _unconvertible(candidates: dict) -> str:
+    """Which of a dict's columns Arrow cannot convert, for the message (the error path only)."""
+    for name, col in candidates.items():
+        if not isinstance(name, str):
+            return f"column name {shown(name)} is not a string"
+        if isinstance(col, (pa.Array, pa.ChunkedArray)):
+            continue
+        try:
+            pa.array(col)
+        except Exception:  # noqa: BLE001
+            return f"column {shown(name)} cannot be made an Arrow array"
+    return "the columns do not make one table"
+
+
+def _check_type(col: Any, name: str, ok: Any, what: str) -> None:
+    """QueryError unless the column's Arrow type passes ``ok`` (or is all null)."""
+    if not (ok(col.type) or pa.types.is_null(col.type)):
+        raise QueryError(f"column {name!r} must be {what}, got {arrow_type(col.type)}")
+
+
+def _is_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
 def _times(col: Any, name: str) -> np.ndarray:
     """A candidate time column as int64 µs (no copy for int64 µs or ``timestamp[us]``
     without nulls). Any time column :mod:`chrono_engine._time` reads is accepted; values are
@@ -104,8 +162,20 @@ def _times(col: Any, name: str) -> np.ndarray:
     return us
 
 
+def _valid_to(col: Any) -> np.ndarray:
+    """The ``valid_to`` column as int64 µs, a null the open end (as at ingest)."""
+    t = col.type
+    if col.null_count and (t == pa.int64() or (pa.types.is_timestamp(t) and t.unit == "us")):
+        # the fast path: Arrow writes the open end (int64 max) into the nulls, and the
+        # column is then read without a copy; in any other unit that value would not fit µs
+        return _times(col.combine_chunks().fill_null(pa.scalar(OPEN_END, pa.int64()).cast(t)), "valid_to")
+    with errors_as(QueryError):
+        us, nulls = column_us("valid_to", col, nullable=True, stored=False)
+    return us if nulls is None else np.where(nulls, OPEN_END, us)
+
+
 def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
-          threads: int = 1, window: Any = None, query: str | None = None) -> pa.Table:
+          threads: int | None = 1, window: Any = None, query: str | None = None) -> pa.Table:
     """Rescore candidates from any retriever; returns the table with ``validity`` and
     ``score`` columns added (input order kept).
 
@@ -115,7 +185,7 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
 
     The two new float32 columns are buffers of Arrow's default memory pool (counted by
     ``pa.total_allocated_bytes()``), filled in place by one pass of the compiled kernel on
-    ``threads`` threads with the GIL released; large ones are advised to use transparent
+    ``threads`` threads (1 to 1024; None: every core) with the GIL released; large ones are advised to use transparent
     huge pages, as NumPy does for its own arrays.
 
     ``window`` / ``query`` are for :meth:`ScoringPolicy.article_reference` only (the
@@ -123,12 +193,11 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     its clock); that preset reads ``similarity``, ``valid_from``, ``valid_to`` and
     ``deprecated`` (see :func:`chrono_engine.article.score_table`).
     """
-    policy = policy or ScoringPolicy()
-    t = pa.table(candidates) if isinstance(candidates, dict) else candidates
-    if isinstance(t, pa.RecordBatch):
-        t = pa.Table.from_batches([t])
-    if not isinstance(t, pa.Table):
-        raise QueryError(f"candidates must be a pyarrow Table, RecordBatch or dict, got {type(candidates).__name__}")
+    policy = ScoringPolicy() if policy is None else policy
+    if not isinstance(policy, ScoringPolicy):
+        raise QueryError(f"policy must be a ScoringPolicy, got {type(policy).__name__}")
+    t = _table(candidates)
+    threads = thread_count(threads, "threads", QueryError)
     if policy.preset == "article":
         from .article import score_table
         return score_table(t, as_of_us=instant(as_of, "as_of"), policy=policy, window=window, query=query)
@@ -138,20 +207,24 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     if "similarity" not in names:
         raise QueryError("candidates need a 'similarity' column")
     sim_col = t.column("similarity")
-    if not (pa.types.is_floating(sim_col.type) or pa.types.is_integer(sim_col.type)):
-        raise QueryError(f"column 'similarity' must be numeric, got {sim_col.type}")
+    if not _is_number(sim_col.type):
+        raise QueryError(f"column 'similarity' must be numeric, got {arrow_type(sim_col.type)}")
+    for name, ok, what in (("reliability", _is_number, "numeric"), ("fact_type", _is_text, "strings"),
+                           ("deprecated", pa.types.is_boolean, "booleans")):
+        if name in names:
+            _check_type(t.column(name), name, ok, what)
     sim = np.ascontiguousarray(sim_col.to_numpy(zero_copy_only=False), dtype=np.float32)
     obs_name = "observed_at" if "observed_at" in names else "valid_from" if "valid_from" in names else None
     if obs_name is None:
         raise QueryError("candidates need an 'observed_at' (or 'valid_from') column")
     observed = _times(t.column(obs_name), obs_name)
     rel = None
-    if "reliability" in names:  # null = 1.0, as at ingest
+    if "reliability" in names and not pa.types.is_null(t.column("reliability").type):  # null = 1.0, as at ingest
         rc = _one_array(t.column("reliability"))
         rel = np.ascontiguousarray((pc.fill_null(rc, 1.0) if rc.null_count else rc).to_numpy(zero_copy_only=False),
                                    dtype=np.float32)
     # (reliability outside (0, 1] is caught by the kernel, in its one pass: see below)
-    if "fact_type" in names:
+    if "fact_type" in names and not pa.types.is_null(t.column("fact_type").type):  # null = "general"
         fc = _one_array(t.column("fact_type"))
         ft_arr = fc if pa.types.is_dictionary(fc.type) and not fc.null_count \
             else pc.dictionary_encode(pc.fill_null(fc, "general"))
@@ -164,10 +237,9 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     vf = vt = None
     if "valid_from" in names and "valid_to" in names:
         vf = _times(t.column("valid_from"), "valid_from")
-        vto = t.column("valid_to").combine_chunks()
-        vt = _times(vto.fill_null(pa.scalar(np.iinfo(np.int64).max, pa.int64()).cast(vto.type)) if vto.null_count else vto, "valid_to")
+        vt = _valid_to(t.column("valid_to"))
     dep = None
-    if "deprecated" in names:  # null = False, as at ingest
+    if "deprecated" in names and not pa.types.is_null(t.column("deprecated").type):  # null = False, as at ingest
         dep = np.ascontiguousarray(pc.fill_null(t.column("deprecated"), False).to_numpy(zero_copy_only=False), dtype=np.uint8)
     # The outputs are buffers of Arrow's default memory pool, as an Arrow compute kernel's
     # would be: counted by pa.total_allocated_bytes(), and a pool that keeps freed pages
@@ -177,7 +249,7 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     try:
         _core.score(sim, observed, rel, codes, vf, vt, dep, specs, instant(as_of, "as_of"),
                     FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
-                    OUT_OF_FORCE[policy.deprecated], float(policy.tau), int(threads),
+                    OUT_OF_FORCE[policy.deprecated], float(policy.tau), threads,
                     np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32))
     except ValueError as e:
         m = re.match(r"reliability must be in \(0, 1\] at row (\d+)", str(e))

@@ -57,7 +57,10 @@ def unit_float(value: Any, name: str) -> float:
     """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise QueryError(f"{name} must be a number in [0, 1], got {shown(value)}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond the float range
+        v = float("inf")
     if not (0.0 <= v <= 1.0):
         raise QueryError(f"{name} must be in [0, 1], got {shown(value)}")
     return v

@@ -565,7 +565,8 @@ def restore(state: StoreState, snap: Snapshot) -> None:
     try:
         state.core.restore(str(snap.path / "graph.bin"), c["valid_from"], c["valid_to"], c["observed_at"],
                            c["ingested_at"], c["retracted_at"], c["version_key"], c["reliability"],
-                           c["stem_code"], c["fact_type_code"], c["deprecated"].astype(np.uint8), c["id"])
+                           c["stem_code"], c["fact_type_code"], c["deprecated"].astype(np.uint8), c["id"],
+                           n_stems=len(snap.stems))
     except (RuntimeError, ValueError, KeyError, MemoryError, pa.ArrowException) as e:
         raise CorruptStoreError(f"{root}: {snap.name}/graph.bin or meta.arrow is damaged ({e})") from None
     # the two files belong together: each row's vector is the one its metadata was saved with

@@ -673,3 +673,17 @@ def test_200k_row_dict_batch_converts_every_column():
     np.testing.assert_array_equal(b.version_key, np.where(np.arange(n) % 2, parse_version("v2"),
                                                           parse_version("v1")).astype(np.uint64))
     assert b.table.num_rows == n and b.table.column("title").unique().to_pylist() == ["a title"]
+
+
+def _assert_rule(err, *, column, rule):
+    assert (err.column, err.rule) == (column, rule), (err.column, err.rule, str(err))
+
+
+def test_automatic_ids_exhausted_is_a_named_rule():
+    import chrono_engine as ce
+    eng = ce.Engine(4)
+    eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"], "id": [2**64 - 1]})
+    with pytest.raises(SchemaError) as info:
+        eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]})
+    _assert_rule(info.value, column="id", rule="automatic ids exhausted")
+    assert len(eng) == 1

@@ -460,6 +460,19 @@ def test_score_null_fact_type_uses_default_profile():
     np.testing.assert_allclose(out.column("validity").to_numpy(), [0.5, 1.0, 0.5], rtol=1e-6)
 
 
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_score_null_valid_to_is_open_in_any_unit(unit):
+    """A null valid_to was filled with int64 max in the column's own unit: in seconds or
+    milliseconds that is beyond int64 µs, and the null row raised 'does not fit int64 µs'."""
+    per_us = {"s": 1e-6, "ms": 1e-3, "us": 1, "ns": 1000}[unit]
+    start = int((T_QUERY - 10 * US_PER_DAY) * per_us)
+    end = int((T_QUERY - US_PER_DAY) * per_us)  # the second row ended before T
+    out = ce.score(_tiny(valid_from=pa.array([start] * 3, pa.timestamp(unit)),
+                         valid_to=pa.array([None, end, None], pa.timestamp(unit))), as_of=T_QUERY)
+    ok = ce.score(_tiny(), as_of=T_QUERY).column("score").to_numpy()
+    np.testing.assert_allclose(out.column("score").to_numpy(), ok * [1, 0.1, 1], rtol=1e-6)
+
+
 def test_score_null_deprecated_means_false():
     out = ce.score(_tiny(deprecated=pa.array([True, None, False])), as_of=T_QUERY)
     np.testing.assert_allclose(out.column("score").to_numpy(), [0.09, 0.5, 0.1], rtol=1e-6)

@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .._args import shown
 from ..errors import TimeParseError
 from .types import GRAINS
 
@@ -41,8 +42,10 @@ def _zone(name: str) -> tzinfo:
         return _UTC
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
-        raise TimeParseError(f"unknown time zone {name!r}: expected an IANA name such as "
+    # OSError: zoneinfo opens the name as a file under its zone directories ("Europe" is a
+    # directory; a name of 300 characters is too long for a file name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError) as exc:
+        raise TimeParseError(f"unknown time zone {shown(name)}: expected an IANA name such as "
                              f"'Asia/Shanghai' or a tzinfo") from exc
 
 
@@ -75,7 +78,7 @@ def resolve_now(now: object, tz: tzinfo) -> datetime:
         try:
             now = datetime.fromisoformat(now.strip())
         except ValueError as exc:
-            raise TimeParseError(f"now={now!r} is not an ISO 8601 date or datetime") from exc
+            raise TimeParseError(f"now={shown(now)} is not an ISO 8601 date or datetime") from exc
     elif isinstance(now, date) and not isinstance(now, datetime):
         now = datetime(now.year, now.month, now.day)
     if not isinstance(now, datetime):
@@ -131,7 +134,7 @@ def floor(t: datetime, grain: str) -> datetime:
         return datetime(t.year, 1, 1, tzinfo=tz)
     if grain == "decade":
         return datetime(t.year - t.year % 10, 1, 1, tzinfo=tz)
-    raise TimeParseError(f"grain must be one of {', '.join(GRAINS)}, got {grain!r}")
+    raise TimeParseError(f"grain must be one of {', '.join(GRAINS)}, got {shown(grain)}")
 
 
 def shift(t: datetime, grain: str, n: int) -> datetime:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from .._args import shown
 from ..errors import TimeParseError
 from . import periods as P
 from .grammar import (
@@ -67,7 +68,7 @@ def _n(s: str) -> int:
     v = cn_int(s)
     if v is None:
         # a void match: parser._run catches ValueError (TimeParseError is one) and drops it
-        raise TimeParseError(f"{s!r} is not a Chinese or Arabic number")
+        raise TimeParseError(f"{shown(s)} is not a Chinese or Arabic number")
     return v
 
 

@@ -16,12 +16,14 @@ below γ (section III-D4).
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from .._args import array, count, shown
 from ..errors import QueryError
 from . import chains_kernel as _k
 from ._parallel import run
@@ -48,10 +50,13 @@ def check_gamma(gamma: Any) -> float:
     """γ as a float, or a :class:`QueryError` unless it is a number in [0, 1]."""
     if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real):
         raise QueryError(f"gamma (γ, the validity threshold) must be a number in [0, 1], "
-                         f"got {gamma!r}")
-    g = float(gamma)
+                         f"got {shown(gamma)}")
+    try:
+        g = float(gamma)
+    except OverflowError:  # an int beyond the float range
+        g = math.inf
     if not (0.0 <= g <= 1.0):  # also rejects NaN
-        raise QueryError(f"gamma (γ, the validity threshold) must be in [0, 1], got {g}")
+        raise QueryError(f"gamma (γ, the validity threshold) must be in [0, 1], got {shown(gamma)}")
     return g
 
 
@@ -64,7 +69,7 @@ def as_validity(validity: Any, name: str = "validity") -> np.ndarray:
             pos = int(np.flatnonzero(~np.asarray(validity.is_valid()))[0])
             raise QueryError(f"{name}[{pos}] is null: every fact needs a validity")
         validity = validity.to_numpy(zero_copy_only=False)
-    arr = np.asarray(validity)
+    arr = array(validity, name, QueryError)
     if arr.ndim != 1:
         raise QueryError(f"{name} must be a 1-D array of V(e, T) per fact, got shape {arr.shape}")
     if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
@@ -342,8 +347,8 @@ def verify_hits(validity: Any, fact_ids: Any, gamma: float, *, query: Any = None
     """
     g = check_gamma(gamma)
     v = as_validity(validity, "validity")
-    ids = np.asarray(fact_ids.combine_chunks() if isinstance(fact_ids, pa.ChunkedArray)
-                     else fact_ids)
+    ids = array(fact_ids.combine_chunks() if isinstance(fact_ids, pa.ChunkedArray) else fact_ids,
+                "fact_ids", QueryError)
     if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
         raise QueryError(f"fact_ids must be a 1-D integer array, got {ids.dtype} {ids.shape}")
     if not ids.size:
@@ -362,7 +367,7 @@ def verify_hits(validity: Any, fact_ids: Any, gamma: float, *, query: Any = None
         hit_chain = np.zeros(n, np.int64)
         chain_offsets = np.array([0, n], np.int64)
     else:
-        q = np.asarray(query.combine_chunks() if isinstance(query, pa.ChunkedArray) else query)
+        q = array(query.combine_chunks() if isinstance(query, pa.ChunkedArray) else query, "query", QueryError)
         if q.shape != (n,) or (n and q.dtype.kind not in "iu"):
             raise QueryError(f"query must be a 1-D integer array with one entry per hit "
                              f"({n}), got {q.dtype} {q.shape}")
@@ -371,11 +376,8 @@ def verify_hits(validity: Any, fact_ids: Any, gamma: float, *, query: Any = None
             raise QueryError("query must be non-negative and non-decreasing (hits grouped by "
                              "query, as result tables are ordered)")
         nq = int(q[-1]) + 1 if n else 0
-        if n_queries is not None:
-            if not isinstance(n_queries, numbers.Integral) or n_queries < nq:
-                raise QueryError(f"n_queries must be an integer ≥ {nq} (the largest query "
-                                 f"index + 1), got {n_queries!r}")
-            nq = int(n_queries)
+        if n_queries is not None:  # (the largest query index + 1) at least; one chain each
+            nq = count(n_queries, "n_queries", lo=nq, hi=_INT32_MAX, error=QueryError)
         hit_chain = q
         chain_offsets = np.searchsorted(q, np.arange(nq + 1)).astype(np.int64)
 

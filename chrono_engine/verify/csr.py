@@ -21,6 +21,7 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from .._args import array, shown
 from ..errors import QueryError
 
 __all__ = ["ChainBatch", "as_chain_batch"]
@@ -51,7 +52,7 @@ def _index_array(values: Any, name: str) -> np.ndarray:
         if values.null_count:
             raise QueryError(f"{name} has a null at position {_first_null(values)}")
         values = values.to_numpy(zero_copy_only=False)
-    arr = np.asarray(values)
+    arr = array(values, name, QueryError)
     if arr.ndim != 1:
         raise QueryError(f"{name} must be 1-D, got shape {arr.shape}")
     if arr.dtype.kind == "b" or (arr.dtype.kind not in "iu" and arr.size):
@@ -140,30 +141,30 @@ class ChainBatch:
     @classmethod
     def from_lists(cls, chains: Iterable[Sequence[Sequence[int]]]) -> "ChainBatch":
         """Convert ragged Python lists: ``[[[fact, ...], ...step], ...chain]``."""
-        chains = chains if isinstance(chains, list) else list(chains)
         try:
-            chain_lens = [len(c) for c in chains]
-        except TypeError:
-            c = next(i for i, ch in enumerate(chains) if not hasattr(ch, "__len__"))
-            raise QueryError(f"chain {c} is {chains[c]!r}: a chain must be a list of "
-                             f"steps") from None
+            chains = chains if isinstance(chains, list) else list(chains)
+        except TypeError:  # a NumPy 0-d array has __iter__ and cannot be iterated
+            raise QueryError(f"chains must be a list of chains, got {type(chains).__name__} {shown(chains)}") from None
+        chain_lens, c = _lengths(chains)
+        if c >= 0:
+            raise QueryError(f"chain {c} is {shown(chains[c])}: a chain must be a list of steps")
         steps = list(itertools.chain.from_iterable(chains))
-        try:
-            step_lens = [len(s) for s in steps]
-        except TypeError:
-            s = next(i for i, st in enumerate(steps) if not hasattr(st, "__len__"))
+        step_lens, s = _lengths(steps)
+        if s >= 0:
             c, k = _locate(np.cumsum(chain_lens), s)
-            raise QueryError(f"chain {c}, step {k} is {steps[s]!r}: a step must be a list of "
-                             f"fact ids") from None
+            raise QueryError(f"chain {c}, step {k} is {shown(steps[s])}: a step must be a list of fact ids")
         flat = list(itertools.chain.from_iterable(steps))
-        ids = np.array(flat) if flat else np.zeros(0, np.int64)
-        if ids.ndim != 1 or ids.dtype.kind not in "iu":
-            bad = next((i for i, f in enumerate(flat)
-                        if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, np.integer))),
-                       0)
+        try:
+            ids = np.array(flat) if flat else np.zeros(0, np.int64)
+        except Exception:  # noqa: BLE001 - ragged or nested values (or objects that raise): named below
+            ids = None
+        if ids is None or ids.ndim != 1 or ids.dtype.kind not in "iu":
+            bad = next((i for i, f in enumerate(flat) if isinstance(f, (bool, np.bool_))
+                        or not isinstance(f, (int, np.integer)) or not -2**63 <= f < 2**63), 0)
             s, _ = _locate(np.cumsum(step_lens), bad)
             c, k = _locate(np.cumsum(chain_lens), s)
-            raise QueryError(f"chain {c}, step {k} holds {flat[bad]!r}: fact ids must be integers")
+            raise QueryError(f"chain {c}, step {k} holds {shown(flat[bad])}: fact ids must be integers "
+                             "(int64)")
         chain_offsets = np.zeros(len(chain_lens) + 1, np.int64)
         np.cumsum(chain_lens, out=chain_offsets[1:])
         step_offsets = np.zeros(len(step_lens) + 1, np.int64)
@@ -174,7 +175,7 @@ class ChainBatch:
     def from_dense(cls, chains: np.ndarray) -> "ChainBatch":
         """Chains of equal shape, an integer array (n_chains, steps, facts): no copy of the
         fact ids (they are the array, flattened)."""
-        arr = np.asarray(chains)
+        arr = array(chains, "chains", QueryError)
         if arr.ndim != 3:
             raise QueryError(f"a dense chain array must be (chains, steps, facts), got shape "
                              f"{arr.shape}")
@@ -206,6 +207,22 @@ class ChainBatch:
         co, so, ids = self.chain_offsets, self.step_offsets, self.fact_ids.tolist()
         return [[ids[so[s]:so[s + 1]] for s in range(co[c], co[c + 1])]
                 for c in range(self.n_chains)]
+
+
+def _lengths(items: list) -> tuple[list[int], int]:
+    """``len`` of each item, and -1; or ``[]`` and the position of the first item without
+    a length (a NumPy 0-d array has ``__len__`` and no length)."""
+    try:
+        return [len(x) for x in items], -1
+    except TypeError:
+        pass
+    lens = []
+    for i, x in enumerate(items):
+        try:
+            lens.append(len(x))
+        except TypeError:
+            return [], i
+    return lens, -1
 
 
 def _is_list(t: pa.DataType) -> bool:

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._args import array, shown
 from ..errors import QueryError
 from .chains import as_validity, check_gamma
 
@@ -76,7 +77,7 @@ class ValidityMonitor:
         self._gamma = check_gamma(gamma)
         if isinstance(lag, (bool, np.bool_)) or not isinstance(lag, numbers.Integral) or lag < 1:
             raise QueryError(f"lag (L, consecutive violating steps before the trigger fires) "
-                             f"must be an integer ≥ 1, got {lag!r}")
+                             f"must be an integer ≥ 1, got {shown(lag)}")
         self._lag = int(lag)
         self._validity = None if validity is None else as_validity(validity)
         self.reset()
@@ -176,7 +177,7 @@ class ValidityMonitor:
                                  f"validity array of {n} facts")
             vals = self._validity[ids].astype(np.float64)
         else:
-            vals = np.atleast_1d(np.asarray(values, dtype=np.float64))
+            vals = np.atleast_1d(array(values, "values", QueryError, np.float64))
             if vals.ndim != 1:
                 raise QueryError(f"values must be 1-D, got shape {vals.shape}")
             if facts is None:
@@ -244,7 +245,7 @@ class ValidityMonitor:
 
 
 def _int_ids(facts: Any, name: str) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(facts if facts is not None else []))
+    arr = np.atleast_1d(array(facts if facts is not None else [], name, QueryError))
     if arr.size == 0:
         return np.zeros(0, np.int64)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
