@@ -48,7 +48,7 @@ def _calls(eng):
     eng.retract([3, 5], at="2040-01-01")
     eng.on_approval_event({"stem_id": "policy", "version": "v3.0.0", "effective_at": "2024-09-01",
                            "rows": [{"vector": [0.5] * DIM, "title": "third"}]})
-    eng.ingest({**_rows(3, 3), "id": [2**64 - 3, 2**64 - 2, 10**12]})
+    eng.ingest({**_rows(3, 3), "id": [2**63 + 3, 2**63 + 2, 10**12]})
 
 
 def _assert_same(a, b):
