@@ -1,5 +1,7 @@
-"""What the three fuzz harnesses share: the rule that only a ChronoError may escape, the
-report of a broken invariant, and starting libFuzzer with sensible defaults.
+"""What the three fuzz harnesses share: the rule that only a ChronoError may escape
+(:func:`attempt`), the report of a broken invariant (:class:`Finding`), outcomes as coverage
+for code atheris cannot see (:func:`outcome`), and starting libFuzzer with sensible defaults
+and an optional triage mode (:func:`main`).
 
 A harness imports chrono_engine inside :func:`instrumented` (so atheris records coverage
 of the package's Python code), then calls :func:`main` with its one-input function.
