@@ -2,9 +2,9 @@
 the list of its files, and :func:`reseal` (recompute the checksums the store keeps, so that a
 mutation reaches the parsers behind them).
 
-The store format is being changed (issue 20: a checksum of the manifest, an optional HMAC,
-a log file). Only :func:`reseal` knows where checksums live; adapt it, and the rest follows
-(files are found by walking the store).
+Only :func:`reseal` knows where checksums live (format 2: the seal in CURRENT, the
+manifest's file digests); the rest follows (files are found by walking the store, so the
+write-ahead log and LOCK are mutated too).
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ DIM = 4
 
 
 def build_store(path: Path) -> ce.Engine:
-    """Save a store of 12 rows to ``path`` (two fact types, stems with versions, a supersede,
-    a retraction, every string column) and return its engine. The files are the same on
+    """Save a store of 11 rows to ``path`` (two fact types, stems with versions; a supersede
+    and a retraction in its log; every string column) and return its engine. The files are the same on
     every run but for the snapshot's random name (in CURRENT and the folder's name)."""
     rng = np.random.default_rng(7)
     eng = ce.Engine(dim=DIM, decay=ce.DecayPolicy({"news": ce.Exponential(half_life=30)},
@@ -36,12 +36,14 @@ def build_store(path: Path) -> ce.Engine:
                 "stem_id": [f"doc-{i % 4}" for i in range(n)], "version": [f"v{1 + i // 4}" for i in range(n)],
                 "content": [f"content {i}" for i in range(n)], "title": [f"title {i}" for i in range(n)],
                 "source": ["src"] * n, "modality": ["text"] * n})
+    eng.save(path)
+    eng = ce.Engine.open(path, threads=1)  # the writes below go to the log, so it is fuzzed too
     eng.supersede("doc-1", {"vector": rng.normal(size=(1, DIM)).astype(np.float32),
                             "valid_from": ["2022-01-01"], "ingested_at": ["2022-02-01"],
                             "content": ["new"]},
                   effective_at="2022-01-01", version="v9")
     eng.retract([3], at="2023-01-01")
-    eng.save(path)
+    eng.close()
     return eng
 
 
@@ -52,11 +54,13 @@ def store_files(root: Path) -> list[str]:
 
 
 def reseal(root: Path) -> None:
-    """Recompute the SHA-256 values the manifest of the live snapshot keeps for its files,
-    as an attacker would; leave the store alone when CURRENT or the manifest does not
-    parse (the mutation is then tested as it is)."""
+    """Recompute every checksum an attacker without the key can (store format 2): the
+    SHA-256 values the manifest keeps for the data files, then the manifest's own SHA-256 in
+    the seal (CURRENT). Leave the store alone when CURRENT or the manifest does not parse
+    (the mutation is then tested as it is)."""
     try:
-        snap = root / (root / "CURRENT").read_text(encoding="utf-8").strip()
+        seal = json.loads((root / "CURRENT").read_text(encoding="utf-8"))
+        snap = root / seal["snapshot"]
         if snap.parent != root:
             return
         manifest_path = snap / "manifest.json"
@@ -65,6 +69,9 @@ def reseal(root: Path) -> None:
         for name in files:
             if isinstance(name, str) and (snap / name).is_file() and (snap / name).parent == snap:
                 files[name] = hashlib.sha256((snap / name).read_bytes()).hexdigest()
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return
-    manifest_path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    body = json.dumps(manifest, indent=1).encode("utf-8", "surrogatepass")
+    manifest_path.write_bytes(body)
+    seal["manifest_sha256"] = hashlib.sha256(body).hexdigest()
+    (root / "CURRENT").write_text(json.dumps(seal), encoding="utf-8")

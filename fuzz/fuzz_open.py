@@ -49,7 +49,7 @@ def contents(eng: ce.Engine) -> tuple:
             tuple(getattr(eng, k) for k in ("ef", "ef_max", "scan_limit", "seed_ef", "seed_min", "group", "scan")))
 
 
-_EXPECTED = contents(ce.Engine.open(_PRISTINE))
+_EXPECTED = contents(ce.Engine.open(_PRISTINE, read_only=True))
 
 
 def check_invariants(eng: ce.Engine) -> None:
@@ -91,6 +91,8 @@ def test_one_input(data: bytes) -> None:
     eng.search(q, k=5)
     eng.search(q, k=5, mode="all", exact=True)
     check_invariants(eng)
+    if name.endswith("log.wal") and got[4] < _EXPECTED[4]:
+        return  # the log's end cut or damaged: a torn last write, dropped by design (docs/storage.md)
     if not sealed and body != _CONTENT[name] and got != _EXPECTED:
         raise Finding(f"{name} was changed, the checksums were not recomputed, and the store "
                       "opened with different contents")

@@ -169,6 +169,18 @@ def _set(t: pa.Table, name: str, values) -> pa.Table:
     return t.set_column(i, name, pa.array(values, t.schema.field(name).type))
 
 
+def _strings_from(n: int, data: bytes, step: int) -> pa.Array:
+    """A string array built from raw buffers, unchecked: offsets i * step into ``data``
+    (step -1: offsets that go down, 5, 3, 5, 3, ...)."""
+    offsets = (np.arange(0, (n + 1) * step, step, dtype=np.int32) if step > 0
+               else np.tile(np.array([5, 3], np.int32), n + 1)[:n + 1])
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data))
+
+
+def _set_raw(t: pa.Table, name: str, arr: pa.Array) -> pa.Table:
+    return t.set_column(t.column_names.index(name), name, arr)
+
+
 def _with(name, fn):
     def edit(t):
         v = t.column(name).to_numpy(zero_copy_only=False).copy()
@@ -199,6 +211,8 @@ def _with(name, fn):
     ("extra column", lambda t: t.append_column("x", pa.array(np.zeros(len(t)))), "columns"),
     ("fewer rows", lambda t: t.slice(0, 59), "rows"),
     ("rows reordered", lambda t: t.take(pa.array(np.roll(np.arange(len(t)), 1))), ""),
+    ("invalid UTF-8", lambda t: _set_raw(t, "title", _strings_from(len(t), b"\xff\xfe" * len(t), 2)), "Arrow"),
+    ("string offsets decreasing", lambda t: _set_raw(t, "title", _strings_from(len(t), b"ab" * 400, -1)), "Arrow"),
 ])
 def test_metadata_is_checked_behind_the_checksum(copy, name, edit, word):
     _edit_meta(copy, edit)

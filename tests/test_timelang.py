@@ -398,3 +398,13 @@ def test_fixed_offsets_and_pytz_zones():
     pytz = pytest.importorskip("pytz")
     got = parse_time("今天", now=NOW, tz=pytz.timezone("Asia/Shanghai"))[0]
     assert got.start == datetime(2025, 6, 18, tzinfo=SH)  # not Shanghai's LMT +08:06
+
+
+def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
+    """Fuzzing findings (fuzz/findings/parse_time): a clock time on the last day of year 9999
+    and "yesterday" on the first day of year 1 raised OverflowError."""
+    import chrono_engine as ce
+    (e,) = ce.parse_time("23:59", now="9999-12-31T12:00:00")
+    assert e.start.year == 9999 and e.start < e.end
+    intent = ce.parse_temporal_intent("yesterday at noon", now="0001-01-01T00:00:00", tz="Pacific/Pago_Pago")
+    assert intent.mode in ("as_of", "window", "latest")

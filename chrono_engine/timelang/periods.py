@@ -141,8 +141,21 @@ def shift(t: datetime, grain: str, n: int) -> datetime:
     """``t`` moved by ``n`` whole units of ``grain``.
 
     Months and coarser clamp the day to the target month's length (Mar 31 − 1 month =
-    Feb 28/29); days and weeks move by wall clock; sub-day units by elapsed time.
+    Feb 28/29); days and weeks move by wall clock; sub-day units by elapsed time. A move
+    past the ends of datetime's range (years 1 and 9999) stops at the end ("23:59" on the
+    last day of year 9999 ends at the last representable instant).
     """
+    try:
+        return _shift(t, grain, n)
+    except OverflowError:
+        edge = (datetime.max if n > 0 else datetime.min).replace(tzinfo=_UTC)
+        try:
+            return edge.astimezone(t.tzinfo)
+        except OverflowError:  # the zone's offset would take it out again: the UTC instant
+            return edge
+
+
+def _shift(t: datetime, grain: str, n: int) -> datetime:
     if grain in UNIT_SECONDS:
         u = t.astimezone(_UTC) + timedelta(seconds=UNIT_SECONDS[grain] * n)
         return u.astimezone(t.tzinfo)
