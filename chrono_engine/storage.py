@@ -479,7 +479,11 @@ def _check_meta(table: pa.Table, snap: Snapshot) -> dict:
     arrays. CorruptStoreError naming the column and the first bad row."""
     where = f"{snap.root}: {snap.name}/meta.arrow"
     if table.schema.remove_metadata() != _META_SCHEMA:
-        raise CorruptStoreError(f"{where}: columns or types differ from the format ({table.schema.names})")
+        try:
+            names = ", ".join(table.schema.names)[:300]
+        except UnicodeDecodeError:  # column names that are not UTF-8
+            names = "names that are not UTF-8"
+        raise CorruptStoreError(f"{where}: columns or types differ from the format ({names})")
     try:
         table.validate(full=True)
     except pa.ArrowException as e:
@@ -552,7 +556,7 @@ def restore(state: StoreState, snap: Snapshot) -> None:
     root = snap.root
     try:
         table = ipc.open_file(pa.memory_map(str(snap.path / "meta.arrow"), "r")).read_all()
-    except (pa.ArrowException, OSError) as e:
+    except (pa.ArrowException, OSError, ValueError) as e:
         raise CorruptStoreError(f"{root}: {snap.name}/meta.arrow is unreadable ({e})") from None
     c = _check_meta(table, snap)
     state.fact_types = list(snap.fact_types)

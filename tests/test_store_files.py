@@ -244,3 +244,13 @@ def test_only_regular_files_are_read(copy, name, kind):
     out = _open_in_child(copy, timeout=60)  # a FIFO used to block forever, /dev/zero to read forever
     assert out.startswith("REFUSED CorruptStoreError") and name in out, out
     assert "is not a regular file" in out, out
+
+
+def test_column_names_that_are_not_utf8(copy):
+    """A fuzzing finding: reading the names of a schema that is not UTF-8 raised
+    UnicodeDecodeError out of Engine.open."""
+    _edit_meta(copy, lambda t: t.rename_columns([("tit\u00e9" if n == "title" else n) for n in t.column_names]))
+    f = snap_dir(copy) / "meta.arrow"
+    f.write_bytes(f.read_bytes().replace("tit\u00e9".encode(), b"tit\x9b\x9b"))
+    reseal(copy)
+    _refused(copy, "meta.arrow")
