@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import shutil
 from pathlib import Path
 
 
@@ -31,3 +32,9 @@ def reseal(path: Path, key: bytes | None = None, files: bool = True) -> None:
     if key is not None:
         seal["manifest_hmac_sha256"] = hmac.new(key, body, hashlib.sha256).hexdigest()
     (path / "CURRENT").write_text(json.dumps(seal))
+
+
+def copy_store(src: Path, dst: Path) -> Path:
+    """A copy of the store at ``src`` (tests that damage a store work on one)."""
+    shutil.copytree(src, dst)
+    return dst

@@ -22,7 +22,7 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine.errors import CorruptStoreError
-from storefiles import reseal, snap_dir
+from storefiles import copy_store, reseal, snap_dir
 
 DIM = 8
 
@@ -45,10 +45,7 @@ def pristine(tmp_path_factory):
 
 @pytest.fixture
 def copy(pristine, tmp_path):
-    import shutil
-    dst = tmp_path / "s"
-    shutil.copytree(pristine, dst)
-    return dst
+    return copy_store(pristine, tmp_path / "s")
 
 
 def _refused(path: Path, *words: str) -> str:
