@@ -9,8 +9,6 @@ become lone surrogates (``surrogateescape``), which a ``str`` can hold.
 """
 from __future__ import annotations
 
-import sys
-
 from _harness import Finding, instrumented, main
 
 with instrumented():

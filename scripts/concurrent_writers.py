@@ -13,7 +13,6 @@ that succeeded. The reader must never get an error. Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
