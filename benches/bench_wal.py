@@ -1,9 +1,11 @@
 """What the write-ahead log costs: ingest and lifecycle throughput of an engine writing to
 a store (``Engine.create``) under each fsync policy, against the same calls on an engine
-with no store (no log), measured in the same run, configurations interleaved round by round
-(the machine is shared and noisy; the median of the rounds is reported).
+with no store (no log), measured in the same run. The four engines live side by side and
+take each call in turn (the order rotating per call), so the slow spells of a shared machine
+fall on all of them alike; each round starts fresh engines, and the median of the rounds is
+reported.
 
-Workloads, each on a fresh engine per round:
+Workloads:
 
 * ``ingest batches``: ``--n`` synthetic rows with every column, ``--batch`` rows per call
   (how bulk loads and ``chrono ingest`` write);
@@ -15,7 +17,7 @@ Prints rows/s (calls/s) per configuration and the ratio logged / unlogged; the i
 is that the default policy ("call") keeps ≥ 90 % of bulk ingest throughput::
 
     python benches/bench_wal.py
-    python benches/bench_wal.py --n 20000 --dim 384 --rounds 5 --json bench_wal.json
+    python benches/bench_wal.py --n 20000 --dim 384 --rounds 3 --json bench_wal.json
 """
 from __future__ import annotations
 
@@ -53,55 +55,50 @@ def run(args) -> dict:
     rows = corpus.to_dict()
     rows.pop("id", None)
     tmp = Path(tempfile.mkdtemp(prefix="chrono-bench-wal-"))
-    times: dict = {w: {c: [] for c in CONFIGS} for w in ("ingest batches", "ingest single rows", "supersede",
-                                                         "retract")}
-    try:
-        for r in range(-1, args.rounds):  # round -1 warms up (imports, first allocations): not counted
-            order = CONFIGS if r % 2 == 0 else CONFIGS[::-1]
-            for cfg in order:
-                eng = _engine(cfg, args.dim, tmp, args.threads)
-
-                def batches():
-                    for lo in range(0, args.n, args.batch):
-                        eng.ingest({k: v[lo:lo + args.batch] for k, v in rows.items()})
-                keep = (lambda w, t: times[w][cfg].append(t)) if r >= 0 else (lambda w, t: None)
-                keep("ingest batches", _time(batches))
-
-                def singles():
-                    for i in range(args.single):
-                        eng.ingest({k: v[i:i + 1] for k, v in rows.items()})
-                keep("ingest single rows", _time(singles))
-
-                stem = eng.stems[0]
-                start = int(eng.history(stem).column("valid_from").cast("int64").to_numpy().max())
-                vec = np.ones((1, args.dim), np.float32)
-
-                def supersedes():
-                    for i in range(args.lifecycle):
-                        eng.supersede(stem, {"vector": vec}, start + (i + 1) * 86_400_000_000, version=f"v{1000 + i}")
-                keep("supersede", _time(supersedes))
-
-                cols = eng.columns()
-                ids = cols["id"][:args.lifecycle]
-                at = int(cols["ingested_at"].max()) + 86_400_000_000  # after every (synthetic) ingest time
-
-                def retracts():
-                    for i in ids:
-                        eng.retract([int(i)], at=at)
-                keep("retract", _time(retracts))
-                if eng.path is not None:
-                    path = eng.path
-                    eng.close()
-                    shutil.rmtree(path, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     units = {"ingest batches": args.n, "ingest single rows": args.single, "supersede": args.lifecycle,
              "retract": args.lifecycle}
+    totals: dict = {w: {c: [] for c in CONFIGS} for w in units}
+    vec = np.ones((1, args.dim), np.float32)
+    try:
+        for r in range(-1, args.rounds):  # round -1 warms up (imports, first allocations): not counted
+            engines = {c: _engine(c, args.dim, tmp, args.threads) for c in CONFIGS}
+            spent = {w: dict.fromkeys(CONFIGS, 0.0) for w in units}
+
+            def each(workload: str, calls: int, call) -> None:
+                # call i of every configuration back to back, the order rotating per call: slow
+                # spells of a shared machine fall on every configuration alike
+                for i in range(calls):
+                    for j in range(len(CONFIGS)):
+                        c = CONFIGS[(i + j) % len(CONFIGS)]
+                        spent[workload][c] += _time(lambda: call(engines[c], i))
+
+            each("ingest batches", (args.n + args.batch - 1) // args.batch,
+                 lambda e, i: e.ingest({k: v[i * args.batch:(i + 1) * args.batch] for k, v in rows.items()}))
+            each("ingest single rows", args.single, lambda e, i: e.ingest({k: v[i:i + 1] for k, v in rows.items()}))
+            stem = engines["no log"].stems[0]
+            start = int(engines["no log"].history(stem).column("valid_from").cast("int64").to_numpy().max())
+            each("supersede", args.lifecycle, lambda e, i: e.supersede(
+                stem, {"vector": vec}, start + (i + 1) * 86_400_000_000, version=f"v{1000 + i}"))
+            cols = engines["no log"].columns()
+            ids = cols["id"][:args.lifecycle]
+            at = int(cols["ingested_at"].max()) + 86_400_000_000  # after every (synthetic) ingest time
+            each("retract", args.lifecycle, lambda e, i: e.retract([int(ids[i])], at=at))
+            for e in engines.values():
+                if e.path is not None:
+                    path = e.path
+                    e.close()
+                    shutil.rmtree(path, ignore_errors=True)
+            if r >= 0:
+                for w in units:
+                    for c in CONFIGS:
+                        totals[w][c].append(spent[w][c])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     out = {"machine": machine_info(), "args": vars(args), "results": {}}
     print(f"write-ahead log cost: n={args.n} dim={args.dim} batch={args.batch} threads={args.threads}, "
-          f"median of {args.rounds} interleaved rounds")
+          f"{args.rounds} rounds, calls interleaved across configurations; median per configuration")
     print(f"{'workload':<20}" + "".join(f"{c + ' /s':>14}" for c in CONFIGS) + "   logged / unlogged")
-    for w, by in times.items():
+    for w, by in totals.items():
         rate = {c: units[w] / float(np.median(by[c])) for c in CONFIGS}
         ratio = {c: rate[c] / rate["no log"] for c in CONFIGS[1:]}
         out["results"][w] = {"per_s": rate, "ratio_vs_no_log": ratio}
