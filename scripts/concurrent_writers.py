@@ -70,7 +70,10 @@ def trial(kind: str, store: str, data: str) -> tuple[list, str | None]:
         cmd = [sys.executable, "-c", _PROC, store]
     else:
         cmd = [sys.executable, "-m", "chrono_engine.cli", "ingest", store, data, "--threads", "1"]
-    ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    # cwd outside any checkout: `python -c` / `-m` put the cwd first on sys.path, and a source
+    # tree's chrono_engine/ (no compiled core) must not shadow the installed package
+    ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=str(Path(store).parent)) for _ in range(2)]
     out, bad = [], None
     for p in ps:
         so, se = p.communicate(timeout=300)
