@@ -194,8 +194,12 @@ def day_at(d, tz: tzinfo) -> datetime:
 
 
 def clock_on_day(day_start: datetime, h: int, mi: int, s: int) -> datetime:
-    """Wall-clock h:mi:s on the day starting at ``day_start`` (h may be 24)."""
-    base = day_start.replace(tzinfo=None) + timedelta(hours=h, minutes=mi, seconds=s)
+    """Wall-clock h:mi:s on the day starting at ``day_start`` (h may be 24; "24:00" on the
+    last day of year 9999 stops at the last representable instant)."""
+    try:
+        base = day_start.replace(tzinfo=None) + timedelta(hours=h, minutes=mi, seconds=s)
+    except OverflowError:
+        base = datetime.max
     return base.replace(tzinfo=day_start.tzinfo)
 
 
