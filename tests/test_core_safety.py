@@ -193,6 +193,9 @@ _THREADS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="RLIMIT_AS cannot be combined with AddressSanitizer (scripts/sanitize.sh), whose "
+                           "shadow memory alone reserves terabytes of address space")
 def test_thread_start_failure_finishes_the_batch(tmp_path):
     """100,000 threads asked, few can start (address space limited): the batch completes
     on the threads that started, instead of std::terminate (SIGABRT)."""
