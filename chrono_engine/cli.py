@@ -21,8 +21,8 @@ tqdm for progress bars (small, maintained, no dependencies; it draws on stderr o
 that is a terminal, so ``--json`` output and pipes stay clean).
 
 Exit codes: 0 success; 1 the engine refused the input or the request (bad column, unknown
-id, lifecycle rule, a query vector of the wrong width...); 2 usage error (unknown flag,
-missing argument, a number out of its range such as ``--batch 0``); 3 a file is missing,
+id, lifecycle rule, a query vector of the wrong width, another writer holding the store...);
+2 usage error (unknown flag, missing argument, a number out of its range such as ``--batch 0``); 3 a file is missing,
 unreadable or corrupt (a store that fails its checks, a model file). Errors are one line on
 stderr saying what to do (after argparse's usage line for usage errors); ``--debug`` shows
 the traceback instead. A reader that closes the pipe early (``chrono demo | head``) ends the
@@ -724,9 +724,14 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_bench(rest[1:])
     parser = build_parser()
     args = parser.parse_args(rest)  # usage errors: argparse prints usage + message, exit 2
-    from .errors import ChronoError, ModelFileError, StorageError
+    from .errors import ChronoError, ModelFileError, StorageError, StoreLockedError
     try:
         return args.run(args)
+    except StoreLockedError as e:  # another writer has the store: refused, not a file problem
+        if debug:
+            raise
+        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_REFUSED
     except CliError as e:
         if debug:
             raise

@@ -267,3 +267,20 @@ def test_threads_zero_still_means_every_core(tmp_path, capsys):
     pq.write_table(t, tmp_path / "in.parquet")
     code, out, _ = run(capsys, "ingest", tmp_path / "st", tmp_path / "in.parquet", "--threads", "0", "--json")
     assert code == 0 and json.loads(out)["items"] == 2
+
+
+def test_a_store_held_by_another_writer_is_a_one_line_refusal(tmp_path):
+    """Writing commands take the store's writer lock: while another writer holds it they
+    exit 1 with one line (not 3: nothing is wrong with the files); readers still work."""
+    st = tmp_path / "store"
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"vector": [1.0, 0.0, 0.0, 0.0], "valid_from": "2024-01-01"}) + "\n")
+    with ce.Engine.create(st, 4) as holder:
+        holder.ingest({"vector": np.eye(4, dtype=np.float32), "valid_from": ["2024-01-01"] * 4})
+        for argv in (("ingest", st, rows), ("retract", st, 1)):
+            proc = _chrono(*argv, cwd=tmp_path)
+            assert proc.returncode == 1, proc.stderr
+            assert "open for writing by another writer" in proc.stderr
+            assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        proc = _chrono("info", st, "--json", cwd=tmp_path)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["store"]["items"] == 4
