@@ -411,9 +411,8 @@ class Engine:
     def _attach(self, root: Path, lock: Any, key: bytes | None, fsync: str, interval: float, name: str,
                 position: tuple[int, int]) -> None:
         """Write to the store at ``root`` from now on: its lock held, its log open."""
-        self._store = {"root": root, "lock": lock, "key": key, "fsync": fsync, "interval": interval}
-        self._state.log = storage.open_log(root / name, name, key, fsync=fsync, interval=interval,
-                                           seq=position[0], end=position[1])
+        self._store = {"root": root, "lock": lock, "key": None, "fsync": fsync, "interval": interval}
+        self._attach_log(name, key, position)
         # an engine dropped without close() still syncs its log and frees the lock
         self._store["finalizer"] = weakref.finalize(self, _detach, self._state, lock)
 
@@ -425,7 +424,7 @@ class Engine:
         for attempt in range(20 if retry else 1):
             seal = storage.current(root)
             try:
-                snap = storage.read_snapshot(root, key)
+                snap = storage.read_snapshot(root, key, seal=seal)
                 eng = cls._from_snapshot(snap, threads)
                 eng._replayed = storage.replay(eng._state, snap)
                 return eng, snap
@@ -452,12 +451,13 @@ class Engine:
         storage.restore(eng._state, snap)
         return eng
 
-    def _attach_log(self, name: str, key: bytes | None) -> None:
-        """After a checkpoint: write to the new snapshot's (empty) log."""
+    def _attach_log(self, name: str, key: bytes | None, position: tuple[int, int] = (0, -1)) -> None:
+        """Write to snapshot ``name``'s log, after record ``position[0]`` (byte ``position[1]``;
+        a checkpoint's new log is empty); the previous log, if any, is closed."""
         st, s = self._state, self._store
         old = st.log
         st.log = storage.open_log(s["root"] / name, name, key, fsync=s["fsync"], interval=s["interval"],
-                                  seq=0, end=-1)
+                                  seq=position[0], end=position[1])
         s["key"] = key
         if old is not None:
             old.close()

@@ -356,12 +356,12 @@ class Snapshot:
     key: bytes | None
 
 
-def read_snapshot(path: str | os.PathLike, key: bytes | None = None) -> Snapshot:
+def read_snapshot(path: str | os.PathLike, key: bytes | None = None, *, seal: dict | None = None) -> Snapshot:
     """The live snapshot of the store at ``path``: seal, manifest (checksum, HMAC when
     ``key`` is given, every field) and data file checksums verified. Raises StorageError
     (not a store) or CorruptStoreError naming the file and field."""
     root = Path(path)
-    seal = current(root)
+    seal = current(root) if seal is None else seal  # the caller's, when it read it already
     name = seal["snapshot"]
     snap = root / name
     try:
