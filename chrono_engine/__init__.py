@@ -22,6 +22,7 @@ from .article import article_reference_pipeline
 from .engine import Engine, QueryResult, SearchOptions
 from .fit import OUFit, fit_beta_bernoulli, fit_ou
 from .scoring import ScoringPolicy, score
+from .survival import FactTypeFit, ValidityFit, fit_validity, fit_validity_intervals
 from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs at import
@@ -35,6 +36,7 @@ __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline
            "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
            "fit_ou", "fit_beta_bernoulli", "OUFit",
+           "fit_validity", "fit_validity_intervals", "ValidityFit", "FactTypeFit",
            "TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate",
            "build_info", "errors", "timelang", "verify", "embed", "tkg", "datasets", "__version__"]
 

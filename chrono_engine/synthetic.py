@@ -19,7 +19,7 @@ import numpy as np
 from ._time import OPEN_END, US_PER_DAY
 from .errors import ConfigError
 
-__all__ = ["Corpus", "make_corpus", "times_for_selectivity", "fraction_valid",
+__all__ = ["Corpus", "make_corpus", "times_for_selectivity", "fraction_valid", "validity_sample",
            "STEEP_HALF_LIVES", "GENTLE_HALF_LIVES", "US_PER_DAY"]
 
 
@@ -164,3 +164,34 @@ def times_for_selectivity(c: Corpus, target: float, n: int, *, seed: int = 2,
     # prefer the earliest stretch of acceptable times (the rising edge)
     ok = ok[ok <= ok[0] + 200] if target < f.max() * 0.9 else ok
     return grid[rng.choice(ok, n)]
+
+
+def validity_sample(n: int, *, shape: float = 1.0, scale: float = 30.0, censored: float = 0.3,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validity histories of ``n`` items, for the survival fits (``ce.fit_validity``).
+
+    Each item becomes valid at a uniform time in a window of W days and is looked at the
+    window's end, so its age then is C ~ U(0, W) (random right-censoring); its validity
+    lasts a Weibull(``shape``, ``scale``) time L (``shape`` 1: exponential with
+    β = 1 / ``scale`` per day). W is set so that the expected fraction still valid at the
+    end is ``censored``. Returns ``(durations, ended, ages)``: min(L, C), L ≤ C and C.
+    """
+    if not (0.0 < censored < 1.0 and shape > 0 and scale > 0 and n >= 1):
+        raise ConfigError(f"validity_sample needs n >= 1, shape > 0, scale > 0 and censored in "
+                          f"(0, 1); got n={n}, shape={shape}, scale={scale}, censored={censored}")
+
+    def still_valid(w: float) -> float:  # P(L > C) = (1/W) ∫_0^W S(t) dt, by the trapezoid rule
+        t = np.linspace(0.0, w, 20_001)
+        s = np.exp(-((t / scale) ** shape))
+        return float(np.sum(s[1:] + s[:-1]) * 0.5 * (t[1] - t[0])) / w
+
+    lo, hi = 1e-9 * scale, scale
+    while still_valid(hi) > censored:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if still_valid(mid) > censored else (lo, mid)
+    rng = np.random.default_rng(seed)
+    life = scale * rng.weibull(shape, n)
+    age = rng.uniform(0.0, 0.5 * (lo + hi), n)
+    return np.minimum(life, age), life <= age, age
