@@ -140,8 +140,10 @@ def test_layer2_example_runs(tmp_path):
         values[i] = a * values[i - 1] + np.sqrt(1 - a * a) * 0.3 * rng.standard_normal()
     ages = rng.uniform(0, 100, 200)
     still_valid = rng.uniform(0, 1, 200) < np.exp(-0.02 * ages)
+    life = rng.exponential(50.0, 200)
     ns = {"np": np, "ce": ce, "tiny_dataset": tmp_path, "times": t, "values": values, "ages": ages,
-          "still_valid": still_valid, "hist": hist, "rules": rules, "hits": hits, "tot": tot,
+          "still_valid": still_valid, "durations": np.minimum(life, ages), "ended": life <= ages,
+          "fact_types": ["news", "law"] * 100, "hist": hist, "rules": rules, "hits": hits, "tot": tot,
           "subject": subject, "T": T, "head_relation": head_relation}
     exec(compile(code, "README.md (layer 2)", "exec"), ns)
     assert 0.0 < ns["m"]["mrr"] <= 1.0
