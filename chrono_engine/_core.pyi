@@ -121,8 +121,22 @@ class Store:
         """Decay per fact-type code: rows (code, p0, p1, scale, symmetric)."""
     def ingest(self, vectors: _F32, valid_from: _I64, valid_to: _I64, observed_at: _I64,
                ingested_at: _I64, retracted_at: _I64, version: _U64, reliability: _F32, stem: _I32,
-               fact_type: _U16, deprecated: _U8, ids: _U64 | None, threads: int) -> int:
-        """Append n items (vectors (n, dim)); returns the first new row."""
+               fact_type: _U16, deprecated: _U8, ids: _U64 | None, threads: int,
+               amend_rows: _U32 | None = None, amend_tx: _I64 | None = None,
+               amend_valid_to: _I64 | None = None, amend_deprecated_from: _I64 | None = None) -> int:
+        """Append n items (vectors (n, dim)) and apply the amendments of existing rows, if
+        given, in one write (no reader sees one without the other); returns the first new row."""
+    def amend(self, rows: _U32, tx: _I64, valid_to: _I64, deprecated_from: _I64) -> None:
+        """Amendments (lifecycle events in transaction time) of existing rows, all or nothing:
+        known from ``tx``, the end of validity brought to ``valid_to`` (INT64_MAX: unchanged),
+        deprecated from valid time ``deprecated_from`` (INT64_MAX: not). ValueError naming the
+        first bad one (row unknown, tx before its ingested_at, valid_to <= valid_from, more
+        than 64 per row)."""
+    def amendments(self) -> tuple[_U32, _I64, _I64, _I64]:
+        """Every amendment (rows ascending, oldest first per row): rows, tx, valid_to,
+        deprecated_from."""
+    def stem_rows(self, stem: int) -> _U32:
+        """The rows of a stem code, ascending (O(rows of the stem))."""
     def restore(self, path: str, valid_from: _I64, valid_to: _I64, observed_at: _I64,
                 ingested_at: _I64, retracted_at: _I64, version: _U64, reliability: _F32, stem: _I32,
                 fact_type: _U16, deprecated: _U8, ids: _U64, n_stems: int | None = None) -> None:
@@ -132,25 +146,29 @@ class Store:
         graph.bin (ValueError starting "graph.bin:" naming the field, element and level; a
         failing system call is a RuntimeError). All or nothing: on error the store stays empty."""
     def search_batch(self, queries: _F32, t: _I64, known_at: _I64, win_start: _I64, win_end: _I64,
-                     mode: int, fusion: int, alpha: float, tau: float, invalid: int, penalty: float,
+                     mode: int, fusion: int, alpha: float, tau: float, invalid: int, future: int, penalty: float,
                      arbitrate: bool, type_mask: _U8 | None, k: int, exact: bool, ef: int, ef_max: int,
                      scan_limit: int, seed_ef: int, seed_min: int, group: int, scan: int,
                      threads: int) -> _SearchResult:
         """Fused temporal top-k for each query (n, dim) at its own times. Codes: mode 0 latest,
-        1 as_of, 2 window, 3 all; fusion 0 product, 1 linear; invalid 0 penalize, 1 exclude,
-        2 include; scan 0 auto, 1 bounds, 2 similarity. Hits ordered by query, rank."""
+        1 as_of, 2 window, 3 all; fusion 0 product, 1 linear; invalid (items no longer in
+        force) and future (items not yet valid) 0 penalize, 1 exclude, 2 include; scan 0 auto,
+        1 bounds, 2 similarity. Hits ordered by query, rank."""
     def update(self, rows: _U32, valid_to: _I64 | None = None, deprecated: _U8 | None = None,
                retracted_at: _I64 | None = None) -> None:
-        """Lifecycle edits in place, all or nothing: close (valid_to), deprecate or retract rows."""
+        """Edits in place, all or nothing: retract rows (retracted_at); valid_to and deprecated
+        only replay logs written before amendments existed."""
     def rows_of(self, ids: _U64) -> _I64:
         """The row of each id, -1 for an unknown one."""
-    def columns(self) -> _Columns:
-        """Every row's metadata."""
-    def columns_at(self, rows: _U32) -> _Columns:
-        """The metadata of ``rows`` (IndexError out of range)."""
+    def columns(self, known_at: _I64 | None = None) -> _Columns:
+        """Every row's metadata: as ingested (None), or as known at a transaction time (one
+        value), amendments applied, with deprecated_from and amended_at."""
+    def columns_at(self, rows: _U32, known_at: _I64 | None = None) -> _Columns:
+        """The metadata of ``rows`` (IndexError out of range); ``known_at`` as in columns,
+        one value or one per row."""
     def bound_rows(self, rows: _U32, t: _F64, known_at: _I64, x1: _I64, x2: _I64, theta: _F64,
                    a: _F64, b: _F64, tau: float, out_pen: float, latest: bool,
-                   mask: _U8 | None = None, variant: str = "") -> _BoundRows:
+                   mask: _U8 | None = None, variant: str = "", fut_pen: float | None = None) -> _BoundRows:
         """The certified plan's metadata pass (Kernels::bound_rows) on ``rows`` for 1-64
         queries, on a kernel variant ("" the one chosen at run time); for tests."""
     def vectors(self, rows: _U32) -> _F32:
@@ -166,8 +184,8 @@ class Store:
         own count of them; for tests."""
     def valid_at_upper_bound(self, t: int) -> int:
         """An upper bound on count_valid_at(t) read from the index's shape alone."""
-    def count_valid_at(self, t: int) -> int: ...
-    def count_overlapping(self, start: int, end: int) -> int: ...
+    def count_valid_at(self, t: int, known_at: int | None = None) -> int: ...
+    def count_overlapping(self, start: int, end: int, known_at: int | None = None) -> int: ...
     def save_graph(self, path: str) -> None:
         """Write the HNSW graph and vectors to ``path``."""
     def memory(self) -> _Memory:

@@ -29,17 +29,36 @@ from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
 from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
 
-__all__ = ["StoreState", "STRING_COLUMNS", "embed_content", "strings_at"]
+__all__ = ["StoreState", "STRING_COLUMNS", "AMEND_FIELDS", "ALL_KNOWN", "embed_content", "strings_at"]
 
 #: String columns kept by row (fact_type and stem_id names are not: the core holds their codes).
 STRING_COLUMNS = ("content", "title", "source", "modality", "version", "supersedes")
 
 
 def strings_at(strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
-    """The string columns of ``rows`` from a snapshot of the table (None: no row yet)."""
+    """The string columns of ``rows`` from a snapshot of the table (None: no row yet), in
+    O(len(rows) + chunks): Arrow's ``take`` on a column of several chunks concatenates them
+    first (pyarrow 26), which would make every search and history call O(store)."""
     if strings is None or not len(rows):
         return pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
-    return strings.take(pa.array(rows, pa.int64()))
+    rows = np.asarray(rows, np.int64)
+    return pa.table({name: take_rows(strings.column(name), rows) for name in strings.column_names})
+
+
+def take_rows(col: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``col.take(rows)`` chunk by chunk (rows: int64, in range)."""
+    if col.num_chunks == 1:
+        return col.chunk(0).take(pa.array(rows))
+    starts = np.cumsum([0] + [len(c) for c in col.chunks])
+    which = np.searchsorted(starts, rows, side="right") - 1
+    perm = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[perm], np.arange(col.num_chunks + 1))
+    pieces = [col.chunk(k).take(pa.array(rows[perm[lo:hi]] - starts[k]))
+              for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
+    out = pa.concat_arrays(pieces) if pieces else pa.array([], col.type)
+    inverse = np.empty_like(perm)
+    inverse[perm] = np.arange(len(perm))
+    return out.take(pa.array(inverse))
 
 
 class StoreState:
@@ -58,6 +77,8 @@ class StoreState:
         # and a hash table in the core, not a Python list and dict
         self.stems = _core.Names()
         self.table: pa.Table | None = None
+        #: row counts of the string table's parts, each one contiguous (see :func:`_appended`)
+        self.parts: list[int] = []
         self.write = threading.Lock()
         #: the log of the store this state was opened from for writing (None: in memory only)
         self.log: _wal.LogWriter | None = None
@@ -68,13 +89,24 @@ class StoreState:
         return int(self.core.size)
 
     # ------------------------------------------------------------------ reads
-    def columns(self) -> dict:
-        """Every metadata column of every row (NumPy arrays; a consistent copy)."""
-        return self.core.columns()
+    def columns(self, known_at: Any = None) -> dict:
+        """Every metadata column of every row (NumPy arrays; a consistent copy): as ingested
+        (``known_at`` None), or as known at a transaction time (µs; :data:`ALL_KNOWN`: every
+        event), which also gives ``deprecated_from`` (see :func:`_known`)."""
+        return self.core.columns(_known(known_at))
 
-    def columns_at(self, rows: np.ndarray) -> dict:
-        """The metadata columns of the given rows."""
-        return self.core.columns_at(np.asarray(rows).astype(np.uint32))
+    def columns_at(self, rows: np.ndarray, known_at: Any = None) -> dict:
+        """The metadata columns of the given rows (``known_at``: as :meth:`columns`, one time
+        or one per row)."""
+        return self.core.columns_at(np.asarray(rows).astype(np.uint32), _known(known_at))
+
+    def stem_rows(self, code: int) -> np.ndarray:
+        """The rows of a stem code, ascending: O(rows of the stem), from the core's per-stem lists."""
+        return self.core.stem_rows(int(code))
+
+    def amendments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every amendment (rows, tx, valid_to, deprecated_from), oldest first per row."""
+        return self.core.amendments()
 
     def strings(self) -> pa.Table | None:
         """The string columns (:data:`STRING_COLUMNS`) of every row, or None before any ingest."""
@@ -156,9 +188,11 @@ class StoreState:
         return normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.policy.knows,
                               now_us=now_us() if now is None else now)
 
-    def append(self, batch: IngestBatch) -> np.ndarray:
-        """Add a validated batch; returns its ids. All or nothing: a batch the core refuses
-        leaves names, strings and core unchanged. The caller holds ``write``."""
+    def append(self, batch: IngestBatch, amend: dict | None = None) -> np.ndarray:
+        """Add a validated batch, and apply ``amend`` (``rows`` and the :data:`AMEND_FIELDS`
+        of existing rows) in the same core call, so no reader sees one without the other;
+        returns the batch's ids. All or nothing: a batch the core refuses leaves names,
+        strings and core unchanged. The caller holds ``write``."""
         n = batch.n
         # codes for fact types and stems (dictionary-encoded by the schema, remapped here
         # without a per-row loop); remembered only once the core accepted the batch
@@ -171,21 +205,17 @@ class StoreState:
             self.core.set_decay(self.policy.kernel_table(types))
         # New stem names get the next codes and the strings are published before the core
         # has the rows (readers may see them early, harmless, never late); a failure undoes both.
-        old_table, n_stems = self.table, len(self.stems)
+        old_table, old_parts, n_stems = self.table, list(self.parts), len(self.stems)
         try:
             smap = np.append(self.stems.add_all(batch.stem_names), np.int32(-1))
             stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
-            kept = batch.table.select(list(STRING_COLUMNS))
-            new_table = kept if old_table is None else pa.concat_tables([old_table, kept])
-            if new_table.column(0).num_chunks > 64:
-                new_table = new_table.combine_chunks()
-            self.table = new_table
+            self.table = _appended(old_table, batch.table.select(list(STRING_COLUMNS)), self.parts)
             first = self.core.ingest(
                 batch.vector, batch.valid_from, batch.valid_to, batch.observed_at, batch.ingested_at,
                 batch.retracted_at, batch.version_key, batch.reliability, stem, ft,
-                batch.deprecated.astype(np.uint8), batch.ids, self.threads)
+                batch.deprecated.astype(np.uint8), batch.ids, self.threads, **_amend_args(amend))
         except BaseException as e:
-            self.table = old_table
+            self.table, self.parts = old_table, old_parts
             self.stems.truncate(n_stems)
             if not isinstance(e, ValueError):
                 raise
@@ -204,9 +234,19 @@ class StoreState:
         return self.core.columns_at(np.arange(first, first + n, dtype=np.uint32))["id"]
 
     def update(self, rows: np.ndarray, **columns: np.ndarray) -> None:
-        """Change metadata of existing rows (``valid_to``, ``deprecated``, ``retracted_at``),
-        checked by the core before anything changes. The caller holds ``write``."""
-        self.core.update(np.asarray(rows).astype(np.uint32), **columns)
+        """Change metadata of existing rows, checked by the core before anything changes:
+        ``retracted_at`` (a retraction), the :data:`AMEND_FIELDS` (amendments: lifecycle
+        events with their own transaction time), or — only from a log written before
+        amendments existed — ``valid_to`` / ``deprecated`` in place. The caller holds ``write``."""
+        rows = np.asarray(rows).astype(np.uint32)
+        amend = {k: columns.pop(k) for k in AMEND_FIELDS if k in columns}
+        if amend:
+            if len(amend) != len(AMEND_FIELDS):
+                raise SchemaError(f"edited rows: an amendment needs all of {list(AMEND_FIELDS)}")
+            a = _amend_args(dict(amend, rows=rows))
+            self.core.amend(rows, a["amend_tx"], a["amend_valid_to"], a["amend_deprecated_from"])
+        if columns:
+            self.core.update(rows, **columns)
 
     # ------------------------------------------------------------------ commits (the log)
     def commit(self, batch: IngestBatch | None = None, rows: np.ndarray | None = None,
@@ -223,8 +263,13 @@ class StoreState:
                             update=columns or None)
             start = self.log.append(_wal.encode_commit(c))
         try:
-            ids = self.append(batch) if batch is not None else None
-            if rows is not None and len(rows):
+            amend = {k: columns[k] for k in AMEND_FIELDS if k in columns}
+            if batch is not None and amend and rows is not None:
+                ids = self.append(batch, dict(amend, rows=rows))  # one core call: atomic for readers
+                columns = {k: v for k, v in columns.items() if k not in AMEND_FIELDS}
+            else:
+                ids = self.append(batch) if batch is not None else None
+            if rows is not None and len(rows) and columns:
                 self.update(rows, **columns)
         except BaseException:
             if start is not None:
@@ -246,17 +291,70 @@ class StoreState:
                 if len(off):
                     raise SchemaError(f"column 'vector', row {int(off[0])}: not of unit length in a cosine "
                                       "store", column="vector", row=int(off[0]), rule="vector dimension")
-            self.append(batch)
-        if c.rows is not None:
-            for name, v in c.update.items():  # the rules every stored value keeps (as meta.arrow's)
-                bad = (v > 1) if name == "deprecated" else \
-                    ((v < MIN_TIME_US) | (v > MAX_TIME_US)) & (v != OPEN_END)
-                if bad.any():
-                    raise SchemaError(f"edited rows: {name} {int(v[np.flatnonzero(bad)[0]])} is out of range")
-            try:
-                self.update(c.rows, **c.update)
-            except (ValueError, IndexError) as e:
-                raise SchemaError(f"edited rows: {e}") from None
+        update = dict(c.update or {}) if c.rows is not None else {}
+        for name, v in update.items():  # the rules every stored value keeps (as meta.arrow's)
+            bad = (v > 1) if name == "deprecated" else \
+                ((v < MIN_TIME_US) | (v > MAX_TIME_US)) & (v != OPEN_END)
+            if name == "amend_tx":
+                bad |= v == OPEN_END
+            if bad.any():
+                raise SchemaError(f"edited rows: {name} {int(v[np.flatnonzero(bad)[0]])} is out of range")
+        amend = {k: update.pop(k) for k in AMEND_FIELDS if k in update}
+        try:
+            if c.append is not None:
+                self.append(batch, dict(amend, rows=c.rows) if amend else None)
+            elif amend:
+                self.update(c.rows, **amend)
+            if update:
+                self.update(c.rows, **update)
+        except (ValueError, IndexError) as e:
+            raise SchemaError(f"edited rows: {e}") from None
+
+
+#: The fields of an amendment (:meth:`StoreState.update`): its transaction time, the end of
+#: validity it sets (OPEN_END: unchanged) and the valid time the row is deprecated from
+#: (OPEN_END: not deprecated).
+AMEND_FIELDS = ("amend_tx", "amend_valid_to", "amend_deprecated_from")
+#: ``known_at`` for "every event recorded" (:meth:`StoreState.columns`).
+ALL_KNOWN = OPEN_END
+
+
+def _known(known_at: Any) -> np.ndarray | None:
+    return None if known_at is None else np.atleast_1d(np.asarray(known_at, dtype=np.int64))
+
+
+def _amend_args(amend: dict | None) -> dict:
+    """The core's keyword arguments for amendments of ``amend["rows"]``."""
+    if not amend:
+        return {}
+    return {"amend_rows": np.asarray(amend["rows"]).astype(np.uint32),
+            "amend_tx": np.asarray(amend["amend_tx"], np.int64),
+            "amend_valid_to": np.asarray(amend["amend_valid_to"], np.int64),
+            "amend_deprecated_from": np.asarray(amend["amend_deprecated_from"], np.int64)}
+
+
+def _appended(table: pa.Table | None, rows: pa.Table, parts: list[int]) -> pa.Table:
+    """``table`` with ``rows`` appended, and ``parts`` (its parts' row counts) updated. Like a
+    binary counter, a part as large as the one before it is merged into it (copied into
+    one contiguous chunk), so a table of n rows has O(log n) parts and each row is copied
+    O(log n) times over any sequence of appends: a one-row supersede into a 10M-row store
+    does not copy the store's strings."""
+    if rows.num_rows == 0:
+        return rows if table is None else table
+    if table is None or not parts:
+        parts[:] = [rows.num_rows]
+        return rows.combine_chunks()
+    parts.append(rows.num_rows)
+    merged = False
+    while len(parts) > 1 and parts[-1] >= parts[-2]:
+        last = parts.pop()
+        parts[-1] += last
+        merged = True
+    out = pa.concat_tables([table, rows])
+    if merged:
+        start = out.num_rows - parts[-1]
+        out = pa.concat_tables([out.slice(0, start), out.slice(start).combine_chunks()])
+    return out
 
 
 def batch_table(b: IngestBatch) -> pa.Table:

@@ -18,7 +18,11 @@ altered or forged without it. ``seq`` counts records from 1, so a record from an
 a reordering is refused. The payload: u32 length + a JSON object
 ``{"append": bytes, "update": bytes, "update_fields": [...], "update_rows": n}`` giving
 what follows: the new rows as an Arrow IPC stream in the ingest schema, then the edited
-rows' numbers (uint32) and each field's new values as raw little-endian arrays.
+rows' numbers (uint32) and each field's new values as raw little-endian arrays: a
+retraction (``retracted_at``) or lifecycle events (``amend_tx``, ``amend_valid_to``,
+``amend_deprecated_from``; with new rows, a supersede, applied together in one core call).
+Logs of format-2 stores may hold in-place ``valid_to`` / ``deprecated`` edits, replayed as
+they were written.
 
 A record cut short at the end of the file (its length runs past the end, or its digest
 fails and nothing follows) is a write that was never acknowledged: replay stops before it
@@ -60,7 +64,10 @@ _REC = b"REC2"
 _DIGEST = 32
 _REC_HEAD = struct.Struct("<4sQQ")  # magic, seq, payload length
 #: the edits a record may carry, with their dtypes
-UPDATE_FIELDS = {"valid_to": np.int64, "deprecated": np.uint8, "retracted_at": np.int64}
+UPDATE_FIELDS = {"retracted_at": np.int64, "amend_tx": np.int64, "amend_valid_to": np.int64,
+                 "amend_deprecated_from": np.int64,
+                 # in-place edits, written only by stores before amendments (format 2); replayed as then
+                 "valid_to": np.int64, "deprecated": np.uint8}
 
 
 def _digest(key: bytes | None, *parts: bytes) -> bytes:

@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
 from ._args import count, id_array, shown, thread_count
-from ._state import StoreState, embed_content
+from ._state import ALL_KNOWN, StoreState, embed_content
+from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, QueryError, StorageError
 from .search import QueryResult, SearchOptions
@@ -186,8 +187,8 @@ class Engine:
         :meth:`search_batch` without its ``query`` column.
 
         Options (:class:`~chrono_engine.SearchOptions`, as one object or as keywords:
-        mode, as_of, known_at, window, fusion, alpha, tau, deprecated, deprecation_penalty,
-        arbitrate, fact_types, exact, explain, lang, verify).
+        mode, as_of, known_at, window, fusion, alpha, tau, deprecated, future,
+        deprecation_penalty, arbitrate, fact_types, exact, explain, lang, verify).
         """
         try:
             v = _search._as_float32(vector)
@@ -234,8 +235,10 @@ class Engine:
         ``rows`` (any form :meth:`ingest` takes) are the new version's rows; ``stem_id``,
         ``valid_from`` (= ``effective_at``), ``version`` and ``supersedes`` (= the
         predecessor's version) are filled in when absent. Every version of the stem still
-        valid at ``effective_at`` gets ``valid_to = effective_at`` and ``deprecated``
-        (``deprecate=None``: only when ``effective_at`` is not in the future). Rejects an
+        valid at ``effective_at`` is closed there and deprecated from then
+        (``deprecate=False``: closed only) by an event with the supersede's own transaction
+        time (the new rows' ``ingested_at``, default now): a search with an earlier
+        ``known_at`` sees the predecessor exactly as before. Rejects an
         unknown stem, a version not greater than every existing one, an ``effective_at`` not
         after the predecessor's start, a ``supersedes`` edge that would make a cycle, and
         malformed rows — raising :class:`~chrono_engine.errors.LifecycleError` (or
@@ -259,16 +262,26 @@ class Engine:
         """
         return lifecycle.retract(self._state, ids, at)
 
-    def history(self, stem_id: str) -> pa.Table:
-        """Every version (row) of a document lineage with both time axes, ordered by version:
-        id, stem_id, version, supersedes, valid_from, valid_to, ingested_at, retracted_at
-        (open ends null), deprecated, title, content."""
-        return lifecycle.history(self._state, stem_id)
+    def deprecate(self, ids: Any, effective_at: Any = None, at: Any = None) -> np.ndarray:
+        """Deprecate items from valid time ``effective_at`` (default: each item's
+        ``valid_from``), an event known from transaction time ``at`` (default now): ``latest``
+        searches at T ≥ ``effective_at`` with ``known_at`` ≥ ``at`` treat them as out of force
+        (the ``deprecated=`` option); earlier views are unchanged. Returns the ids; see
+        :func:`chrono_engine.lifecycle.deprecate`."""
+        return lifecycle.deprecate(self._state, ids, effective_at, at)
 
-    def get(self, ids: Any) -> pa.Table:
+    def history(self, stem_id: str, known_at: Any = None) -> pa.Table:
+        """Every version (row) of a document lineage with both time axes, ordered by version,
+        as known at ``known_at`` (default: every event recorded): id, stem_id, version,
+        supersedes, valid_from, valid_to, ingested_at, retracted_at (open ends null),
+        deprecated, deprecated_from, amended_at, title, content
+        (:func:`chrono_engine.lifecycle.history`). O(rows of the lineage)."""
+        return lifecycle.history(self._state, stem_id, known_at)
+
+    def get(self, ids: Any, known_at: Any = None) -> pa.Table:
         """The stored rows of ``ids``, in the order given, with both time axes: the columns
         of :meth:`history`. Raises NotFoundError naming the first unknown id."""
-        return lifecycle.get(self._state, ids)
+        return lifecycle.get(self._state, ids, known_at)
 
     def on_approval_event(self, event: Any, *, embed: Callable[[str], Any] | None = None) -> np.ndarray:
         """Apply one lifecycle event from an external system (an approval webhook's JSON):
@@ -293,8 +306,8 @@ class Engine:
            ideographs) with the effective date's day in ``tz``.
 
         ``options`` / keywords: the other :class:`~chrono_engine.SearchOptions` (known_at,
-        fusion, alpha, tau, deprecated, deprecation_penalty, arbitrate, fact_types, exact,
-        explain, verify); ``mode``, ``as_of`` and ``window`` come from the intent and are
+        fusion, alpha, tau, deprecated, future, deprecation_penalty, arbitrate, fact_types,
+        exact, explain, verify); ``mode``, ``as_of`` and ``window`` come from the intent and are
         refused. Returns a :class:`QueryResult` (hits table + the intent used).
         """
         return _search.query_text(self.search, self.dim, self.embedder, text, k, now=now, tz=tz, embed=embed,
@@ -527,14 +540,19 @@ class Engine:
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.validity_of_rows(_search.instant(at, "at"), rows)
 
-    def count_valid_at(self, t: Any) -> int:
-        """How many items are valid at T: valid_from ≤ T < valid_to (the interval index)."""
-        return int(self._state.core.count_valid_at(_search.instant(t, "t")))
+    def count_valid_at(self, t: Any, known_at: Any = None) -> int:
+        """How many items are valid at T: valid_from ≤ T < valid_to. Without ``known_at``:
+        every item, retracted ones included, with every supersede recorded applied (the
+        interval index, less the closed rows it counts); with it: the items known then
+        (ingested_at ≤ known_at < retracted_at) with the supersedes known then."""
+        k = None if known_at is None else _search.instant(known_at, "known_at")
+        return int(self._state.core.count_valid_at(_search.instant(t, "t"), k))
 
-    def count_overlapping(self, start: Any, end: Any) -> int:
+    def count_overlapping(self, start: Any, end: Any, known_at: Any = None) -> int:
         """How many items' valid intervals overlap [start, end): what ``window`` mode
-        considers (the interval index)."""
-        return int(self._state.core.count_overlapping(_search.instant(start, "start"), _search.instant(end, "end")))
+        considers (as :meth:`count_valid_at`, ``known_at`` included)."""
+        k = None if known_at is None else _search.instant(known_at, "known_at")
+        return int(self._state.core.count_overlapping(_search.instant(start, "start"), _search.instant(end, "end"), k))
 
     def rows_of(self, ids: Any) -> np.ndarray:
         """Row numbers (ingest order) of ids (one id, or a sequence or array of them,
@@ -562,15 +580,68 @@ class Engine:
             return False
         return not impossible and bool(self._state.contains(arr)[0])
 
-    def columns(self, ids: Any = None) -> dict:
+    def fit_decay(self, known_at: Any = None, *, at: Any = None, fact_types: Any = None,
+                  level: float = 0.95, alpha: float = 0.01) -> Any:
+        """Each fact type's decay, learned from this store's own history: how long its
+        items stayed valid (:func:`chrono_engine.fit_validity_intervals`).
+
+        Every supersede (and any item ingested with a closed ``valid_to``) records when a
+        fact stopped being valid; items still valid are right-censored. Per fact type this
+        fits, by maximum likelihood with censoring, an exponential (β, half-life) and a
+        Weibull, with confidence intervals at ``level``, the likelihood-ratio test between
+        them (the Weibull is chosen when it rejects k = 1 at ``alpha``), and the paper's
+        Bernoulli-on-age β beside them. The store is read as known at ``known_at`` (default:
+        every event; items retracted by then, or not yet ingested, are left out) and observed
+        at ``at`` (default: ``known_at``, else now). Returns a
+        :class:`~chrono_engine.ValidityFit`; ``.policy()`` is a
+        :class:`~chrono_engine.DecayPolicy` ready to pass as ``decay=``.
+
+        >>> eng = Engine(dim=2)
+        >>> _ = eng.ingest({"vector": [[1, 0]] * 4, "valid_from": ["2020-01-01"] * 4,
+        ...                 "valid_to": ["2020-01-11", "2020-01-21", None, None], "fact_type": ["news"] * 4})
+        >>> fit = eng.fit_decay(at="2020-01-31")
+        >>> fit["news"].events, fit["news"].exposure   # 2 ended; 10 + 20 + 30 + 30 days
+        (2, 90.0)
+        """
+        from .survival import fit_validity_intervals
+
+        with errors_as(QueryError):
+            k = ALL_KNOWN if known_at is None else scalar_us(known_at, "known_at")
+            now = scalar_us(at, "at") if at is not None else (now_us() if known_at is None else k)
+        with self._state.write:
+            c = self._state.columns(k)
+            names = list(self._state.fact_types)
+        keep = (c["ingested_at"] <= k) & (c["retracted_at"] > k) if known_at is not None else \
+            c["retracted_at"] == OPEN_END
+        if fact_types is not None:
+            wanted = [fact_types] if isinstance(fact_types, str) else list(fact_types)
+            unknown = [t for t in wanted if t not in names]
+            if unknown:
+                raise QueryError(f"fact_types: the store has no items of fact type {unknown[0]!r}")
+            keep &= np.isin(c["fact_type"], [names.index(t) for t in wanted])
+        types = pa.DictionaryArray.from_arrays(pa.array(c["fact_type"][keep].astype(np.int32)),
+                                               pa.array(names or [""], pa.string()))
+        return fit_validity_intervals(c["valid_from"][keep], c["valid_to"][keep], types, now_us=now,
+                                      level=level, alpha=alpha)
+
+    def columns(self, ids: Any = None, known_at: Any = None) -> dict:
         """The stored temporal metadata as NumPy arrays (a copy), of every item in ingest
-        order or of ``ids``: ``id``; ``valid_from``, ``valid_to``, ``observed_at``,
-        ``ingested_at``, ``retracted_at`` (int64 µs; an open end is ``OPEN_END``, the int64
-        maximum); ``reliability``; ``fact_type`` (an index into :attr:`fact_types`); ``stem``
-        (a code, -1 for none; names through :meth:`history`'s ``stem_id``); ``version``
-        (the packed key of :func:`~chrono_engine.schema.parse_version`, 0 for none);
-        ``deprecated`` (0/1)."""
-        return self._state.columns() if ids is None else self._state.columns_at(self.rows_of(ids))
+        order or of ``ids``, as known at transaction time ``known_at`` (default: every event
+        recorded): ``id``; ``valid_from``, ``valid_to`` (brought forward by the supersedes
+        known then), ``observed_at``, ``ingested_at``, ``retracted_at`` (int64 µs; an open end
+        is ``OPEN_END``, the int64 maximum); ``reliability``; ``fact_type`` (an index into
+        :attr:`fact_types`); ``stem`` (a code, -1 for none; names through :meth:`history`'s
+        ``stem_id``); ``version`` (the packed key of
+        :func:`~chrono_engine.schema.parse_version`, 0 for none); ``deprecated_from`` (the
+        valid time deprecated from: the int64 minimum for always, ``OPEN_END`` for never),
+        ``deprecated`` (0/1: deprecated from some time) and ``amended_at`` (transaction time
+        of the latest lifecycle event applied, ``OPEN_END`` for none)."""
+        if known_at is None:
+            k = ALL_KNOWN
+        else:
+            with errors_as(QueryError):
+                k = scalar_us(known_at, "known_at")
+        return self._state.columns(k) if ids is None else self._state.columns_at(self.rows_of(ids), k)
 
     def vectors(self, ids: Any = None) -> np.ndarray:
         """The stored vectors (float32, (n, dim); unit length under cosine), of every item in

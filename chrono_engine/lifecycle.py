@@ -67,14 +67,15 @@ import numpy as np
 import pyarrow as pa
 
 from ._args import array, id_array, shown
-from ._state import StoreState, embed_content, strings_at
+from ._state import ALL_KNOWN, StoreState, embed_content, strings_at
 from ._time import OPEN_END, errors_as, iso as _iso, now_us, scalar_us
 from .errors import LifecycleError, NotFoundError, SchemaError
 from .schema import _raw_columns, format_version, parse_version
 
 # supersede / retract / history / apply_event work on an engine's StoreState and are
 # reached through the Engine's methods; on_approval_event is the public hook.
-__all__ = ["on_approval_event", "HISTORY_SCHEMA", "supersede", "retract", "history", "get", "apply_event"]
+__all__ = ["on_approval_event", "HISTORY_SCHEMA", "supersede", "retract", "deprecate", "history", "get",
+           "apply_event"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -83,7 +84,7 @@ HISTORY_SCHEMA = pa.schema([
     ("id", pa.uint64()), ("stem_id", pa.string()), ("version", pa.string()),
     ("supersedes", pa.string()), ("valid_from", _TS), ("valid_to", _TS),
     ("ingested_at", _TS), ("retracted_at", _TS), ("deprecated", pa.bool_()),
-    ("title", pa.string()), ("content", pa.string()),
+    ("deprecated_from", _TS), ("amended_at", _TS), ("title", pa.string()), ("content", pa.string()),
 ])
 
 
@@ -98,11 +99,14 @@ def _check_stem(stem_id: Any) -> str:
     return stem_id
 
 
-def _stem_rows(state: StoreState, stem_id: str, cols: dict) -> np.ndarray:
+def _stem(state: StoreState, stem_id: str, known_at: int = ALL_KNOWN) -> tuple[np.ndarray, dict]:
+    """The rows of a stem (ascending) and their columns as known at ``known_at`` (default:
+    every event recorded): O(rows of the stem), never a pass over the store."""
     code = state.stem_code(stem_id)
     if code < 0:
         raise NotFoundError(f"unknown stem {shown(stem_id)} (a new lineage starts with Engine.ingest)")
-    return np.flatnonzero(cols["stem"] == code)
+    rows = state.stem_rows(code)
+    return rows, state.columns_at(rows, known_at)
 
 
 def _column_of(n: int, value: Any) -> list:
@@ -150,12 +154,11 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
                       supersedes: str | None, deprecate: bool | None) -> np.ndarray:
     """The body of :func:`supersede`; the caller holds ``state.write``."""
     now = now_us()
-    cols = state.columns()
-    mine = _stem_rows(state, stem_id, cols)
+    mine, cols = _stem(state, stem_id)
     strings = state.strings()
-    keys = cols["version"][mine]
-    vfs = cols["valid_from"][mine]
-    vts = cols["valid_to"][mine]
+    keys = cols["version"]
+    vfs = cols["valid_from"]
+    vts = cols["valid_to"]
     head_key = int(keys.max())
     head_rows = mine[keys == head_key]
     head_version = strings.column("version")[int(head_rows[0])].as_py()
@@ -235,30 +238,38 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
         raise LifecycleError(
             f"effective_at {_iso(eff)} is not after the start of version {ver} of stem {shown(stem_id)} "
             f"(valid_from {_iso(late)})")
-    # the close, checked with the core's own rules before anything changes
-    to_close = mine[vts > eff]
-    new_vt = np.full(len(to_close), eff, dtype=np.int64)
-    if not (cols["valid_from"][to_close] < new_vt).all():  # implied by rule 3; kept as the core's check
-        raise LifecycleError("internal: a closed interval would be empty")
-    mark = (eff <= now) if deprecate is None else bool(deprecate)
-    dep_flags = (np.ones(len(to_close), np.uint8) if mark
-                 else cols["deprecated"][to_close].astype(np.uint8))
-
-    # one commit: logged as one record, so a crash never leaves half a supersede
-    return state.commit(batch, to_close, valid_to=new_vt, deprecated=dep_flags)
+    # the close: an event at the supersede's transaction time (the new rows' ingested_at),
+    # so every view known before it still sees the predecessors' intervals as they were
+    tx = np.unique(batch.ingested_at)
+    if len(tx) != 1:
+        raise LifecycleError("the new rows' ingested_at differ: a supersede is one transaction at one time")
+    tx = int(tx[0])
+    late = np.flatnonzero(cols["ingested_at"] > tx)
+    if len(late):
+        raise LifecycleError(f"ingested_at {_iso(tx)} is before the ingested_at of row id {int(cols['id'][late[0]])} "
+                             "of the stem: a supersede cannot be known before what it closes")
+    closing = vts > eff
+    to_close = mine[closing]
+    k = len(to_close)
+    dep_from = eff if deprecate is None or deprecate else OPEN_END
+    # one commit: logged as one record and applied in one core call, so neither a crash nor
+    # a concurrent reader ever sees half a supersede
+    return state.commit(batch, to_close, amend_tx=np.full(k, tx, np.int64),
+                        amend_valid_to=np.full(k, eff, np.int64),
+                        amend_deprecated_from=np.full(k, dep_from, np.int64))
 
 
 # ----------------------------------------------------------------------------- retract
 
-def _ids(ids: Any) -> np.ndarray:
-    """The ids to retract: one id or a 1-D sequence of them, read as :meth:`Engine.rows_of`
-    reads ids, each at most once."""
+def _ids(ids: Any, what: str = "retract") -> np.ndarray:
+    """The ids to retract (or deprecate): one id or a 1-D sequence of them, read as
+    :meth:`Engine.rows_of` reads ids, each at most once."""
     given = array([ids] if isinstance(ids, (int, np.integer)) else ids, "ids", LifecycleError)
     if given.ndim != 1:
         raise LifecycleError(f"ids must be an id or a 1-D sequence of integer ids, got {shown(ids)}")
     arr, impossible = id_array(given, "ids", LifecycleError)
     if arr.size == 0:
-        raise LifecycleError("no ids to retract")
+        raise LifecycleError(f"no ids to {what}")
     if impossible:
         raise NotFoundError(f"unknown id {shown(impossible[min(impossible)])}")
     uniq, counts = np.unique(arr, return_counts=True)
@@ -298,6 +309,39 @@ def _retract_locked(state: StoreState, arr: np.ndarray, at: Any) -> np.ndarray:
     return arr
 
 
+# ----------------------------------------------------------------------------- deprecate
+
+def deprecate(state: StoreState, ids: Any, effective_at: Any = None, at: Any = None) -> np.ndarray:
+    """Deprecate rows from valid time ``effective_at`` (default: each row's ``valid_from``,
+    i.e. for its whole interval), as an event known from transaction time ``at`` (default:
+    now); returns the ids (:meth:`Engine.deprecate <chrono_engine.Engine.deprecate>`).
+
+    Nothing is overwritten: a ``latest`` search at T ≥ ``effective_at`` with ``known_at`` ≥
+    ``at`` penalises (or excludes) the rows; every earlier T or earlier ``known_at`` sees them
+    as before. Rejects (changing nothing) an unknown id (:class:`NotFoundError`), an id given
+    twice and ``at`` before a row's ``ingested_at`` (:class:`LifecycleError`).
+    """
+    arr = _ids(ids, "deprecate")
+    with state.write:
+        at_us = now_us() if at is None else _time(at, "at")
+        rows = state.rows_of(arr)
+        cols = state.columns_at(rows)
+        early = np.flatnonzero(cols["ingested_at"] > at_us)
+        if len(early):
+            i = int(early[0])
+            raise LifecycleError(f"id {int(arr[i])}: deprecation time {_iso(at_us)} is before its "
+                                 f"ingested_at {_iso(cols['ingested_at'][i])}")
+        dep = cols["valid_from"] if effective_at is None else \
+            np.full(len(rows), _time(effective_at, "effective_at"), np.int64)
+        n = len(rows)
+        try:
+            state.commit(None, rows, amend_tx=np.full(n, at_us, np.int64),
+                         amend_valid_to=np.full(n, OPEN_END, np.int64), amend_deprecated_from=dep)
+        except ValueError as e:  # the core's rules (e.g. at most 64 events per row)
+            raise LifecycleError(f"deprecate: {e}") from None
+        return arr
+
+
 # ----------------------------------------------------------------------------- history
 
 def _ts(us: np.ndarray, open_end: bool) -> pa.Array:
@@ -307,29 +351,41 @@ def _ts(us: np.ndarray, open_end: bool) -> pa.Array:
     return pa.array(np.where(is_open, 0, us), _TS, mask=is_open)
 
 
-def history(state: StoreState, stem_id: str) -> pa.Table:
-    """Every row of every version of ``stem_id``, as stored now (see :data:`HISTORY_SCHEMA`).
+def _known_at(known_at: Any) -> int:
+    if known_at is None:
+        return ALL_KNOWN
+    with errors_as(LifecycleError):
+        return scalar_us(known_at, "known_at")
+
+
+def history(state: StoreState, stem_id: str, known_at: Any = None) -> pa.Table:
+    """Every row of every version of ``stem_id`` (see :data:`HISTORY_SCHEMA`), as known at
+    transaction time ``known_at`` (default: every event recorded).
 
     Ordered by version (numerically), then ``valid_from``, then id. Times are UTC
-    timestamps; an open ``valid_to`` / ``retracted_at`` is null. Interval ends and flags come
-    from the core's metadata, which lifecycle edits update. Raises :class:`NotFoundError`
-    for an unknown stem.
+    timestamps; an open ``valid_to`` / ``retracted_at`` is null. ``valid_to``,
+    ``deprecated`` and ``deprecated_from`` (null: not deprecated; a row ingested deprecated
+    shows its ``valid_from``) apply the lifecycle events known at ``known_at``;
+    ``amended_at`` is the transaction time of the latest of them (null: none). Rows ingested
+    after ``known_at`` are listed too (their ``ingested_at`` says so), so that one call shows
+    the whole lineage. O(rows of the stem). Raises :class:`NotFoundError` for an unknown stem.
     """
     stem_id = _check_stem(stem_id)
+    k = _known_at(known_at)
     with state.write:  # one consistent snapshot of metadata and strings
-        cols = state.columns()
-        mine = _stem_rows(state, stem_id, cols)
+        mine, cols = _stem(state, stem_id, k)
         strings = state.strings()
-    order = mine[np.lexsort((cols["id"][mine], cols["valid_from"][mine], cols["version"][mine]))]
-    return _rows_table(state, {k: v[order] for k, v in cols.items()}, strings, order)
+    order = np.lexsort((cols["id"], cols["valid_from"], cols["version"]))
+    return _rows_table(state, {name: v[order] for name, v in cols.items()}, strings, mine[order])
 
 
-def get(state: StoreState, ids: Any) -> pa.Table:
-    """The rows of ``ids`` in the order given, as :data:`HISTORY_SCHEMA` (stored now).
-    Raises NotFoundError naming the first unknown id."""
+def get(state: StoreState, ids: Any, known_at: Any = None) -> pa.Table:
+    """The rows of ``ids`` in the order given, as :data:`HISTORY_SCHEMA` (as known at
+    ``known_at``, default every event). Raises NotFoundError naming the first unknown id."""
+    k = _known_at(known_at)
     with state.write:  # one consistent snapshot of metadata and strings
         rows = state.rows_of(ids)
-        cols = state.columns_at(rows)
+        cols = state.columns_at(rows, k)
         strings = state.strings()
     return _rows_table(state, cols, strings, rows)
 
@@ -347,6 +403,8 @@ def _rows_table(state: StoreState, cols: dict, strings: pa.Table | None, rows: n
         _ts(cols["ingested_at"], False),
         _ts(cols["retracted_at"], True),
         pa.array(cols["deprecated"].astype(bool)),
+        _ts(np.maximum(cols["deprecated_from"], cols["valid_from"]), True),
+        _ts(cols["amended_at"], True),
         s.column("title").cast(pa.string()),
         s.column("content").cast(pa.string()),
     ], schema=HISTORY_SCHEMA)
@@ -404,14 +462,13 @@ def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[
     key = _version_key(version)
     if action == "retract":
         with state.write:
-            cols = state.columns()
-            mine = _stem_rows(state, stem_id, cols)
-            rows = mine[cols["version"][mine] == key]
-            if not len(rows):
+            _, cols = _stem(state, stem_id)
+            sel = cols["version"] == key
+            if not sel.any():
                 raise LifecycleError(f"stem {shown(stem_id)} has no version {version} to retract")
-            live = rows[cols["retracted_at"][rows] == OPEN_END]
-            if not len(live):
-                return cols["id"][rows]  # a redelivered event: already retracted
+            live = sel & (cols["retracted_at"] == OPEN_END)
+            if not live.any():
+                return cols["id"][sel]  # a redelivered event: already retracted
             return _retract_locked(state, cols["id"][live], event.get("at"))
     if action != "supersede":
         raise LifecycleError(f"event action must be 'supersede' or 'retract', got {shown(action)}")
@@ -444,10 +501,9 @@ def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[
             r.setdefault("title", title)
         fixed.append(r)
     with state.write:  # the redelivery check and the supersede see the same store
-        cols = state.columns()
-        mine = _stem_rows(state, stem_id, cols)
-        same = mine[cols["version"][mine] == key]
-        if len(same):
+        _, cols = _stem(state, stem_id)
+        same = cols["version"] == key
+        if same.any():
             if (cols["valid_from"][same] == eff).all():
                 return cols["id"][same]  # a redelivered event: already applied
             raise LifecycleError(f"stem {shown(stem_id)} already has version {version} with a different "

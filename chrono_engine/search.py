@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._args import K_MAX, count, shown
-from ._state import StoreState, strings_at
+from ._state import ALL_KNOWN, StoreState, strings_at
 from ._time import MIN_TIME_US, OPEN_END, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
 from .schema import _check_and_normalise, format_version, parse_version
@@ -34,7 +34,8 @@ __all__ = ["SearchOptions", "QueryResult", "MODES", "FUSIONS", "OUT_OF_FORCE", "
 MODES = {"latest": 0, "as_of": 1, "window": 2, "all": 3}
 #: Fusions of similarity and validity.
 FUSIONS = {"product": 0, "linear": 1}
-#: What ``latest`` mode does with items not in force: the ``deprecated=`` option.
+#: What ``latest`` mode does with items not in force: the ``deprecated=`` option (items no
+#: longer in force: expired or deprecated at T) and the ``future=`` option (items not yet valid).
 OUT_OF_FORCE = {"penalize": 0, "exclude": 1, "include": 2}
 #: Orders of the certified scan (the Engine's ``scan=``).
 SCAN_ORDERS = {"auto": 0, "bounds": 1, "similarity": 2}
@@ -72,9 +73,11 @@ class SearchOptions:
     value raises :class:`~chrono_engine.errors.QueryError` naming the option); times are
     read when the search runs (one value, or one per query).
 
-    Modes: ``latest`` (T = ``as_of`` or now; items not in force — expired, not yet valid or
-    deprecated — are penalised ×``deprecation_penalty``, excluded or included as
-    ``deprecated`` says; per stem the highest non-deprecated version in force wins);
+    Modes: ``latest`` (T = ``as_of`` or now; items no longer in force — expired or
+    deprecated at T — are penalised ×``deprecation_penalty``, excluded or included as
+    ``deprecated`` says; items not yet valid at T (valid_from > T) as ``future`` says,
+    excluded by default: "valid now" does not answer with a rule that takes effect next
+    year; per stem the highest version in force wins);
     ``as_of`` (hard filter valid_from ≤ T < valid_to; per stem the version in force at T);
     ``window`` (valid interval overlaps ``window=(start, end)``; decay measured from
     T = ``as_of`` or the window's end); ``all`` (no validity filter). Every mode sees the
@@ -99,6 +102,7 @@ class SearchOptions:
     fact_types: Sequence[str] | None = None
     tau: float = 0.0
     deprecated: str = "penalize"
+    future: str = "exclude"
     deprecation_penalty: float = 0.1
     arbitrate: bool = True
     # how it is scored and planned
@@ -114,6 +118,7 @@ class SearchOptions:
         choice(self.mode, MODES, "mode")
         choice(self.fusion, FUSIONS, "fusion")
         choice(self.deprecated, OUT_OF_FORCE, "deprecated")
+        choice(self.future, OUT_OF_FORCE, "future")
         for name in ("alpha", "tau", "deprecation_penalty"):
             object.__setattr__(self, name, unit_float(getattr(self, name), name))
         if self.verify is not None:
@@ -276,10 +281,11 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
     mask = state.type_mask(opts.fact_types)
     out = state.core.search_batch(
         q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
-        OUT_OF_FORCE[opts.deprecated], opts.deprecation_penalty, bool(opts.arbitrate), mask, k,
+        OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate), mask, k,
         bool(opts.exact), max(p["ef"], 4 * k), p["ef_max"], p["scan_limit"], p["seed_ef"],
         p["seed_min"], p["group"], choice(planner["scan"], SCAN_ORDERS, "scan"), max(int(threads), 1))
     _overflowed(out, state.metric)
+    out["known_at"] = ka  # per query: the result table shows each hit as known then
     return out, t
 
 
@@ -299,7 +305,7 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
     """The core's hits as the documented Arrow table (see Engine.search_batch)."""
     rows = out["row"].astype(np.int64)
     strings = state.strings()  # read after the search: holds every row the core returned
-    cols = state.columns_at(rows)
+    cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
     s = strings_at(strings, rows)
     vf = cols["valid_from"]
     vt = cols["valid_to"]
@@ -335,8 +341,9 @@ def _reasons(out: dict, cols: dict, t: np.ndarray, mode: int) -> list[str]:
         tq = t[out["query"][i]]
         parts = []
         if out["penalty"][i] < 1.0:
-            parts.append(f"penalised ×{out['penalty'][i]:.3g}: " +
-                         ("deprecated" if cols["deprecated"][i] else "not valid at T"))
+            parts.append(f"penalised ×{out['penalty'][i]:.3g}: " + (
+                "not yet valid at T" if cols["valid_from"][i] > tq else
+                "no longer valid at T" if cols["valid_to"][i] <= tq else "deprecated at T"))
         elif mode in (0, 1):
             parts.append("in force at T" if cols["valid_from"][i] <= tq < cols["valid_to"][i] else "not in force at T")
         if cols["stem"][i] >= 0:

@@ -1,6 +1,6 @@
 """The store on disk: format, one writer, atomic checkpoints, verified open, log replay.
 
-Layout of a store directory (format 2)::
+Layout of a store directory (format 3; format 2, without amend.arrow, still opens)::
 
     <path>/LOCK                    held (flock) by the one writer; holds its pid
     <path>/CURRENT                 the seal: the live snapshot's name and its manifest's
@@ -9,9 +9,11 @@ Layout of a store directory (format 2)::
         graph.bin                  the HNSW graph and vectors (hnswlib's format)
         meta.arrow                 Arrow IPC file: every metadata column, the string columns,
                                    and the fact type / stem names behind the core's codes
+        amend.arrow                Arrow IPC file: the lifecycle events in transaction time
+                                   (row, tx, valid_to, deprecated_from), oldest first per row
         manifest.json              format and version, dimension, metric, HNSW and search
                                    parameters, decay policy, fact types, stems, row count,
-                                   SHA-256 of graph.bin and meta.arrow
+                                   SHA-256 of graph.bin, meta.arrow and amend.arrow
         log.wal                    the writes since this snapshot (:mod:`._wal`)
 
 A checkpoint writes and fsyncs a new snapshot with an empty log, then replaces ``CURRENT``
@@ -54,8 +56,10 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DIM", "Snapshot", "StoreLock", "stor
            "read_snapshot", "restore", "replay", "open_log"]
 
 FORMAT = "chrono_engine.store"
-FORMAT_VERSION = 2
-_FILES = ("graph.bin", "meta.arrow")
+FORMAT_VERSION = 3
+_FILES = ("graph.bin", "meta.arrow", "amend.arrow")
+# the data files of each format version that opens (2: before amendments)
+_FILES_OF = {2: ("graph.bin", "meta.arrow"), 3: _FILES}
 _SNAP = re.compile(r"snap-[0-9a-f]{32}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 #: files a snapshot directory of this store may hold (anything else: not ours, never deleted)
@@ -252,9 +256,8 @@ def _save_locked(state: StoreState, search: dict, root: Path, key: bytes | None)
         strings = state.strings()
         state.core.save_graph(str(snap / "graph.bin"))
         table = _meta_table(state, cols, strings)
-        with pa.OSFile(str(snap / "meta.arrow"), "wb") as sink:
-            with ipc.new_file(sink, table.schema) as w:
-                w.write_table(table)
+        _write_arrow(snap / "meta.arrow", table)
+        _write_arrow(snap / "amend.arrow", _amend_table(state))
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "chrono_engine": __version__,
             "dim": state.dim, "metric": state.metric, "params": state.params, "search": dict(search),
@@ -313,6 +316,22 @@ def _cleanup(root: Path, live: str, previous: str | None) -> None:
             entry.unlink(missing_ok=True)
 
 
+def _write_arrow(path: Path, table: pa.Table) -> None:
+    with pa.OSFile(str(path), "wb") as sink:
+        with ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+
+
+# the columns of amend.arrow: one lifecycle event (MetaTable::Amendment) per row
+_AMEND_SCHEMA = pa.schema([("row", pa.uint32()), ("tx", pa.int64()), ("valid_to", pa.int64()),
+                           ("deprecated_from", pa.int64())])
+
+
+def _amend_table(state: StoreState) -> pa.Table:
+    rows, tx, vt, dep = state.amendments()
+    return pa.table([rows, tx, vt, dep], schema=_AMEND_SCHEMA)
+
+
 def _meta_table(state: StoreState, cols: dict, strings: pa.Table | None) -> pa.Table:
     """meta.arrow's table: the core's columns, the string columns, and the names behind the
     codes (so that the file reads on its own)."""
@@ -354,6 +373,7 @@ class Snapshot:
     stems: list
     rows: int
     key: bytes | None
+    format_version: int = FORMAT_VERSION
 
 
 def read_snapshot(path: str | os.PathLike, key: bytes | None = None, *, seal: dict | None = None) -> Snapshot:
@@ -425,7 +445,7 @@ def _manifest(m: Any, root: Path, snap: Path, name: str, key: bytes | None) -> _
         missing, extra = sorted(want - set(m)), sorted(set(m) - want)
         raise CorruptStoreError(f"{where}: fields differ from format {FORMAT_VERSION} "
                                 f"(missing {missing}, unknown {extra})")
-    if m["format"] != FORMAT or m["format_version"] != FORMAT_VERSION:
+    if m["format"] != FORMAT or type(m["format_version"]) is not int or m["format_version"] not in _FILES_OF:
         raise CorruptStoreError(f"{where}: unknown format {str(m['format'])[:40]!r} version "
                                 f"{str(m['format_version'])[:20]}")
     dim = integer(m["dim"], "dim", 1, MAX_DIM)
@@ -457,12 +477,13 @@ def _manifest(m: Any, root: Path, snap: Path, name: str, key: bytes | None) -> _
     if not isinstance(m["keyed"], bool) or m["keyed"] != (key is not None):
         raise bad("keyed", "does not match the seal")
     files = m["files"]
-    if not isinstance(files, dict) or sorted(files) != sorted(_FILES) or \
+    want_files = _FILES_OF[m["format_version"]]
+    if not isinstance(files, dict) or sorted(files) != sorted(want_files) or \
             not all(isinstance(v, str) and _HEX64.fullmatch(v) for v in files.values()):
-        raise bad("files", "must map graph.bin and meta.arrow (only) to SHA-256 digests")
+        raise bad("files", f"must map {', '.join(want_files)} (only) to SHA-256 digests")
     return _Manifest(Snapshot(root=root, path=snap, name=name, dim=dim, metric=m["metric"], params=params,
                               search=search, policy=policy, fact_types=fact_types, stems=stems, rows=rows,
-                              key=key), files)
+                              key=key, format_version=m["format_version"]), files)
 
 
 # the columns of meta.arrow and their types
@@ -565,6 +586,8 @@ def restore(state: StoreState, snap: Snapshot) -> None:
     if state.fact_types:
         state.core.set_decay(state.policy.kernel_table(state.fact_types))
     if not len(table):
+        if "amend.arrow" in _FILES_OF[snap.format_version]:
+            _restore_amendments(state, snap)  # none may name a row
         return
     try:
         state.core.restore(str(snap.path / "graph.bin"), c["valid_from"], c["valid_to"], c["observed_at"],
@@ -580,6 +603,41 @@ def restore(state: StoreState, snap: Snapshot) -> None:
         raise CorruptStoreError(f"{root}: {snap.name}/graph.bin and meta.arrow disagree: row {int(off[0])} "
                                 f"(id {int(c['id'][off[0]])}) has another vector than the one saved with it")
     state.table = table.select(list(STRING_COLUMNS))
+    state.parts = [len(table)]
+    if "amend.arrow" in _FILES_OF[snap.format_version]:
+        _restore_amendments(state, snap)
+
+
+def _restore_amendments(state: StoreState, snap: Snapshot) -> None:
+    """amend.arrow, checked (schema, ranges; the core checks rows, order against
+    ingested_at and valid_from, and the per-row limit), applied to the restored rows."""
+    where = f"{snap.root}: {snap.name}/amend.arrow"
+    try:
+        t = ipc.open_file(pa.memory_map(str(snap.path / "amend.arrow"), "r")).read_all()
+        if t.schema.remove_metadata() != _AMEND_SCHEMA:
+            raise CorruptStoreError(f"{where}: columns or types differ from the format")
+        t.validate(full=True)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise CorruptStoreError(f"{where} is unreadable ({e})") from None
+    if not len(t):
+        return
+    a = {}
+    for name in _AMEND_SCHEMA.names:
+        if t.column(name).null_count:
+            raise CorruptStoreError(f"{where}: column {name!r} has nulls")
+        a[name] = np.ascontiguousarray(t.column(name).to_numpy(), dtype=t.schema.field(name).type.to_pandas_dtype())
+    for name in ("tx", "valid_to", "deprecated_from"):
+        v = a[name]
+        bad = (v < MIN_TIME_US) | (v > MAX_TIME_US)
+        if name != "tx":
+            bad &= v != OPEN_END
+        if bad.any():
+            raise CorruptStoreError(f"{where}: column {name!r}, row {int(np.flatnonzero(bad)[0])}: "
+                                    "time outside years 1..9999")
+    try:
+        state.core.amend(a["row"], a["tx"], a["valid_to"], a["deprecated_from"])
+    except (ValueError, IndexError) as e:
+        raise CorruptStoreError(f"{where}: {e}") from None
 
 
 _HASH_WEIGHTS: list = []

@@ -5,12 +5,12 @@ Seed stores (cosine, ip and l2; stems, versions, retractions; a snapshot plus lo
 are copied and damaged, one mutation each, by one of these families:
 
 - ``flip``: 1-8 random bytes of a random file (CURRENT, manifest.json, graph.bin,
-  meta.arrow, log.wal) changed;
+  meta.arrow, amend.arrow, log.wal) changed;
 - ``truncate`` / ``extend``: a random file cut at a random length or grown by random bytes;
 - ``graph-header`` / ``graph-body``: a header field of graph.bin (element counts, sizes,
   levels, entry point, M) or a link count / neighbour id / level / label in its body set
   to a random or extreme value — then every checksum recomputed (``resealed``);
-- ``meta``: one value of a meta.arrow column (times, reliability, codes, ids, version keys,
+- ``meta``: one value of a meta.arrow (or amend.arrow: the lifecycle events) column (times, reliability, codes, ids, version keys,
   names) changed — resealed;
 - ``manifest``: one manifest field set to a random or extreme value — resealed;
 - ``log``: bytes of a log record changed and its checksum recomputed.
@@ -48,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-FILES = ("CURRENT", "manifest.json", "graph.bin", "meta.arrow", "log.wal")
+FILES = ("CURRENT", "manifest.json", "graph.bin", "meta.arrow", "amend.arrow", "log.wal")
 KEY = b"mutation-campaign-key"
 
 
@@ -91,6 +91,8 @@ def make_seeds(root: Path, key: bytes | None) -> list[Path]:
                     "version": [f"v{j}" for j in range(n)], "fact_type": ["news", "x"] * (n // 2),
                     "title": [f"t{j}" for j in range(n)]})
         eng.retract([1, 2], at="2030-01-01")
+        eng.supersede("s2", {"vector": np.ones((1, 8), np.float32)}, "2025-06-01", version="v998")
+        eng.deprecate([4], effective_at="2024-03-01")  # lifecycle events in the snapshot (amend.arrow)
         eng.save()
         eng.ingest({"vector": rng.normal(size=(5, 8)).astype(np.float32), "valid_from": ["2025-01-01"] * 5})
         eng.supersede("s1", {"vector": np.ones((1, 8), np.float32)}, "2026-01-01", version="v999")
@@ -160,7 +162,8 @@ def mutate(path: Path, rng: random.Random, key: bytes | None) -> tuple[str, bool
         import numpy as np
         import pyarrow as pa
         import pyarrow.ipc as ipc
-        f = files["meta.arrow"]
+        which = rng.choice(["meta.arrow", "meta.arrow", "amend.arrow"])
+        f = files[which]
         t = ipc.open_file(pa.BufferReader(f.read_bytes())).read_all()
         name = rng.choice(t.column_names)
         col = t.column(name).combine_chunks()
@@ -210,7 +213,7 @@ def mutate(path: Path, rng: random.Random, key: bytes | None) -> tuple[str, bool
         f.write_bytes(bytes(b))
         return family, key is None, "log.wal"
     reseal(path, key)
-    return family, True, {"graph-header": "graph.bin", "graph-body": "graph.bin", "meta": "meta.arrow",
+    return family, True, {"graph-header": "graph.bin", "graph-body": "graph.bin", "meta": which,
                           "manifest": "manifest.json"}[family]
 
 

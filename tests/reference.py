@@ -44,13 +44,16 @@ def winners(cols: dict, in_force: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 
 def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, mode: str, t, known_at,
-           window=(0, 0), fusion="product", alpha=0.75, tau=0.0, deprecated="penalize", penalty=0.1,
-           arbitrate=True, type_mask=None, metric="cosine", sims=None):
+           window=(0, 0), fusion="product", alpha=0.75, tau=0.0, deprecated="penalize", future="exclude",
+           penalty=0.1, arbitrate=True, type_mask=None, metric="cosine", sims=None):
     """Per query: (ids, scores) of the top-k, best first, ties by ascending id.
 
     ``cols``: valid_from, valid_to, observed_at, ingested_at, retracted_at (int64 µs),
     reliability, fact_type (int codes), stem (int, -1 none), version (uint64), deprecated,
-    id. ``decay_of(age_days, fact_type_codes) -> D``. ``t``/``known_at``: per query arrays.
+    id; optionally deprecated_from (the valid time a row is deprecated from, instead of the
+    flag). The columns are the store as known at every query's known_at (callers that model
+    lifecycle events pass the view of that known_at). ``decay_of(age_days, fact_type_codes)
+    -> D``. ``t``/``known_at``: per query arrays.
     """
     nq = len(q)
     S = similarities(q, vectors, metric) if sims is None else sims
@@ -61,7 +64,8 @@ def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, 
         known = (cols["ingested_at"] <= K) & (K < cols["retracted_at"])
         valid = (vf <= T) & (T < vt)
         if mode == "latest":
-            in_force = valid & ~cols["deprecated"].astype(bool)
+            dep = (cols["deprecated_from"] <= T) if "deprecated_from" in cols else cols["deprecated"].astype(bool)
+            in_force = valid & ~dep
         elif mode == "as_of":
             in_force = valid
         elif mode == "window":
@@ -69,11 +73,10 @@ def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, 
         else:
             in_force = np.ones(len(vf), bool)
         if mode == "latest":
-            out_pen = {"penalize": penalty, "exclude": 0.0, "include": 1.0}[deprecated]
-            pen = np.where(in_force, 1.0, out_pen)
+            policy = {"penalize": penalty, "exclude": 0.0, "include": 1.0}
+            pen = np.where(in_force, 1.0, np.where(vf > T, policy[future], policy[deprecated]))
         else:
             pen = np.where(in_force, 1.0, 0.0)
-        age = (T - cols["observed_at"].astype(np.float64)) / US_PER_DAY
         age = (float(T) - cols["observed_at"].astype(np.float64)) / US_PER_DAY
         V = cols["reliability"].astype(np.float64) * decay_of(age, cols["fact_type"])
         ok = known & (pen > 0) & (V >= tau)

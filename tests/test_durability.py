@@ -33,7 +33,7 @@ def _rows(n, seed, stem=None, version="v1", start=0):
     d = {"vector": rng.normal(size=(n, DIM)).astype(np.float32),
          "valid_from": T0 + np.arange(start, start + n).astype("timedelta64[D]"),
          "title": [f"t{seed}-{i} ü 时" for i in range(n)],
-         "ingested_at": np.full(n, T0 + np.timedelta64(5000, "D"))}
+         "ingested_at": np.full(n, T0 + np.timedelta64(300, "D"))}
     if stem is not None:
         d["stem_id"] = [stem] * n
         d["version"] = [version] * n
@@ -46,6 +46,7 @@ def _calls(eng):
     eng.ingest(_rows(4, 2, stem="policy", version="v1.0.0"))
     eng.supersede("policy", {"vector": np.ones((2, DIM), np.float32)}, "2024-06-01", version="v2.0.0")
     eng.retract([3, 5], at="2040-01-01")
+    eng.deprecate([7, 8], effective_at="2024-02-01")
     eng.on_approval_event({"stem_id": "policy", "version": "v3.0.0", "effective_at": "2024-09-01",
                            "rows": [{"vector": [0.5] * DIM, "title": "third"}]})
     eng.ingest({**_rows(3, 3), "id": [2**63 + 3, 2**63 + 2, 10**12]})

@@ -156,7 +156,7 @@ def graph_search(st, queries: np.ndarray, k: int = 5, exact: bool = False) -> di
     nq = len(queries)
     full = lambda v: np.full(nq, v, np.int64)  # noqa: E731
     return st.search_batch(np.ascontiguousarray(queries, np.float32), full(T0 + DAY), full(OPEN_END - 1), full(0),
-                           full(0), 3, 0, 0.75, 0.0, 2, 1.0, False, None, k, exact, 32, 256, 0, 0,
+                           full(0), 3, 0, 0.75, 0.0, 2, 2, 1.0, False, None, k, exact, 32, 256, 0, 0,
                            10**9, 64, 0, 1)
 
 

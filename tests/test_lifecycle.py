@@ -94,8 +94,12 @@ def test_supersede_closes_deprecates_and_links():
     assert h.column("valid_to").to_pylist() == [cut, cut, None, None]
     assert h.column("valid_from").to_pylist()[2:] == [cut, cut]
     assert h.column("retracted_at").null_count == 4
-    # the interval index was rebuilt: at any instant exactly one version of the stem is valid
+    # as known now, at any instant exactly one version of the stem is valid; as known before
+    # the supersede, v1 was open and v2 unknown
     assert eng.count_valid_at("2026-02-28T23:59:59") == eng.count_valid_at("2026-03-01") == 4
+    assert h.column("deprecated_from").to_pylist() == [cut, cut, None, None]
+    assert eng.history("TRAVEL", known_at=h.column("ingested_at")[0].as_py()).column("valid_to").to_pylist() == \
+        [None] * 4
     hit = eng.search(vec(0), k=1, as_of="2026-05-01")
     assert hit.column("version").to_pylist() == ["v2.0.0"]
     assert hit.column("citation").to_pylist() == ["per Travel Expense Policy v2.0.0, effective 2026-03-01"]
@@ -130,18 +134,25 @@ def test_supersede_defaults_and_columns():
 
 
 def test_scheduled_supersede_keeps_predecessor_in_force():
+    """Deprecation is a fact in time: a change effective next month deprecates its
+    predecessor from then, never before, in every latest-mode view."""
     eng = make_engine()
     now = datetime.now(UTC)
     eff = now + timedelta(days=30)
     eng.supersede("SOP", [{"vector": vec(2)}], eff, version="2")
     h = eng.history("SOP")
-    assert h.column("deprecated").to_pylist() == [False, False]   # not retired before it ends
-    assert h.column("valid_to")[0].as_py() == eff.replace(microsecond=eff.microsecond)
-    assert eng.search(vec(2), k=1, as_of=now).column("version").to_pylist() == ["1"]
+    assert h.column("deprecated").to_pylist() == [True, False]
+    assert h.column("deprecated_from").to_pylist() == [eff, None]   # from its end, not before
+    assert h.column("valid_to")[0].as_py() == eff
+    for policy in ("penalize", "exclude"):
+        hit = eng.search(vec(2), k=1, as_of=now, deprecated=policy, explain=True)
+        assert hit.column("version").to_pylist() == ["1"] and hit.column("penalty").to_pylist() == [1.0]
     assert eng.search(vec(2), k=1, as_of=eff + timedelta(days=1)).column("version").to_pylist() == ["2"]
     eng2 = make_engine()
-    eng2.supersede("SOP", [{"vector": vec(2)}], eff, version="2", deprecate=True)
-    assert eng2.history("SOP").column("deprecated").to_pylist() == [True, False]
+    eng2.supersede("SOP", [{"vector": vec(2)}], eff, version="2", deprecate=False)
+    h2 = eng2.history("SOP")
+    assert h2.column("deprecated").to_pylist() == [False, False]     # closed only
+    assert h2.column("valid_to")[0].as_py() == eff
 
 
 def test_predecessor_that_already_ended_is_not_extended():

@@ -293,7 +293,8 @@ def test_store_layout(engine, saved):
     seal = json.loads((saved / "CURRENT").read_text())
     assert seal["snapshot"] == snaps[0] and seal["format"] == "chrono_engine.store"
     snap = saved / snaps[0]
-    assert sorted(p.name for p in snap.iterdir()) == ["graph.bin", "log.wal", "manifest.json", "meta.arrow"]
+    assert sorted(p.name for p in snap.iterdir()) == ["amend.arrow", "graph.bin", "log.wal", "manifest.json",
+                                                      "meta.arrow"]
     assert seal["manifest_sha256"] == hashlib.sha256((snap / "manifest.json").read_bytes()).hexdigest()
     manifest = json.loads((snap / "manifest.json").read_text())
     assert manifest["format"] == "chrono_engine.store"
@@ -301,7 +302,7 @@ def test_store_layout(engine, saved):
     assert manifest["dim"] == DIM and manifest["metric"] == "cosine"
     assert manifest["rows"] == len(engine)
     assert ce.DecayPolicy.from_dict(manifest["decay"]) == engine.decay
-    assert set(manifest["files"]) == {"graph.bin", "meta.arrow"}
+    assert set(manifest["files"]) == {"graph.bin", "meta.arrow", "amend.arrow"}
     for name, digest in manifest["files"].items():
         assert digest == hashlib.sha256((snap / name).read_bytes()).hexdigest()
     with pa.memory_map(str(snap / "meta.arrow")) as src:
@@ -592,7 +593,7 @@ def test_bad_manifest_json(copy_of, text):
     _expect_corrupt(copy_of, "manifest.json")
 
 
-@pytest.mark.parametrize("version", [1, 3, 0, "2", None, 2.5])
+@pytest.mark.parametrize("version", [1, 4, 0, "2", "3", None, 2.5, 3.0])
 def test_unknown_format_version(copy_of, version):
     _set_manifest(copy_of, format_version=version)
     _expect_corrupt(copy_of, "version")

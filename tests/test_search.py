@@ -34,7 +34,7 @@ def check_against_reference(eng, corpus, q, t, *, mode, exact, k=10, **kw):
                            window=window, exact=exact, **kw)
     sims = ref.similarities(q, vecs, eng.metric)
     wnd = (np.asarray(window[0]), np.asarray(window[1])) if window is not None else (0, 0)
-    rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "arbitrate")}
+    rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "future", "arbitrate")}
     if "deprecation_penalty" in kw:
         rkw["penalty"] = kw["deprecation_penalty"]
     exp = ref.search(cols, vecs, decay_fn(eng), q, k, mode=mode, t=t, known_at=known, window=wnd,
@@ -73,13 +73,36 @@ def test_exact_matches_reference(small_engine, small_corpus, mode, fusion):
     assert_same_topk(got, gs, exp)
 
 
+@pytest.mark.parametrize("fusion", ["product", "linear"])
+@pytest.mark.parametrize("future", ["exclude", "penalize", "include"])
 @pytest.mark.parametrize("deprecated", ["penalize", "exclude", "include"])
-def test_latest_deprecation_policies(small_engine, small_corpus, deprecated):
+def test_latest_out_of_force_policies(small_engine, small_corpus, deprecated, future, fusion):
+    """Both latest-mode policies (items no longer in force; items not yet valid) against the
+    reference, certified answers exact, planned and exact alike."""
     q = small_corpus.queries(20, seed=5)
     t = times_for_selectivity(small_corpus, 0.05, 20)
-    got, gs, exp, _ = check_against_reference(small_engine, small_corpus, q, t, mode="latest", exact=True,
-                                              deprecated=deprecated, deprecation_penalty=0.3)
-    assert_same_topk(got, gs, exp)
+    for exact in (True, False):
+        got, gs, exp, res = check_against_reference(small_engine, small_corpus, q, t, mode="latest", exact=exact,
+                                                    deprecated=deprecated, future=future, deprecation_penalty=0.3,
+                                                    fusion=fusion)
+        cert = res.column("certified").to_numpy()
+        qcol = res.column("query").to_numpy()
+        keep = [i for i in range(len(q)) if cert[qcol == i].all()]
+        assert keep, "some answers are certified"
+        assert_same_topk([got[i] for i in keep], [gs[i] for i in keep], [exp[i] for i in keep])
+
+
+@pytest.mark.parametrize("mode", ["as_of", "window", "all"])
+def test_future_policy_is_latest_modes_alone(small_engine, small_corpus, mode):
+    """Other modes decide validity themselves: the future= option changes nothing there."""
+    q = small_corpus.queries(10, seed=9)
+    t = times_for_selectivity(small_corpus, 0.2, 10)
+    kw = {"window": (t - 60 * US_PER_DAY, t)} if mode == "window" else {}
+    tables = [check_against_reference(small_engine, small_corpus, q, t, mode=mode, exact=True, future=f, **kw)
+              for f in ("exclude", "penalize", "include")]
+    for got, gs, exp, _ in tables:
+        assert_same_topk(got, gs, exp)
+    assert all(np.array_equal(np.concatenate(x[0]), np.concatenate(tables[0][0])) for x in tables)
 
 
 @pytest.mark.parametrize("tau", [0.0, 0.3, 0.7])

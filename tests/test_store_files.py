@@ -254,3 +254,92 @@ def test_column_names_that_are_not_utf8(copy):
     f.write_bytes(f.read_bytes().replace("tit\u00e9".encode(), b"tit\x9b\x9b"))
     reseal(copy)
     _refused(copy, "meta.arrow")
+
+
+# ----------------------------------------------------------------------------- lifecycle events
+
+@pytest.fixture(scope="module")
+def amended(tmp_path_factory):
+    """A store with lifecycle events: two supersedes and a deprecation."""
+    eng = ce.Engine(DIM, threads=1)
+    rng = np.random.default_rng(4)
+    eng.ingest({"vector": rng.normal(size=(6, DIM)).astype(np.float32),
+                "valid_from": ["2024-01-01"] * 6, "ingested_at": ["2024-01-01"] * 6,
+                "stem_id": ["a", "a", "b", "b", "c", None], "version": ["1"] * 5 + [None]})
+    eng.supersede("a", {"vector": rng.normal(size=(1, DIM)).astype(np.float32), "ingested_at": ["2024-03-01"]},
+                  "2024-02-01", version="2")
+    eng.supersede("b", {"vector": rng.normal(size=(1, DIM)).astype(np.float32), "ingested_at": ["2024-05-01"]},
+                  "2024-06-01", version="2")
+    eng.deprecate([5], effective_at="2024-04-01", at="2024-04-15")
+    path = tmp_path_factory.mktemp("amended") / "s"
+    eng.save(path)
+    return path, {k: eng.columns(known_at=k) for k in ("2024-02-15", "2024-04-20", "2024-12-01")}
+
+
+def test_lifecycle_events_round_trip(amended):
+    path, views = amended
+    eng = ce.Engine.open(path, read_only=True)
+    for k, want in views.items():
+        got = eng.columns(known_at=k)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} at {k}")
+    assert eng.history("b", known_at="2024-04-20").column("valid_to").null_count == 3  # before the supersede
+    assert eng.history("b").column("valid_to").null_count == 1
+
+
+def _edit_amend(path: Path, edit) -> None:
+    f = snap_dir(path) / "amend.arrow"
+    t = ipc.open_file(pa.BufferReader(f.read_bytes())).read_all()
+    t = edit(t)
+    with pa.OSFile(str(f), "wb") as sink, ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+    reseal(path)
+
+
+def _set_amend(name, fn):
+    def edit(t):
+        v = t.column(name).to_numpy().copy()
+        return t.set_column(t.column_names.index(name), name, pa.array(fn(v), t.schema.field(name).type))
+    return edit
+
+
+_MAX = np.iinfo(np.int64).max
+
+
+@pytest.mark.parametrize("edit, word", [
+    (_set_amend("row", lambda v: v + 1000), "no such row"),
+    (_set_amend("tx", lambda v: v - 10**15), "before the row's ingested_at"),
+    (_set_amend("tx", lambda v: np.full_like(v, _MAX)), "tx"),
+    (_set_amend("valid_to", lambda v: np.full_like(v, 1_700_000_000_000_000)), "valid_to <= valid_from"),
+    (_set_amend("valid_to", lambda v: np.full_like(v, -2**62)), "years 1..9999"),
+    (_set_amend("deprecated_from", lambda v: np.full_like(v, 2**62)), "years 1..9999"),
+    (lambda t: t.drop_columns(["tx"]), "columns or types"),
+    (lambda t: t.set_column(1, "tx", pa.array([None] * len(t), pa.int64())), "nulls"),
+    (lambda t: pa.concat_tables([t.slice(0, 1)] * 70), "more than 64"),
+], ids=["row", "tx-early", "tx-open", "empty-interval", "valid_to-range", "deprecated_from-range", "schema",
+        "nulls", "too-many"])
+def test_lifecycle_events_file_is_checked(amended, tmp_path, edit, word):
+    path = copy_store(amended[0], tmp_path / "s")
+    _edit_amend(path, edit)
+    out = _open_in_child(path)
+    assert out.startswith("REFUSED CorruptStoreError") and "amend.arrow" in out and word in out, out
+
+
+def test_a_format_2_store_opens(pristine, tmp_path):
+    """Stores saved before lifecycle events had their own file (format 2) still open."""
+    path = copy_store(pristine, tmp_path / "s")
+    snap = snap_dir(path)
+    (snap / "amend.arrow").unlink()
+    m = json.loads((snap / "manifest.json").read_text())
+    m["format_version"] = 2
+    del m["files"]["amend.arrow"]
+    (snap / "manifest.json").write_text(json.dumps(m))
+    reseal(path, files=False)
+    eng = ce.Engine.open(path, read_only=True)
+    assert len(eng) == 60
+    np.testing.assert_array_equal(eng.columns()["id"], ce.Engine.open(pristine, read_only=True).columns()["id"])
+    # a format-2 manifest that lists amend.arrow, or a format-3 one that does not, is refused
+    m["files"]["amend.arrow"] = "0" * 64
+    (snap / "manifest.json").write_text(json.dumps(m))
+    reseal(path, files=False)
+    _refused(path, "files")

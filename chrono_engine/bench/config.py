@@ -30,6 +30,7 @@ class Config:
     efs: tuple = (100, 200, 400, 800)
     fusion: str | None = None     # None: the regime's
     alpha: float = 0.75
+    future: str = "exclude"       # latest mode: items not yet valid (the engine's future= option)
     k: int = 10
     M: int = 16
     ef_construction: int = 200
@@ -78,6 +79,8 @@ def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
     p.add_argument("--ef", type=_ints, default=",".join(map(str, d.efs)), help="hnswlib ef values")
     p.add_argument("--fusion", choices=["product", "linear"], default=d.fusion, help="override the regime's fusion")
     p.add_argument("--alpha", type=float, default=d.alpha, help="linear fusion weight")
+    p.add_argument("--future", choices=["exclude", "penalize", "include"], default=d.future,
+                   help="latest mode: items not yet valid are excluded (default), penalised or included")
     p.add_argument("--k", type=int, default=d.k)
     p.add_argument("--M", type=int, default=d.M)
     p.add_argument("--ef-construction", type=int, default=d.ef_construction)
@@ -107,7 +110,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
     cfg = Config(n=ns.n, dim=ns.dim, queries=ns.queries, slow_queries=ns.slow_queries,
                  selectivity=tup(ns.selectivity, _floats), regimes=tup(ns.regime, _words),
                  modes=tup(ns.modes, _words), threads=tup(ns.threads, _ints), peers=tup(ns.peers, _words),
-                 efs=tup(ns.ef, _ints), fusion=ns.fusion, alpha=ns.alpha, k=ns.k, M=ns.M,
+                 efs=tup(ns.ef, _ints), fusion=ns.fusion, alpha=ns.alpha, future=ns.future, k=ns.k, M=ns.M,
                  ef_construction=ns.ef_construction, build_threads=ns.build_threads,
                  engine_exact=not ns.no_engine_exact, engine_ef=ns.engine_ef, scan_limit=ns.scan_limit,
                  engine_batch=ns.engine_batch,

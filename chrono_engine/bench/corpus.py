@@ -53,8 +53,9 @@ class Queries:
     fusion: str = "product"        # "product" | "linear"
     alpha: float = 0.75
     tau: float = 0.0
-    penalty: float = 0.1           # latest: items not in force are multiplied by this
+    penalty: float = 0.1           # latest: items no longer in force are multiplied by this
     k: int = 10
+    future: str = "exclude"        # latest: items not yet valid ("exclude" | "penalize" | "include")
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -62,7 +63,12 @@ class Queries:
     def subset(self, n: int) -> Queries:
         """The first ``n`` queries, same knobs."""
         return Queries(self.vectors[:n], self.t[:n], self.known_at[:n], self.mode, self.fusion,
-                       self.alpha, self.tau, self.penalty, self.k)
+                       self.alpha, self.tau, self.penalty, self.k, self.future)
+
+    @property
+    def future_penalty(self) -> float:
+        """The multiplier of items not yet valid in latest mode (0: excluded)."""
+        return {"exclude": 0.0, "penalize": self.penalty, "include": 1.0}[self.future]
 
 
 @dataclass

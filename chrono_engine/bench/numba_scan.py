@@ -59,9 +59,10 @@ def numba_kernel():
 
     @njit(nogil=True)
     def scan(Q, T, K, X, vf, vt, obs, ing, retr, rel, ft, stem, srank, dep, specs,
-             latest, linear, alpha, tau, penalty, k, n_stems, ids, out_ids, out_scores, q0, q1):
+             latest, linear, alpha, tau, penalty, fut_penalty, k, n_stems, ids, out_ids, out_scores, q0, q1):
         n = X.shape[0]
         out_pen = penalty if latest else 0.0
+        fut_pen = fut_penalty if latest else 0.0
         for qi in range(q0, q1):
             q = Q[qi]
             t = T[qi]
@@ -83,7 +84,7 @@ def numba_kernel():
                 if not (ing[i] <= kn and kn < retr[i]):
                     continue
                 inf = vf[i] <= t and t < vt[i] and not (latest and dep[i])
-                pen = 1.0 if inf else out_pen
+                pen = 1.0 if inf else (fut_pen if vf[i] > t else out_pen)
                 if pen <= 0.0:
                     continue
                 s = stem[i]
@@ -158,7 +159,7 @@ class NumbaScan:
                 np.ascontiguousarray(q.known_at, np.int64), self.X, self.vf, self.vt, self.obs,
                 self.ing, self.retr, self.rel, self.ft, self.stem, self.srank, self.dep, self.specs,
                 q.mode == "latest", q.fusion == "linear", float(q.alpha), float(q.tau),
-                float(q.penalty), int(q.k), self.n_stems, self.ids, out_ids, out_scores)
+                float(q.penalty), float(q.future_penalty), int(q.k), self.n_stems, self.ids, out_ids, out_scores)
         threads = max(1, min(int(threads), nq))
         if threads == 1:
             self.kernel(*args, 0, nq)

@@ -67,7 +67,7 @@ class NumpyExact:
         self.block = max(1, int(block_elems // max(n, 1)))
 
     def _masks(self, T: np.ndarray, K: np.ndarray, mode: str, penalty: float, tau: float,
-               validity: bool = True):
+               validity: bool = True, future_penalty: float = 0.0):
         """(ok, pen, V) for a block of query times: eligibility, penalty, validity.
         ``validity=False`` skips V (None) where τ = 0 makes it irrelevant to eligibility."""
         T = T[:, None]
@@ -75,7 +75,10 @@ class NumpyExact:
         known = (self.ing <= K) & (K < self.retr)
         valid = (self.vf <= T) & (T < self.vt)
         in_force = valid & ~self.dep if mode == "latest" else valid
-        pen = np.where(in_force, 1.0, penalty if mode == "latest" else 0.0)
+        if mode == "latest":
+            pen = np.where(in_force, 1.0, np.where(self.vf > T, future_penalty, penalty))
+        else:
+            pen = np.where(in_force, 1.0, 0.0)
         ok = known & (pen > 0)
         V = None
         if validity or tau > 0:
@@ -131,7 +134,8 @@ class NumpyExact:
         scores: list = []
         for b0 in range(0, len(q), self.block):
             b1 = min(b0 + self.block, len(q))
-            ok, pen, V = self._masks(q.t[b0:b1], q.known_at[b0:b1], q.mode, q.penalty, q.tau)
+            ok, pen, V = self._masks(q.t[b0:b1], q.known_at[b0:b1], q.mode, q.penalty, q.tau,
+                                     future_penalty=q.future_penalty)
             S = q.vectors[b0:b1] @ self.xt
             f = self.fuse(S, V, pen, q.fusion, q.alpha)
             f[~ok] = -np.inf
@@ -139,9 +143,11 @@ class NumpyExact:
         return Answers(ids, scores)
 
     # used by the hnswlib peer: the same masks for one query, in the original id order
-    def eligibility(self, t: int, known_at: int, mode: str, penalty: float, tau: float):
+    def eligibility(self, t: int, known_at: int, mode: str, penalty: float, tau: float,
+                    future_penalty: float = 0.0):
         """(ok, pen) for one query, in this helper's column order."""
-        ok, pen, _ = self._masks(np.array([t]), np.array([known_at]), mode, penalty, tau, validity=False)
+        ok, pen, _ = self._masks(np.array([t]), np.array([known_at]), mode, penalty, tau, validity=False,
+                                 future_penalty=future_penalty)
         return ok[0], pen[0]
 
 
@@ -244,7 +250,8 @@ class HnswlibFiltered:
         self.index.set_ef(ef)
         ids_out, sc_out = [], []
         for i in range(len(q)):
-            ok, pen = self.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau)
+            ok, pen = self.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau,
+                                          q.future_penalty)
             ok_rows = ok[self.col_of_row]  # by label (row)
             n_ok = int(ok_rows.sum())
             kq = min(ef, n_ok)

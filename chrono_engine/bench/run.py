@@ -138,7 +138,7 @@ def run_regime(cfg: Config, regime: str, peers: list, build_threads: int, nslow:
         T = syn.times_for_selectivity(rc.corpus, sel, cfg.queries, seed=cfg.seed + 2)
         measured_sel = float(np.mean([syn.fraction_valid(rc.corpus, int(t)) for t in T[:50]]))
         for mode in cfg.modes:
-            q = Queries(qv, T, known, mode=mode, fusion=rc.fusion, alpha=cfg.alpha, k=cfg.k)
+            q = Queries(qv, T, known, mode=mode, fusion=rc.fusion, alpha=cfg.alpha, k=cfg.k, future=cfg.future)
             point = measure_point(cfg, rc, con, q, sel, measured_sel, nslow, report)
             for th in cfg.threads:
                 row = measure_row(cfg, rc, con, point, th, peers, report)
@@ -221,7 +221,7 @@ def measure_point(cfg: Config, rc: RegimeCorpus, con: Contenders, q: Queries, se
         np1_s, exact = best_time(lambda: con.oracle.search(q), cfg.min_time, min_repeat=cfg.min_repeat)
     # warm the engine (first call builds lazy tables) and compile numba on tiny input
     con.engine.search_batch(q.vectors[:2], cfg.k, mode=q.mode, as_of=q.t[:2], known_at=q.known_at[:2],
-                            fusion=q.fusion, alpha=cfg.alpha, threads=1)
+                            fusion=q.fusion, alpha=cfg.alpha, future=q.future, threads=1)
     regime_info = report["regimes"][rc.regime]
     if con.numba is not None and "numba_compile_s" not in regime_info:
         t0 = time.perf_counter()
@@ -289,7 +289,7 @@ def engine_run(cfg: Config, eng, q: Queries, th: int, exact: bool):
             hi = min(cfg.queries, lo + b)
             tab = eng.search_batch(q.vectors[lo:hi], cfg.k, mode=q.mode, as_of=q.t[lo:hi],
                                    known_at=q.known_at[lo:hi], fusion=q.fusion, alpha=cfg.alpha,
-                                   threads=th, exact=exact)
+                                   future=q.future, threads=th, exact=exact)
             if lo:  # the call's query numbers, offset into the run's
                 i = tab.schema.get_field_index("query")
                 tab = tab.set_column(i, "query", pc.add(tab.column("query"), pa.scalar(lo, pa.int32())))

@@ -47,16 +47,69 @@ struct PyStore {
     return c;
   }
 
+  static AmendColumns amendments(const carray<std::uint32_t>& rows, const carray<std::int64_t>& tx,
+                                  const carray<std::int64_t>& vt, const carray<std::int64_t>& dep) {
+    AmendColumns a;
+    a.n = static_cast<std::size_t>(rows.size());
+    a.rows = rows.data();
+    a.tx = checked(tx, a.n, "amend tx");
+    a.valid_to = checked(vt, a.n, "amend valid_to");
+    a.dep_from = checked(dep, a.n, "amend deprecated_from");
+    return a;
+  }
+
   std::size_t ingest(carray<float> vectors, carray<std::int64_t> vf, carray<std::int64_t> vt, carray<std::int64_t> ob,
                      carray<std::int64_t> ing, carray<std::int64_t> ret, carray<std::uint64_t> ver, carray<float> rel,
                      carray<std::int32_t> stem, carray<std::uint16_t> ft, carray<std::uint8_t> dep,
-                     std::optional<carray<std::uint64_t>> ids, int threads) {
+                     std::optional<carray<std::uint64_t>> ids, int threads,
+                     std::optional<carray<std::uint32_t>> am_rows, std::optional<carray<std::int64_t>> am_tx,
+                     std::optional<carray<std::int64_t>> am_vt, std::optional<carray<std::int64_t>> am_dep) {
     if (vectors.ndim() != 2 || static_cast<std::size_t>(vectors.shape(1)) != s->dim())
       throw std::invalid_argument("vectors must have shape (n, " + std::to_string(s->dim()) + ")");
     std::size_t n = static_cast<std::size_t>(vectors.shape(0));
     MetaColumns c = columns(n, vf, vt, ob, ing, ret, ver, rel, stem, ft, dep, ids);
+    if (am_rows.has_value() != am_tx.has_value() || am_rows.has_value() != am_vt.has_value() ||
+        am_rows.has_value() != am_dep.has_value())
+      throw std::invalid_argument("the amendment arrays go together");
+    AmendColumns a;
+    if (am_rows) a = amendments(*am_rows, *am_tx, *am_vt, *am_dep);
     py::gil_scoped_release nogil;
-    return s->ingest(vectors.data(), c, threads);
+    return s->ingest(vectors.data(), c, threads, am_rows ? &a : nullptr);
+  }
+
+  void amend(carray<std::uint32_t> rows, carray<std::int64_t> tx, carray<std::int64_t> vt, carray<std::int64_t> dep) {
+    AmendColumns a = amendments(rows, tx, vt, dep);
+    py::gil_scoped_release nogil;
+    s->amend(a);
+  }
+
+  // Every amendment: (rows, tx, valid_to, deprecated_from), in order of arrival per row
+  // (oldest first), rows ascending.
+  py::tuple amendments_out() {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    const auto& m = s->meta();
+    std::vector<std::uint32_t> rows;
+    std::vector<std::int64_t> tx, vt, dep;
+    rows.reserve(m.amendments()); tx.reserve(m.amendments()); vt.reserve(m.amendments()); dep.reserve(m.amendments());
+    for (std::size_t r = 0; r < m.size(); ++r) {
+      if (!m.amended(r)) continue;
+      const std::size_t at = rows.size();
+      m.for_each_amendment(r, [&](const MetaTable::Amendment& a) {
+        rows.push_back(static_cast<std::uint32_t>(r)); tx.push_back(a.tx); vt.push_back(a.valid_to); dep.push_back(a.dep_from);
+      });
+      std::reverse(tx.begin() + static_cast<std::ptrdiff_t>(at), tx.end());
+      std::reverse(vt.begin() + static_cast<std::ptrdiff_t>(at), vt.end());
+      std::reverse(dep.begin() + static_cast<std::ptrdiff_t>(at), dep.end());
+    }
+    auto arr = [](auto& v) { return py::array(static_cast<py::ssize_t>(v.size()), v.data()); };
+    return py::make_tuple(arr(rows), arr(tx), arr(vt), arr(dep));
+  }
+
+  py::array_t<std::uint32_t> stem_rows(std::int32_t stem) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    std::vector<std::uint32_t> rows = s->stem_rows(stem);
+    std::sort(rows.begin(), rows.end());
+    return py::array_t<std::uint32_t>(static_cast<py::ssize_t>(rows.size()), rows.data());
   }
 
   void restore(const std::string& path, carray<std::int64_t> vf, carray<std::int64_t> vt, carray<std::int64_t> ob,
@@ -71,7 +124,7 @@ struct PyStore {
 
   py::dict search_batch(carray<float> queries, carray<std::int64_t> t, carray<std::int64_t> known_at,
                         carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
-                        double alpha, double tau, int invalid, double penalty, bool arbitrate,
+                        double alpha, double tau, int invalid, int future, double penalty, bool arbitrate,
                         std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
                         std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
                         std::size_t seed_min, std::size_t group, int scan, int threads) {
@@ -88,7 +141,9 @@ struct PyStore {
     base.fusion = static_cast<Fusion>(fusion);
     base.alpha = alpha;
     base.tau = tau;
+    if (invalid < 0 || invalid > 2 || future < 0 || future > 2) throw std::invalid_argument("bad policy code");
     base.invalid = static_cast<InvalidPolicy>(invalid);
+    base.future = static_cast<InvalidPolicy>(future);
     base.penalty = penalty;
     base.arbitrate = arbitrate;
     if (type_mask) base.type_mask.assign(type_mask->data(), type_mask->data() + type_mask->size());
@@ -191,18 +246,18 @@ struct PyStore {
     return out;
   }
 
-  py::dict columns_out() {
+  py::dict columns_out(std::optional<carray<std::int64_t>> known_at) {
     std::shared_lock<std::shared_mutex> g(s->mutex());
     std::vector<std::uint32_t> all(s->meta().size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint32_t>(i);
-    return gather(all.data(), all.size());
+    return gather(all.data(), all.size(), known_at);
   }
   // The certified plan's metadata pass (Kernels::bound_rows) on rows of this store, for
   // tests against NumPy; per-query arrays have G <= 64 values and are padded here.
   py::dict bound_rows(carray<std::uint32_t> rows, carray<double> t, carray<std::int64_t> known_at,
                       carray<std::int64_t> x1, carray<std::int64_t> x2, carray<double> theta, carray<double> a,
                       carray<double> b, double tau, double out_pen, bool latest,
-                      std::optional<carray<std::uint8_t>> mask, const std::string& which) {
+                      std::optional<carray<std::uint8_t>> mask, const std::string& which, std::optional<double> fut_pen) {
     const std::size_t G = static_cast<std::size_t>(t.size()), n = static_cast<std::size_t>(rows.size());
     if (G == 0 || G > 64) throw std::invalid_argument("G must be in [1, 64]");
     const std::size_t Gp = (G + 7) / 8 * 8;
@@ -224,6 +279,7 @@ struct PyStore {
     BoundArgs ba;
     ba.Gp = Gp; ba.G = G; ba.t = T.data(); ba.known_at = K.data(); ba.x1 = X1.data(); ba.x2 = X2.data();
     ba.theta = TH.data(); ba.a = A.data(); ba.b = B.data(); ba.tau = tau; ba.out_pen = out_pen; ba.latest = latest;
+    ba.fut_pen = fut_pen.value_or(out_pen);
     ba.specs = s->decay_specs().data(); ba.n_specs = s->decay_specs().size();
     if (mask) { ba.type_mask = mask->data(); ba.mask_n = static_cast<std::size_t>(mask->size()); }
     ba.kept = kept.data(); ba.best = best.data(); ba.val = val.data(); ba.pen = pen.data(); ba.cnt = cnt.data();
@@ -243,14 +299,19 @@ struct PyStore {
     return out;
   }
 
-  py::dict columns_at(carray<std::uint32_t> rows) {
+  py::dict columns_at(carray<std::uint32_t> rows, std::optional<carray<std::int64_t>> known_at) {
     std::shared_lock<std::shared_mutex> g(s->mutex());
     for (py::ssize_t i = 0; i < rows.size(); ++i)
       if (rows.data()[i] >= s->meta().size()) throw std::out_of_range("row out of range");
-    return gather(rows.data(), static_cast<std::size_t>(rows.size()));
+    return gather(rows.data(), static_cast<std::size_t>(rows.size()), known_at);
   }
-  // caller holds the lock
-  py::dict gather(const std::uint32_t* rows, std::size_t count) {
+  // caller holds the lock. known_at: the columns as ingested (None), or with the
+  // amendments known at that transaction time (one, or one per row) applied: valid_to
+  // brought forward, and deprecated_from (the valid time deprecated from: INT64_MIN always,
+  // INT64_MAX never; `deprecated` is then 1 when deprecated from some time).
+  py::dict gather(const std::uint32_t* rows, std::size_t count, const std::optional<carray<std::int64_t>>& known_at) {
+    if (known_at && known_at->size() != 1 && static_cast<std::size_t>(known_at->size()) != count)
+      throw std::invalid_argument("known_at must hold one time or one per row");
     const auto& m = s->meta();
     auto n = static_cast<py::ssize_t>(count);
     py::array_t<std::int64_t> vf(n), vt(n), ob(n), ing(n), ret(n);
@@ -267,6 +328,25 @@ struct PyStore {
       dep.mutable_data()[i] = m.deprecated(r) ? 1 : 0; ids.mutable_data()[i] = s->id_of(r);
     }
     py::dict d;
+    if (known_at) {
+      py::array_t<std::int64_t> dfrom(n), amended(n);
+      const std::int64_t* K = known_at->data();
+      const bool one = known_at->size() == 1;
+      for (py::ssize_t i = 0; i < n; ++i) {
+        micros end, from, last = kOpenEnd;
+        const micros k = one ? K[0] : K[i];
+        m.known(rows[i], k, end, from);
+        m.for_each_amendment(rows[i], [&](const MetaTable::Amendment& a) {
+          if (a.tx <= k) last = last == kOpenEnd ? a.tx : std::max(last, a.tx);
+        });
+        vt.mutable_data()[i] = end;
+        dfrom.mutable_data()[i] = from;
+        amended.mutable_data()[i] = last;
+        dep.mutable_data()[i] = from != kOpenEnd ? 1 : 0;
+      }
+      d["deprecated_from"] = dfrom;
+      d["amended_at"] = amended;  // the latest amendment's transaction time (INT64_MAX: none)
+    }
     d["valid_from"] = vf; d["valid_to"] = vt; d["observed_at"] = ob; d["ingested_at"] = ing; d["retracted_at"] = ret;
     d["version"] = ver; d["reliability"] = rel; d["stem"] = stem; d["fact_type"] = ft; d["deprecated"] = dep; d["id"] = ids;
     return d;
@@ -378,24 +458,28 @@ void bind_store(py::module_& m) {
       .def("ingest", &PyStore::ingest, py::arg("vectors"), py::arg("valid_from"), py::arg("valid_to"),
            py::arg("observed_at"), py::arg("ingested_at"), py::arg("retracted_at"), py::arg("version"),
            py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"),
-           py::arg("threads"))
+           py::arg("threads"), py::arg("amend_rows") = py::none(), py::arg("amend_tx") = py::none(),
+           py::arg("amend_valid_to") = py::none(), py::arg("amend_deprecated_from") = py::none())
+      .def("amend", &PyStore::amend, py::arg("rows"), py::arg("tx"), py::arg("valid_to"), py::arg("deprecated_from"))
+      .def("amendments", &PyStore::amendments_out)
+      .def("stem_rows", &PyStore::stem_rows, py::arg("stem"))
       .def("restore", &PyStore::restore, py::arg("path"), py::arg("valid_from"), py::arg("valid_to"),
            py::arg("observed_at"), py::arg("ingested_at"), py::arg("retracted_at"), py::arg("version"),
            py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"),
            py::arg("n_stems") = py::none())
       .def("search_batch", &PyStore::search_batch, py::arg("queries"), py::arg("t"), py::arg("known_at"),
            py::arg("win_start"), py::arg("win_end"), py::arg("mode"), py::arg("fusion"), py::arg("alpha"),
-           py::arg("tau"), py::arg("invalid"), py::arg("penalty"), py::arg("arbitrate"), py::arg("type_mask"),
+           py::arg("tau"), py::arg("invalid"), py::arg("future"), py::arg("penalty"), py::arg("arbitrate"), py::arg("type_mask"),
            py::arg("k"), py::arg("exact"), py::arg("ef"), py::arg("ef_max"), py::arg("scan_limit"),
            py::arg("seed_ef"), py::arg("seed_min"), py::arg("group"), py::arg("scan"), py::arg("threads"))
       .def("update", &PyStore::update, py::arg("rows"), py::arg("valid_to") = py::none(),
            py::arg("deprecated") = py::none(), py::arg("retracted_at") = py::none())
       .def("rows_of", &PyStore::rows_of, py::arg("ids"))
-      .def("columns", &PyStore::columns_out)
-      .def("columns_at", &PyStore::columns_at, py::arg("rows"))
+      .def("columns", &PyStore::columns_out, py::arg("known_at") = py::none())
+      .def("columns_at", &PyStore::columns_at, py::arg("rows"), py::arg("known_at") = py::none())
       .def("bound_rows", &PyStore::bound_rows, py::arg("rows"), py::arg("t"), py::arg("known_at"), py::arg("x1"),
            py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
-           py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "")
+           py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "", py::arg("fut_pen") = py::none())
       .def("vectors", &PyStore::vectors, py::arg("rows"))
       .def("compact", [](PyStore& p, carray<std::uint32_t> rows) {
         // (codes, scale, err) of the compact copy for `rows` (tests check its bound)
@@ -420,14 +504,14 @@ void bind_store(py::module_& m) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         return p.s->intervals().valid_at_upper_bound(t);
       }, py::arg("t"))
-      .def("count_valid_at", [](PyStore& p, std::int64_t t) {
+      .def("count_valid_at", [](PyStore& p, std::int64_t t, std::optional<std::int64_t> k) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
-        return p.s->intervals().count_valid_at(t);
-      }, py::arg("t"))
-      .def("count_overlapping", [](PyStore& p, std::int64_t a, std::int64_t b) {
+        return k ? p.s->count_valid_at_known(t, *k) : p.s->count_valid_at_now(t);
+      }, py::arg("t"), py::arg("known_at") = py::none())
+      .def("count_overlapping", [](PyStore& p, std::int64_t a, std::int64_t b, std::optional<std::int64_t> k) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
-        return p.s->intervals().count_overlapping(a, b);
-      }, py::arg("start"), py::arg("end"))
+        return k ? p.s->count_overlapping_known(a, b, *k) : p.s->count_overlapping_now(a, b);
+      }, py::arg("start"), py::arg("end"), py::arg("known_at") = py::none())
       .def("save_graph", [](PyStore& p, const std::string& path) {
         std::shared_lock<std::shared_mutex> g(p.s->mutex());
         p.s->ann().save(path);

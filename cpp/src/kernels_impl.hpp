@@ -190,7 +190,8 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
   const double* __restrict TH = A.theta;
   const double* __restrict Ac = A.a;
   const double* __restrict Bc = A.b;
-  const double tau = A.tau, out_pen = A.out_pen;
+  const double tau = A.tau, out_pen = A.out_pen, fut_pen = A.fut_pen;
+  const double max_pen = out_pen > fut_pen ? out_pen : fut_pen;
   std::uint32_t* __restrict cnt = A.cnt;
   std::size_t nk = 0;
   // Exponential decay (not symmetric, offset p1 >= 0) factorises. With c = p0 * scale,
@@ -216,7 +217,7 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
   // A row-level test before the per-query loops, for factorised rows: every lane's bound
   // (Ac + Bc val) p is at most (maxA + maxB rel Dmax) pmax, with Dmax = min(1, Emax F +
   // kTiny) computed by the same monotone operations as each lane's v (Emax = the type's
-  // largest E over the queries) and pmax = out_pen when the row is out of force for every
+  // largest E over the queries) and pmax = max(out_pen, fut_pen) when the row is out of force for every
   // query of the group (its interval misses [min X2, max X1]), else 1. Below the least
   // theta the row is kept by no query, so it is dropped without its Gp-lane loops (most
   // rows of a latest-mode stage 1 or a steep product search). Valid only when every Ac
@@ -232,7 +233,8 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
     maxX1 = std::max(maxX1, X1[g]);
     minX2 = std::min(minX2, X2[g]);
   }
-  quick = quick && std::isfinite(maxA) && std::isfinite(maxB) && !(minTH != minTH) && out_pen >= 0.0 && out_pen <= 1.0;
+  quick = quick && std::isfinite(maxA) && std::isfinite(maxB) && !(minTH != minTH) && out_pen >= 0.0 && out_pen <= 1.0 &&
+          fut_pen >= 0.0 && fut_pen <= 1.0;
   auto factorised = [&](std::size_t j) {
     if (fast[j] != 0) return fast[j] > 0;
     const DecaySpec& s = A.specs[j];
@@ -278,7 +280,7 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
           const double xm = Emax[type] * F + kTiny;
           const double dmax = xm < 1.0 ? xm : 1.0;
           const bool out_all = meta->valid_from(row) > maxX1 || meta->valid_to(row) <= minX2 || (A.latest && deprecated);
-          const double bm = (maxA + maxB * (rel * dmax)) * (out_all ? out_pen : 1.0);
+          const double bm = (maxA + maxB * (rel * dmax)) * (out_all ? max_pen : 1.0);
           if (bm < minTH) continue;
         }
         const double* __restrict e = E.data() + type * kMax;
@@ -303,7 +305,7 @@ static std::size_t bound_rows(const BoundArgs& A, const MetaTable* meta, const s
     for (std::size_t g = 0; g < Gp; ++g) {
       const std::int64_t known = (ing <= K[g]) & (K[g] < ret);
       const std::int64_t inf = (vf <= X1[g]) & (vt > X2[g]) & live;
-      double p = inf ? 1.0 : out_pen;
+      double p = inf ? 1.0 : (vf > X1[g] ? fut_pen : out_pen);
       p = known ? p : 0.0;
       const double val = rel * v[g];
       p = (val < tau) | (val != val) ? 0.0 : p;

@@ -20,12 +20,13 @@ struct TimeContext {
   micros win_start = 0, win_end = 0;
 };
 
-// Does the item count as "in force" for the mode (before penalties)?
+// Does the item count as "in force" for the mode (before penalties), as known at the
+// view's transaction time (its amendments known then applied)?
 inline bool in_force(const MetaTable& m, std::size_t r, const TimeContext& c) {
   switch (c.mode) {
-    case Mode::Latest: return m.valid_at(r, c.t) && !m.deprecated(r);
-    case Mode::AsOf: return m.valid_at(r, c.t);
-    case Mode::Window: return m.overlaps(r, c.win_start, c.win_end);
+    case Mode::Latest: return m.live_at_known(r, c.t, c.known_at);
+    case Mode::AsOf: return m.valid_at_known(r, c.t, c.known_at);
+    case Mode::Window: return m.overlaps_known(r, c.win_start, c.win_end, c.known_at);
     case Mode::All: return true;
   }
   return true;

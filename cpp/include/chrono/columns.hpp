@@ -11,6 +11,14 @@
 // 65,535 distinct versions).
 // 44 bytes per item (48 past 65,535 distinct versions), against a 64-byte record before;
 // a row read at random costs two cache lines instead of one.
+//
+// Lifecycle events are facts in transaction time, never edits of the row: an *amendment*
+// (a supersede closing the row, a deprecation) brings valid_to forward and/or deprecates
+// the row from a valid time, as known from its transaction time tx. The row's own columns
+// keep what was ingested, which is the widest interval and the fewest deprecations any view
+// can see, so every index and bound built on them stays a superset / upper bound for every
+// known_at; the exact tests (valid_to_known, deprecated_known) apply the amendments known
+// at the view's transaction time. Rows without amendments cost one comparison more.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -81,9 +89,86 @@ class MetaTable {
   bool deprecated(std::size_t r) const { return (info_[r].type_flags & kDeprecated) != 0; }
   bool retracted(std::size_t r) const { return (info_[r].type_flags & kRetracted) != 0; }
 
+  // The row's columns as ingested (the widest interval any view sees; see the header).
   bool valid_at(std::size_t r, micros t) const { return times_[r].valid_from <= t && t < times_[r].valid_to; }
   bool overlaps(std::size_t r, micros a, micros b) const { return times_[r].valid_from < b && times_[r].valid_to > a; }
   bool known_at(std::size_t r, micros k) const { return times_[r].ingested_at <= k && k < retracted_at(r); }
+
+  // ----- amendments (lifecycle events in transaction time)
+  struct Amendment {
+    micros tx;         // transaction time: known from here
+    micros valid_to;   // the end it sets (kOpenEnd: the end is not changed)
+    micros dep_from;   // deprecated from this valid time (kOpenEnd: not deprecated)
+    std::uint32_t next;  // the row's earlier amendment (kNoAmendment: none)
+  };
+  static constexpr std::uint32_t kNoAmendment = 0xffffffffu;
+  static constexpr std::size_t kMaxAmendments = 64;  // per row: bounds the exact tests' cost
+
+  bool amended(std::size_t r) const { return r < amend_head_.size() && amend_head_[r] != kNoAmendment; }
+  // Calls f(const Amendment&) for each amendment of row r, newest first.
+  template <class F>
+  void for_each_amendment(std::size_t r, F&& f) const {
+    if (!amended(r)) return;
+    for (std::uint32_t i = amend_head_[r]; i != kNoAmendment; i = amends_[i].next) f(amends_[i]);
+  }
+  std::size_t amendment_count(std::size_t r) const {
+    std::size_t n = 0;
+    for_each_amendment(r, [&](const Amendment&) { ++n; });
+    return n;
+  }
+  std::size_t amendments() const { return amends_.size(); }
+  // The row as known at transaction time k: its end of validity (ends only come forward,
+  // so the earliest end known at k) and the valid time it is deprecated from (kOpenStart:
+  // always, as a row ingested deprecated; kOpenEnd: never).
+  void known(std::size_t r, micros k, micros& valid_to, micros& dep_from) const {
+    valid_to = times_[r].valid_to;
+    dep_from = deprecated(r) ? kOpenStart : kOpenEnd;
+    for_each_amendment(r, [&](const Amendment& a) {
+      if (a.tx > k) return;
+      valid_to = std::min(valid_to, a.valid_to);
+      dep_from = std::min(dep_from, a.dep_from);
+    });
+  }
+  bool valid_at_known(std::size_t r, micros t, micros k) const {
+    if (!valid_at(r, t)) return false;
+    if (!amended(r)) return true;
+    micros vt, dep;
+    known(r, k, vt, dep);
+    return t < vt;
+  }
+  bool overlaps_known(std::size_t r, micros a, micros b, micros k) const {
+    if (!overlaps(r, a, b)) return false;
+    if (!amended(r)) return true;
+    micros vt, dep;
+    known(r, k, vt, dep);
+    return vt > a;
+  }
+  // Valid at t and not deprecated at t, as known at k (latest mode's "in force").
+  bool live_at_known(std::size_t r, micros t, micros k) const {
+    if (!valid_at(r, t)) return false;
+    if (!amended(r)) return !deprecated(r);
+    micros vt, dep;
+    known(r, k, vt, dep);
+    return t < vt && t < dep;
+  }
+  // Room for n more amendments while the table has up to `rows` rows (may throw; changes
+  // nothing else), so that amend() then cannot fail.
+  void reserve_amendments(std::size_t n, std::size_t rows) {
+    grow_capacity(amends_, amends_.size() + n);
+    grow_capacity(amend_head_, rows);
+  }
+  // Append amendments of rows[i] (the caller checked them: rows exist, each row stays
+  // within kMaxAmendments; and reserved room: reserve_amendments).
+  void amend(const std::uint32_t* rows, const micros* tx, const micros* valid_to, const micros* dep_from, std::size_t n) {
+    reserve_amendments(n, size());  // a no-op after the caller's reserve
+    const std::size_t first = amends_.size();
+    if (amend_head_.size() < size()) amend_head_.resize(size(), kNoAmendment);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t r = rows[i];
+      amends_.push_back(Amendment{tx[i], valid_to[i], dep_from[i], amend_head_[r]});
+      amend_head_[r] = static_cast<std::uint32_t>(first + i);
+    }
+  }
 
   // Raw arrays, for kernels and indexes (valid until the next append).
   const Times* times_data() const { return times_.data(); }
@@ -143,7 +228,8 @@ class MetaTable {
     return times_.capacity() * sizeof(Times) + info_.capacity() * sizeof(Info) +
            stem_.capacity() * sizeof(std::int32_t) + v32_.capacity() * sizeof(std::uint32_t) + vdict_.capacity() * sizeof(std::uint64_t) +
            vcode_.size() * (node + sizeof(std::uint64_t)) + vcode_.bucket_count() * sizeof(void*) +
-           retracted_.size() * node + retracted_.bucket_count() * sizeof(void*);
+           retracted_.size() * node + retracted_.bucket_count() * sizeof(void*) +
+           amends_.capacity() * sizeof(Amendment) + amend_head_.capacity() * sizeof(std::uint32_t);
   }
 
  private:
@@ -179,6 +265,7 @@ class MetaTable {
   // Drop rows from `n` on (undoes a failed append; dictionary entries may stay, unused).
   void truncate(std::size_t n) {
     for (std::size_t r = n; r < times_.size(); ++r) retracted_.erase(static_cast<row_t>(r));
+    if (amend_head_.size() > n) amend_head_.resize(n);  // new rows have no amendments
     times_.resize(std::min(times_.size(), n));
     info_.resize(std::min(info_.size(), n));
     stem_.resize(std::min(stem_.size(), n));
@@ -193,6 +280,8 @@ class MetaTable {
   std::vector<std::uint64_t> vdict_;  // distinct packed versions, in order of first use
   std::unordered_map<std::uint64_t, std::uint32_t> vcode_;
   std::unordered_map<row_t, micros> retracted_;
+  std::vector<Amendment> amends_;         // in order of arrival
+  std::vector<std::uint32_t> amend_head_;  // per row: its newest amendment (sized at the first one)
 };
 
 }  // namespace chrono

@@ -98,7 +98,9 @@ inline void quantise_queries(const float* Q, std::size_t G, std::size_t d, std::
 // known_at = INT64_MIN, theta = +inf):
 //   validity v = q_e * D_type(age), age = (t[g] - observed_at) / day (the engine's decay);
 //   penalty p = 1 if in force (valid_from <= x1[g] && valid_to > x2[g], not deprecated in
-//   latest mode) else out_pen; 0 unless known at known_at[g], or if v < tau or v is NaN;
+//   latest mode), else fut_pen if not yet valid (valid_from > x1[g]), else out_pen; 0 unless
+//   known at known_at[g], or if v < tau or v is NaN. The row's columns as ingested are read
+//   (amendments ignored): p and b are upper bounds of the exact ones (columns.hpp);
 //   bound b = (a[g] + b[g] v) p, kept for g when p > 0 and b >= theta[g].
 // A row some query keeps is appended: kept[k] = row, best[k] = its largest bound, and at
 // val / pen + k * Gp the Gp validities and penalties rounded up to float (penalty 0 where
@@ -121,6 +123,7 @@ struct BoundArgs {
   const double* b = nullptr;
   double tau = 0.0;
   double out_pen = 0.0;
+  double fut_pen = 0.0;
   bool latest = false;
   const DecaySpec* specs = nullptr;
   std::size_t n_specs = 0;  // specs[0 .. n_specs): the factorised exponential path's table is per type

@@ -99,7 +99,7 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
                                      [&](std::uint32_t r) { if (keep(r)) emit(r); });
   };
   if (stage == 1) {
-    const double out_pen = qs[0].out_of_force_penalty();
+    const double out_pen = std::max(qs[0].out_of_force_penalty(), qs[0].future_penalty());
     if (out_pen <= 0.0) return false;
     if (!seeded) {  // fewer than k eligible rows in force: every other row may count
       for (std::uint32_t r = 0; r < meta.size(); ++r) if (!meta.overlaps(r, a, b)) emit(r);

@@ -49,7 +49,7 @@ inline std::vector<std::size_t> bound_pass(GroupContext& c) {
   const SearchParams& p0 = c.p0;
   BoundArgs ba;
   ba.Gp = Gp; ba.G = G; ba.t = Td; ba.known_at = c.KA; ba.x1 = c.X1; ba.x2 = c.X2; ba.theta = th; ba.a = c.Ad; ba.b = c.Bd;
-  ba.tau = p0.tau; ba.out_pen = c.qs[0].out_of_force_penalty(); ba.latest = c.mode == Mode::Latest;
+  ba.tau = p0.tau; ba.out_pen = c.qs[0].out_of_force_penalty(); ba.fut_pen = c.qs[0].future_penalty(); ba.latest = c.mode == Mode::Latest;
   ba.specs = c.specs.data(); ba.n_specs = c.specs.size();
   if (!p0.type_mask.empty()) { ba.type_mask = p0.type_mask.data(); ba.mask_n = p0.type_mask.size(); }
   ba.kept = b.kept.data(); ba.best = b.best.data(); ba.val = b.val.data(); ba.pen = b.pen.data(); ba.cnt = cnt;

@@ -31,7 +31,8 @@ class SimilarityFirstScan {
  public:
   explicit SimilarityFirstScan(GroupContext& c)
       : c_(c), th_(c.qs, c.active), latest_(c.mode == Mode::Latest), out_pen_(c.qs[0].out_of_force_penalty()),
-        out_pen_f_(round_up(out_pen_)) {
+        out_pen_f_(round_up(out_pen_)), fut_pen_f_(round_up(c.qs[0].future_penalty())),
+        max_pen_(std::max(out_pen_, c.qs[0].future_penalty())) {
     // the group's extent, for a row-level bound over all its active queries
     for (std::size_t g : th_.act) {
       const TimeContext& tc = c.qs[g].params().time;
@@ -57,7 +58,7 @@ class SimilarityFirstScan {
       const std::uint16_t type = meta.fact_type(row);
       if (!p0.type_mask.empty() && (type >= p0.type_mask.size() || !p0.type_mask[type])) continue;
       const bool out_all = meta.valid_from(row) > max_x1_ || meta.valid_to(row) <= min_x2_ || (latest_ && meta.deprecated(row));
-      const double pm = out_all ? out_pen_ : 1.0;
+      const double pm = out_all ? max_pen_ : 1.0;
       if (pm <= 0.0) continue;
       if (meta.ingested_at(row) > k_max_ || meta.retracted_at(row) <= k_min_) continue;  // known to no query
       const double vmax = max_validity(row, type);
@@ -100,7 +101,7 @@ class SimilarityFirstScan {
       for (std::size_t g = 0; g < G; ++g) {
         const bool known = (ing <= c_.KA[g]) & (c_.KA[g] < ret);
         const bool inf = (vf <= c_.X1[g]) & (vt > c_.X2[g]) & live;
-        PL_[g] = known ? (inf ? 1.0f : out_pen_f_) : 0.0f;
+        PL_[g] = known ? (inf ? 1.0f : (vf > c_.X1[g] ? fut_pen_f_ : out_pen_f_)) : 0.0f;
       }
     }
     const CompactRow cr = c_.compact_row(row);
@@ -159,6 +160,8 @@ class SimilarityFirstScan {
   const bool latest_;
   const double out_pen_;  // the penalty of rows out of force (0: excluded)
   const float out_pen_f_;
+  const float fut_pen_f_;  // the penalty of rows not yet valid (0: excluded)
+  const double max_pen_;   // the larger of the two: a row out of force for every query
   // the group's extent: its query times, known-at times, in-force lanes and bound coefficients
   micros t_min_ = kOpenEnd, t_max_ = kOpenStart, k_min_ = kOpenEnd, k_max_ = kOpenStart;
   micros max_x1_ = std::numeric_limits<micros>::min(), min_x2_ = std::numeric_limits<micros>::max();

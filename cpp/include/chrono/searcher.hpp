@@ -21,7 +21,8 @@ struct SearchParams {
   Fusion fusion = Fusion::Product;
   double alpha = 0.75;
   double tau = 0.0;
-  InvalidPolicy invalid = InvalidPolicy::Penalize;
+  InvalidPolicy invalid = InvalidPolicy::Penalize;  // latest mode: items no longer in force
+  InvalidPolicy future = InvalidPolicy::Exclude;    // latest mode: items not yet valid at T
   double penalty = 0.1;
   bool arbitrate = true;
   std::vector<std::uint8_t> type_mask;  // empty: every fact type
@@ -117,11 +118,9 @@ class Searcher {
   }
   double fused(double s, double v) const { return fuse(s, v); }
   double current_theta() const { return theta(); }
-  // Penalty of items out of force in latest mode (0: excluded).
-  double out_of_force_penalty() const {
-    if (p_.time.mode != Mode::Latest || p_.invalid == InvalidPolicy::Exclude) return 0.0;
-    return p_.invalid == InvalidPolicy::Penalize ? p_.penalty : 1.0;
-  }
+  // Penalty of items out of force in latest mode (0: excluded), and of those not yet valid.
+  double out_of_force_penalty() const { return policy_penalty(p_.invalid); }
+  double future_penalty() const { return policy_penalty(p_.future); }
   const SearchParams& params() const { return p_; }
   const float* query() const { return q_; }
   bool uses_dot() const { return st_.metric() != Metric::L2; }
@@ -179,9 +178,13 @@ class Searcher {
       if (type >= p_.type_mask.size() || !p_.type_mask[type]) return 0.0;
     }
     if (in_force(meta_, row, p_.time)) return 1.0;
-    if (p_.time.mode != Mode::Latest) return 0.0;
-    if (p_.invalid == InvalidPolicy::Exclude) return 0.0;
-    return p_.invalid == InvalidPolicy::Penalize ? p_.penalty : 1.0;
+    // latest mode: not yet valid (valid_from after T, as ingested: amendments never move it)
+    // or no longer in force (expired or deprecated at T)
+    return meta_.valid_from(row) > p_.time.t ? future_penalty() : out_of_force_penalty();
+  }
+  double policy_penalty(InvalidPolicy pol) const {
+    if (p_.time.mode != Mode::Latest || pol == InvalidPolicy::Exclude) return 0.0;
+    return pol == InvalidPolicy::Penalize ? p_.penalty : 1.0;
   }
   bool is_winner(std::uint32_t row) const {
     if (!p_.arbitrate) return true;

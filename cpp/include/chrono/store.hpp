@@ -23,6 +23,17 @@
 
 namespace chrono {
 
+// Amendments to existing rows, column-wise (borrowed pointers; n entries): see
+// MetaTable::Amendment. A supersede appends its new rows and closes its predecessors in
+// one Store::ingest, so no reader sees half of it.
+struct AmendColumns {
+  std::size_t n = 0;
+  const std::uint32_t* rows = nullptr;
+  const micros* tx = nullptr;
+  const micros* valid_to = nullptr;
+  const micros* dep_from = nullptr;
+};
+
 class Store {
  public:
   Store(std::size_t dim, Metric metric, std::size_t M, std::size_t ef_construction, std::size_t seed)
@@ -42,12 +53,20 @@ class Store {
   }
   const std::vector<DecaySpec>& decay_specs() const { return specs_; }
 
-  // Append n items; vectors are row-major (n, dim), already normalised under cosine.
+  // Append n items and apply amendments `am` of existing rows (if any), as one write under
+  // the lock; vectors are row-major (n, dim), already normalised under cosine.
   // Returns the first new row.
-  std::size_t ingest(const float* vectors, const MetaColumns& c, int threads) {
+  std::size_t ingest(const float* vectors, const MetaColumns& c, int threads, const AmendColumns* am = nullptr) {
     std::unique_lock<std::shared_mutex> g(mu_);
     const std::size_t first = meta_.size();
-    if (c.n == 0) return first;
+    if (am && am->n) {
+      check_amendments(*am);
+      meta_.reserve_amendments(am->n, first + c.n);  // the amendments cannot fail once rows are added
+    }
+    if (c.n == 0) {
+      if (am && am->n) meta_.amend(am->rows, am->tx, am->valid_to, am->dep_from, am->n);
+      return first;
+    }
     if (first + c.n > 0xfffffff0u) throw std::length_error("store is limited to 2^32 - 16 items");
     // --- validate everything before touching any state
     check_columns(c, kAnyStem);
@@ -76,6 +95,7 @@ class Store {
       if (nn > max_norm_) max_norm_ = nn;
     }
     meta_.append(c);
+    if (am && am->n) meta_.amend(am->rows, am->tx, am->valid_to, am->dep_from, am->n);
     add_stems(c, first);
     append_ids(new_ids, first);
     bool rebuild = false, refresh = false;
@@ -107,6 +127,69 @@ class Store {
       if (retracted_at) meta_.set_retracted_at(r, retracted_at[i]);
     }
     if (intervals_changed) rebuild_intervals();
+  }
+
+  // Amendments of existing rows alone (a deprecation), all or nothing.
+  void amend(const AmendColumns& am) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    check_amendments(am);
+    meta_.amend(am.rows, am.tx, am.valid_to, am.dep_from, am.n);
+  }
+  // Throws std::invalid_argument naming the first amendment that breaks a rule: the row
+  // exists, tx is a finite time not before the row's ingested_at, a new end is after the
+  // row's valid_from, and no row passes MetaTable::kMaxAmendments.
+  void check_amendments(const AmendColumns& am) const {
+    std::unordered_map<std::uint32_t, std::size_t> more;
+    for (std::size_t i = 0; i < am.n; ++i) {
+      const std::uint32_t r = am.rows[i];
+      auto fail = [&](const std::string& what) {
+        throw std::invalid_argument("amendment " + std::to_string(i) + " (row " + std::to_string(r) + "): " + what);
+      };
+      if (r >= meta_.size()) fail("no such row");
+      if (am.tx[i] == kOpenEnd || am.tx[i] == kOpenStart) fail("transaction time is not a time");
+      if (am.tx[i] < meta_.ingested_at(r)) fail("transaction time before the row's ingested_at");
+      if (am.valid_to[i] != kOpenEnd && !(meta_.valid_from(r) < am.valid_to[i])) fail("valid_to <= valid_from");
+      if (meta_.amendment_count(r) + ++more[r] > MetaTable::kMaxAmendments)
+        fail("more than " + std::to_string(MetaTable::kMaxAmendments) + " amendments of one row");
+    }
+  }
+  // Items valid at t / overlapping [a, b), every event recorded applied: the interval
+  // index's count (the intervals as ingested) less the amended rows it counts that the
+  // amendments close before t / a. O(log n + amended rows). Caller holds the lock.
+  std::size_t count_valid_at_now(micros t) const {
+    std::size_t n = intervals_.count_valid_at(t);
+    for_each_amended_row([&](std::uint32_t r) { n -= meta_.valid_at(r, t) && !meta_.valid_at_known(r, t, kOpenEnd); });
+    return n;
+  }
+  std::size_t count_overlapping_now(micros a, micros b) const {
+    std::size_t n = intervals_.count_overlapping(a, b);
+    for_each_amended_row([&](std::uint32_t r) { n -= meta_.overlaps(r, a, b) && !meta_.overlaps_known(r, a, b, kOpenEnd); });
+    return n;
+  }
+  // The same as known at transaction time k: rows known then (ingested_at <= k <
+  // retracted_at) with the events known then. O(log n + rows valid at t / overlapping).
+  std::size_t count_valid_at_known(micros t, micros k) const {
+    std::size_t n = 0;
+    intervals_.for_each_valid_at(t, [&](std::uint32_t r) { n += meta_.known_at(r, k) && meta_.valid_at_known(r, t, k); });
+    return n;
+  }
+  std::size_t count_overlapping_known(micros a, micros b, micros k) const {
+    std::size_t n = 0;
+    intervals_.for_each_overlapping(a, b, [&](std::uint32_t r) { n += meta_.known_at(r, k) && meta_.overlaps_known(r, a, b, k); });
+    return n;
+  }
+  template <class F>
+  void for_each_amended_row(F&& f) const {
+    if (meta_.amendments() == 0) return;
+    for (std::size_t r = 0; r < meta_.size(); ++r)
+      if (meta_.amended(r)) f(static_cast<std::uint32_t>(r));
+  }
+
+  // Rows of a stem (code), in no particular order: O(rows of the stem).
+  std::vector<std::uint32_t> stem_rows(std::int32_t stem) const {
+    std::vector<std::uint32_t> out;
+    if (stem >= 0) stems_.for_each(static_cast<std::uint32_t>(stem), [&](std::uint32_t r) { out.push_back(r); });
+    return out;
   }
 
   // Largest vector norm stored (bounds inner-product similarities).
