@@ -614,7 +614,8 @@ class Engine:
         keep = (c["ingested_at"] <= k) & (c["retracted_at"] > k) if known_at is not None else \
             c["retracted_at"] == OPEN_END
         if fact_types is not None:
-            wanted = [fact_types] if isinstance(fact_types, str) else list(fact_types)
+            wanted = _search._names(fact_types, "fact_types")
+            wanted = [wanted] if isinstance(wanted, str) else list(wanted)
             unknown = [t for t in wanted if t not in names]
             if unknown:
                 raise QueryError(f"fact_types: the store has no items of fact type {unknown[0]!r}")

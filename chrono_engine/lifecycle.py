@@ -244,10 +244,12 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     if len(tx) != 1:
         raise LifecycleError("the new rows' ingested_at differ: a supersede is one transaction at one time")
     tx = int(tx[0])
-    late = np.flatnonzero(cols["ingested_at"] > tx)
+    amended = np.where(cols["amended_at"] == OPEN_END, np.iinfo(np.int64).min, cols["amended_at"])
+    late = np.flatnonzero((cols["ingested_at"] > tx) | (amended > tx))
     if len(late):
-        raise LifecycleError(f"ingested_at {_iso(tx)} is before the ingested_at of row id {int(cols['id'][late[0]])} "
-                             "of the stem: a supersede cannot be known before what it closes")
+        raise LifecycleError(f"ingested_at {_iso(tx)} is before the ingested_at or the last lifecycle event of row "
+                             f"id {int(cols['id'][late[0]])} of the stem: a supersede cannot be known before what "
+                             "it closes")
     closing = vts > eff
     to_close = mine[closing]
     k = len(to_close)

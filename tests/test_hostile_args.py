@@ -156,6 +156,15 @@ ENTRIES = {
                                                           "2025-01-01", version="v2"), True),
     "supersede(effective_at)": (lambda e, v: e.supersede("A", [{"vector": [1.0, 0, 0, 0]}], v, version="v2"), True),
     "retract(at)": (lambda e, v: e.retract([0], v), True),
+    "deprecate(effective_at)": (lambda e, v: e.deprecate([0], v), True),
+    "deprecate(at)": (lambda e, v: e.deprecate([0], "2024-06-01", v), True),
+    "history(known_at)": (lambda e, v: e.history("A", v), False),
+    "get(known_at)": (lambda e, v: e.get([0], v), False),
+    "columns(known_at)": (lambda e, v: e.columns(None, v), False),
+    "count_valid_at(known_at)": (lambda e, v: e.count_valid_at("2024-06-01", v), False),
+    "fit_decay(known_at)": (lambda e, v: e.fit_decay(v), False),
+    "fit_decay(at)": (lambda e, v: e.fit_decay(at=v), False),
+    "fit_decay(fact_types)": (lambda e, v: e.fit_decay(fact_types=v), False),
 }
 
 def _membership(e: ce.Engine, v) -> None:
@@ -197,6 +206,8 @@ ENTRIES.update({
                                                        version="v2", deprecate=v), True),
     "retract(ids)": (lambda e, v: e.retract(v), True),
     "retract([id])": (lambda e, v: e.retract([v]), True),
+    "deprecate(ids)": (lambda e, v: e.deprecate(v), True),
+    "search(future=)": (lambda e, v: e.search(Q, future=v), False),
     "on_approval_event(event)": (lambda e, v: e.on_approval_event(v), True),
     **{f"on_approval_event({key})": ((lambda key: lambda e, v: e.on_approval_event(
         {"stem_id": "A", "version": "v2", "effective_at": "2025-01-01", "rows": [{"vector": [1.0, 0, 0, 0]}],
