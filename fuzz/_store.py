@@ -20,9 +20,10 @@ DIM = 4
 
 
 def build_store(path: Path) -> ce.Engine:
-    """Save a store of 11 rows to ``path`` (two fact types, stems with versions; a supersede
-    and a retraction in its log; every string column) and return its engine. The files are the same on
-    every run but for the snapshot's random name (in CURRENT and the folder's name)."""
+    """Save a store of 11 rows to ``path`` (two fact types, stems with versions, a deprecation
+    in amend.arrow; a supersede and a retraction in its log; every string column) and return
+    its engine. The files are the same on every run but for the snapshot's random name (in
+    CURRENT and the folder's name)."""
     rng = np.random.default_rng(7)
     eng = ce.Engine(dim=DIM, decay=ce.DecayPolicy({"news": ce.Exponential(half_life=30)},
                                                   default=ce.Exponential(half_life=365)),
@@ -36,6 +37,7 @@ def build_store(path: Path) -> ce.Engine:
                 "stem_id": [f"doc-{i % 4}" for i in range(n)], "version": [f"v{1 + i // 4}" for i in range(n)],
                 "content": [f"content {i}" for i in range(n)], "title": [f"title {i}" for i in range(n)],
                 "source": ["src"] * n, "modality": ["text"] * n})
+    eng.deprecate([2], effective_at="2020-06-01", at="2021-07-01")  # a lifecycle event in amend.arrow
     eng.save(path)
     eng = ce.Engine.open(path, threads=1)  # the writes below go to the log, so it is fuzzed too
     eng.supersede("doc-1", {"vector": rng.normal(size=(1, DIM)).astype(np.float32),

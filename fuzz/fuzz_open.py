@@ -4,7 +4,7 @@
 
 At start-up a store is saved with the public API into a temporary folder (fuzz/_store.py).
 Input: byte 0 chooses the file (its low 7 bits index the store's files in sorted order:
-CURRENT, graph.bin, manifest.json, meta.arrow today) and, when its high bit is set, that the
+CURRENT, amend.arrow, graph.bin, log.wal, manifest.json, meta.arrow today) and, when its high bit is set, that the
 checksums are recomputed after the write (:func:`_store.reseal`), so the mutation reaches
 the parsers behind them; the rest is the file's new content.
 
