@@ -300,6 +300,8 @@ class StoreState:
             if bad.any():
                 raise SchemaError(f"edited rows: {name} {int(v[np.flatnonzero(bad)[0]])} is out of range")
         amend = {k: update.pop(k) for k in AMEND_FIELDS if k in update}
+        if amend and len(amend) != len(AMEND_FIELDS):
+            raise SchemaError(f"edited rows: an amendment needs all of {list(AMEND_FIELDS)}")
         try:
             if c.append is not None:
                 self.append(batch, dict(amend, rows=c.rows) if amend else None)

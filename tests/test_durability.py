@@ -26,6 +26,7 @@ from storefiles import reseal, snap_dir
 
 DIM = 8
 T0 = np.datetime64("2024-01-01T00:00:00", "us")
+OPEN = np.iinfo(np.int64).max
 
 
 def _rows(n, seed, stem=None, version="v1", start=0):
@@ -387,3 +388,26 @@ def test_a_forged_edit_with_an_impossible_time_is_refused(store):
         log.write_bytes(data + body + wal._digest(None, body))
         with pytest.raises(CorruptStoreError, match="record 2 cannot be applied.*retracted_at"):
             ce.Engine.open(store, read_only=True)
+
+
+@pytest.mark.parametrize("update, word", [
+    ({"amend_tx": [2**62], "amend_valid_to": [OPEN], "amend_deprecated_from": [OPEN]}, "amend_tx"),
+    ({"amend_tx": [OPEN], "amend_valid_to": [OPEN], "amend_deprecated_from": [OPEN]}, "amend_tx"),
+    ({"amend_tx": [1], "amend_valid_to": [OPEN], "amend_deprecated_from": [OPEN]}, "ingested_at"),
+    ({"amend_tx": [2_000_000_000_000_000], "amend_valid_to": [1], "amend_deprecated_from": [OPEN]}, "valid_to"),
+    ({"amend_tx": [2_000_000_000_000_000]}, "amendment needs all"),
+], ids=["tx-range", "tx-open", "tx-early", "empty-interval", "partial"])
+def test_a_forged_lifecycle_event_is_refused(store, update, word):
+    """A log record of lifecycle events (amendments), rewritten with a valid checksum to
+    values the core never accepts, or with some of its fields missing, is refused by name."""
+    import chrono_engine._wal as wal
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(2, 1))
+    log = _log(store)
+    data = log.read_bytes()
+    payload = wal.encode_commit(wal.Commit(rows=np.array([0], np.uint32),
+                                           update={k: np.array(v, np.int64) for k, v in update.items()}))
+    body = wal._REC_HEAD.pack(wal._REC, 2, len(payload)) + payload
+    log.write_bytes(data + body + wal._digest(None, body))
+    with pytest.raises(CorruptStoreError, match=f"record 2 cannot be applied.*{word}"):
+        ce.Engine.open(store, read_only=True)
