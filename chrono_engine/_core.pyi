@@ -207,9 +207,11 @@ def decay_eval(ages: _F64, spec: _F64, variant: str = "") -> _F64:
 def score(similarity: _F32, observed_at: _I64, reliability: _F32 | None, fact_type: _I32 | None,
           valid_from: _I64 | None, valid_to: _I64 | None, deprecated: _U8 | None, specs: _F64, t: int,
           fusion: int, alpha: float, penalty: float, invalid_policy: int, tau: float, threads: int = 1,
-          out_score: _F32 | None = None, out_validity: _F32 | None = None) -> tuple[_F32, _F32]:
+          out_score: _F32 | None = None, out_validity: _F32 | None = None,
+          future_policy: int = -1) -> tuple[_F32, _F32]:
     """ce.score's kernel: (fused score, validity) per candidate; ``out_*`` are written in
-    place when given (float32, C-contiguous, writable, one value per candidate)."""
+    place when given (float32, C-contiguous, writable, one value per candidate);
+    ``future_policy`` for rows with valid_from > t (-1: ``invalid_policy``)."""
 def ppr(ptr: _I64, rel: _I32, dst: _I32, time: _I64, quality: _F32 | None, conf: _F64, beta: _F64,
         seeds: _I32, seed_mass: _F64, T: int, alpha: float = 0.15, eps: float = 1e-06, tau: float = 0.001,
         k: int = 50) -> _PprResult:

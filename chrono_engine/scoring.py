@@ -35,8 +35,11 @@ class ScoringPolicy:
 
     ``fusion``: "product" (s⁺·V, the paper) or "linear" (α·s + (1−α)·V, the article);
     ``alpha`` (α): weight of similarity in the linear fusion; ``tau`` (τ): items with
-    V < τ get score −inf; ``deprecated``: what happens to rows not valid at T or flagged
-    deprecated ("penalize": × ``penalty``, "exclude": −inf, "include": nothing).
+    V < τ get score −inf; ``deprecated``: what happens to rows no longer valid at T or
+    flagged deprecated ("penalize": × ``penalty``, "exclude": −inf, "include": nothing);
+    ``future``: the same for rows not yet valid (valid_from > T), excluded by default as in
+    the engine's ``latest`` mode (the article preset ignores it: its listing has no such
+    rule and is reproduced as it is).
     """
 
     decay: Any = None
@@ -46,6 +49,7 @@ class ScoringPolicy:
     deprecated: str = "penalize"
     penalty: float = 0.1
     preset: str | None = None
+    future: str = "exclude"
     policy: DecayPolicy = field(init=False, repr=False, compare=False)
 
     @classmethod
@@ -82,6 +86,7 @@ class ScoringPolicy:
                                  "fusion, tau=0 and deprecated='penalize' (use ScoringPolicy.article_reference)")
         choice(self.fusion, FUSIONS, "fusion")
         choice(self.deprecated, OUT_OF_FORCE, "deprecated")
+        choice(self.future, OUT_OF_FORCE, "future")
         for name in ("alpha", "tau", "penalty"):
             unit_float(getattr(self, name), name)
         object.__setattr__(self, "policy", parse_decay(self.decay))
@@ -250,7 +255,8 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
         _core.score(sim, observed, rel, codes, vf, vt, dep, specs, instant(as_of, "as_of"),
                     FUSIONS[policy.fusion], float(policy.alpha), float(policy.penalty),
                     OUT_OF_FORCE[policy.deprecated], float(policy.tau), threads,
-                    np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32))
+                    np.frombuffer(buf_s, np.float32), np.frombuffer(buf_v, np.float32),
+                    future_policy=OUT_OF_FORCE[policy.future])
     except ValueError as e:
         m = re.match(r"reliability must be in \(0, 1\] at row (\d+)", str(e))
         if m:

@@ -51,7 +51,7 @@ POLICY = ce.DecayPolicy({k: v[0] for k, v in PROFILES.items()}, default=ce.Expon
 
 
 def reference(cols: dict, t: int, *, fusion="product", alpha=0.75, tau=0.0, deprecated="penalize",
-              penalty=0.1):
+              penalty=0.1, future="exclude"):
     """(validity, score) in float64; score −inf for dropped rows."""
     sim = np.asarray(cols["similarity"], np.float32).astype(np.float64)
     obs = cols.get("observed_at", cols.get("valid_from"))
@@ -68,14 +68,16 @@ def reference(cols: dict, t: int, *, fusion="product", alpha=0.75, tau=0.0, depr
     V = q * D
     f = np.clip(sim, 0.0, 1.0) * V if fusion == "product" else alpha * sim + (1 - alpha) * V
     ok = np.ones(len(sim), bool)
+    not_yet = np.zeros(len(sim), bool)
     if "valid_from" in cols and "valid_to" in cols:
         vf = np.asarray(cols["valid_from"], np.int64)
         vt = np.asarray(cols["valid_to"], np.int64)
         ok &= (vf <= t) & (t < vt)
+        not_yet = vf > t
     if "deprecated" in cols:
         ok &= ~np.asarray(cols["deprecated"], bool)
-    out_pen = {"penalize": penalty, "exclude": 0.0, "include": 1.0}[deprecated]
-    pen = np.where(ok, 1.0, out_pen)
+    policy = {"penalize": penalty, "exclude": 0.0, "include": 1.0}
+    pen = np.where(ok, 1.0, np.where(not_yet, policy[future], policy[deprecated]))
     score = np.where(pen == 0.0, -np.inf, f * pen)
     score = np.where(V < tau, -np.inf, score)
     return V, score
@@ -137,16 +139,42 @@ def assert_scored(out: pa.Table, validity: np.ndarray, score: np.ndarray, *, tau
 
 @pytest.mark.parametrize("fusion", ["product", "linear"])
 @pytest.mark.parametrize("deprecated", ["penalize", "exclude", "include"])
+@pytest.mark.parametrize("future", ["exclude", "penalize", "include"])
 @pytest.mark.parametrize("tau", [0.0, 0.35])
-def test_score_matches_numpy_formula(fusion, deprecated, tau):
+def test_score_matches_numpy_formula(fusion, deprecated, future, tau):
     cols, table = random_candidates(4000, seed=11)
+    assert (cols["valid_from"] > T_QUERY).any()  # rows not yet valid are among them
     policy = ce.ScoringPolicy(decay=POLICY, fusion=fusion, alpha=0.6, tau=tau, deprecated=deprecated,
-                              penalty=0.25)
+                              penalty=0.25, future=future)
     out = ce.score(table, as_of=T_QUERY, policy=policy)
-    v, s = reference(cols, T_QUERY, fusion=fusion, alpha=0.6, tau=tau, deprecated=deprecated, penalty=0.25)
+    v, s = reference(cols, T_QUERY, fusion=fusion, alpha=0.6, tau=tau, deprecated=deprecated, penalty=0.25,
+                     future=future)
     assert_scored(out, v, s, tau=tau)
     if tau:
         assert np.isneginf(out.column("score").to_numpy()[v < tau - 1e-9]).all()
+
+
+@pytest.mark.parametrize("future", ["exclude", "penalize", "include"])
+@pytest.mark.parametrize("deprecated", ["penalize", "exclude"])
+def test_score_future_policy_on_the_exponential_fast_path(future, deprecated):
+    """Exponential-only policies take the kernel's fast path: the same definition holds."""
+    exp_only = ce.DecayPolicy({"news": ce.Exponential(half_life=7.0), "policy": ce.Exponential(half_life=365.0)},
+                              default=ce.Exponential(half_life=30.0))
+    cols, table = random_candidates(3000, seed=12)
+    keep = np.isin(cols["fact_type"], ["news", "policy"])
+    cols = {k: np.asarray(v)[keep] for k, v in cols.items()}
+    table = table.filter(pa.array(keep))
+    out = ce.score(table, as_of=T_QUERY, policy=ce.ScoringPolicy(decay=exp_only, deprecated=deprecated,
+                                                                 future=future, penalty=0.3))
+    half = {"news": 7.0, "policy": 365.0}
+    age = (T_QUERY - cols["observed_at"].astype(np.float64)) / US_PER_DAY
+    D = np.exp(-np.log(2) / np.array([half[t] for t in cols["fact_type"]]) * np.maximum(age, 0))
+    V = cols["reliability"].astype(np.float64) * D
+    f = np.clip(cols["similarity"].astype(np.float64), 0, 1) * V
+    ok = (cols["valid_from"] <= T_QUERY) & (T_QUERY < cols["valid_to"]) & ~cols["deprecated"]
+    pol = {"penalize": 0.3, "exclude": 0.0, "include": 1.0}
+    pen = np.where(ok, 1.0, np.where(cols["valid_from"] > T_QUERY, pol[future], pol[deprecated]))
+    assert_scored(out, V, np.where(pen == 0, -np.inf, f * pen))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -15,7 +15,7 @@ void bind_score(py::module_& m) {
          std::optional<carray<std::int32_t>> type, std::optional<carray<std::int64_t>> valid_from,
          std::optional<carray<std::int64_t>> valid_to, std::optional<carray<std::uint8_t>> deprecated,
          carray<double> specs, std::int64_t t, int fusion, double alpha, double penalty, int invalid_policy,
-         double tau, int threads, py::object out_score, py::object out_validity) {
+         double tau, int threads, py::object out_score, py::object out_validity, int future_policy) {
         const std::size_t n = static_cast<std::size_t>(similarity.size());
         std::vector<DecaySpec> sp = specs_from(specs);
         ScoreArgs a{};
@@ -33,7 +33,10 @@ void bind_score(py::module_& m) {
         a.fusion = fusion;
         a.alpha = alpha;
         a.penalty = penalty;
+        if (invalid_policy < 0 || invalid_policy > 2 || future_policy < -1 || future_policy > 2)
+          throw std::invalid_argument("bad policy code");
         a.invalid_policy = invalid_policy;
+        a.future_policy = future_policy < 0 ? invalid_policy : future_policy;
         a.tau = tau;
         // outputs: the caller's buffers (ce.score passes Arrow memory-pool buffers, whose
         // pages a pool keeps between calls) or fresh arrays
@@ -70,5 +73,5 @@ void bind_score(py::module_& m) {
       py::arg("similarity"), py::arg("observed_at"), py::arg("reliability"), py::arg("fact_type"),
       py::arg("valid_from"), py::arg("valid_to"), py::arg("deprecated"), py::arg("specs"), py::arg("t"),
       py::arg("fusion"), py::arg("alpha"), py::arg("penalty"), py::arg("invalid_policy"), py::arg("tau"),
-      py::arg("threads") = 1, py::arg("out_score") = py::none(), py::arg("out_validity") = py::none());
+      py::arg("threads") = 1, py::arg("out_score") = py::none(), py::arg("out_validity") = py::none(), py::arg("future_policy") = -1);
 }

@@ -403,9 +403,14 @@ static float l2sq(const float* a, const float* b, std::size_t d) {
 // ce.score when every fact type decays exponentially (or not at all) and asymmetrically:
 // one branch-free pass, the type's parameters gathered per row. The arithmetic is that of
 // decay_one / clamp_age and of the general loop below, so both paths agree bit for bit.
+// The multiplier of a row out of force under a policy code (0 penalize, 1 exclude, 2 include).
+static inline double policy_penalty(int policy, double penalty) {
+  return policy == 0 ? penalty : (policy == 1 ? 0.0 : 1.0);
+}
+
 template <bool Rel, bool Typ, bool Val, bool Dep, bool Lin, bool Uni>
 static void score_exp(const ScoreArgs& A, std::size_t begin, std::size_t end, const double* __restrict P0,
-                      const double* __restrict P1, const double* __restrict SC, double pen_bad) {
+                      const double* __restrict P1, const double* __restrict SC, double pen_bad, double pen_fut) {
   // Uni: every type has the same scale and offset (only the rate differs): one gather
   const double sc0 = SC[0], p10 = P1[0];
   const double t = static_cast<double>(A.t_query);
@@ -445,7 +450,7 @@ static void score_exp(const ScoreArgs& A, std::size_t begin, std::size_t end, co
     bool ok = true;
     if (Val) ok = (vf[i] <= tq) & (tq < vt[i]);
     if (Dep) ok = ok & (dep[i] == 0);
-    const double pen = ok ? 1.0 : pen_bad;
+    const double pen = ok ? 1.0 : ((Val && vf[i] > tq) ? pen_fut : pen_bad);
     f = pen == 0.0 ? ninf : f * pen;
     f = v < tau ? ninf : f;
     os[i] = static_cast<float>(f);
@@ -456,15 +461,15 @@ static void score_exp(const ScoreArgs& A, std::size_t begin, std::size_t end, co
 
 template <bool Rel, bool Typ, bool Val, bool Dep>
 static void score_exp_fusion(const ScoreArgs& A, std::size_t b, std::size_t e, const double* P0,
-                             const double* P1, const double* SC, double pen_bad) {
+                             const double* P1, const double* SC, double pen_bad, double pen_fut) {
   bool uni = true;
   for (std::size_t j = 1; j < A.n_types; ++j) uni = uni && SC[j] == SC[0] && P1[j] == P1[0];
   if (A.fusion == 0) {
-    if (uni) score_exp<Rel, Typ, Val, Dep, false, true>(A, b, e, P0, P1, SC, pen_bad);
-    else score_exp<Rel, Typ, Val, Dep, false, false>(A, b, e, P0, P1, SC, pen_bad);
+    if (uni) score_exp<Rel, Typ, Val, Dep, false, true>(A, b, e, P0, P1, SC, pen_bad, pen_fut);
+    else score_exp<Rel, Typ, Val, Dep, false, false>(A, b, e, P0, P1, SC, pen_bad, pen_fut);
   } else {
-    if (uni) score_exp<Rel, Typ, Val, Dep, true, true>(A, b, e, P0, P1, SC, pen_bad);
-    else score_exp<Rel, Typ, Val, Dep, true, false>(A, b, e, P0, P1, SC, pen_bad);
+    if (uni) score_exp<Rel, Typ, Val, Dep, true, true>(A, b, e, P0, P1, SC, pen_bad, pen_fut);
+    else score_exp<Rel, Typ, Val, Dep, true, false>(A, b, e, P0, P1, SC, pen_bad, pen_fut);
   }
 }
 
@@ -480,13 +485,14 @@ static bool score_fast(const ScoreArgs& A, std::size_t b, std::size_t e) {
     else if (s.code == DecayCode::None) { P0[j] = 0.0; P1[j] = 0.0; SC[j] = s.scale; }
     else return false;
   }
-  const double pen_bad = A.invalid_policy == 0 ? A.penalty : (A.invalid_policy == 1 ? 0.0 : 1.0);
+  const double pen_bad = policy_penalty(A.invalid_policy, A.penalty);
+  const double pen_fut = policy_penalty(A.future_policy, A.penalty);
   const bool rel = A.reliability != nullptr, typ = A.type != nullptr && A.n_types > 1;
   const bool val = A.valid_from != nullptr, dep = A.deprecated != nullptr;
   const int key = (rel ? 8 : 0) | (typ ? 4 : 0) | (val ? 2 : 0) | (dep ? 1 : 0);
   switch (key) {
 #define CHRONO_SCORE_CASE(K) \
-    case K: score_exp_fusion<(K & 8) != 0, (K & 4) != 0, (K & 2) != 0, (K & 1) != 0>(A, b, e, P0, P1, SC, pen_bad); break;
+    case K: score_exp_fusion<(K & 8) != 0, (K & 4) != 0, (K & 2) != 0, (K & 1) != 0>(A, b, e, P0, P1, SC, pen_bad, pen_fut); break;
     CHRONO_SCORE_CASE(0) CHRONO_SCORE_CASE(1) CHRONO_SCORE_CASE(2) CHRONO_SCORE_CASE(3)
     CHRONO_SCORE_CASE(4) CHRONO_SCORE_CASE(5) CHRONO_SCORE_CASE(6) CHRONO_SCORE_CASE(7)
     CHRONO_SCORE_CASE(8) CHRONO_SCORE_CASE(9) CHRONO_SCORE_CASE(10) CHRONO_SCORE_CASE(11)
@@ -555,7 +561,8 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
       bool ok = true;
       if (A.valid_from) ok = A.valid_from[r] <= A.t_query && A.t_query < A.valid_to[r];
       if (A.deprecated) ok = ok && !A.deprecated[r];
-      double pen = ok ? 1.0 : (A.invalid_policy == 0 ? A.penalty : (A.invalid_policy == 1 ? 0.0 : 1.0));
+      const bool future = A.valid_from && A.valid_from[r] > A.t_query;
+      double pen = ok ? 1.0 : policy_penalty(future ? A.future_policy : A.invalid_policy, A.penalty);
       f = pen == 0.0 ? ninf : f * pen;
       f = v < A.tau ? ninf : f;
       A.out_score[r] = static_cast<float>(f);

@@ -151,6 +151,7 @@ struct ScoreArgs {
   double alpha;        // linear weight of similarity
   double penalty;      // multiplier for items not valid at T or deprecated
   int invalid_policy;  // 0 penalize, 1 exclude (score = -inf), 2 include
+  int future_policy;   // the same for items not yet valid (valid_from > T; needs valid_from)
   double tau;          // validity below tau: score = -inf
   float* out_score;    // n
   float* out_validity; // n or null
