@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
+from ._coalesce import Coalescer
 from ._args import count, id_array, shown, thread_count
 from ._state import ALL_KNOWN, StoreState, embed_content
 from ._time import OPEN_END, errors_as, now_us, scalar_us
@@ -109,6 +110,13 @@ class Engine:
         self.ef, self.ef_max, self.scan_limit = sizes["ef"], sizes["ef_max"], sizes["scan_limit"]
         self.seed_ef, self.seed_min, self.group = sizes["seed_ef"], sizes["seed_min"], sizes["group"]
         self.scan = scan
+        #: Coalescing of concurrent :meth:`search` / :meth:`asearch` calls: at most
+        #: ``coalesce_group`` calls per group, and a leader that saw company in the previous
+        #: group waits up to ``coalesce_wait`` seconds for its group to fill (0: never waits;
+        #: calls that arrive while a group runs form the next one). See docs/search.md.
+        self.coalesce_group, self.coalesce_wait = 64, 0.0
+        self._coalescer = Coalescer(self._run_group)
+        self._executor: Any = None
         self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
         self._replayed = (0, -1)
         #: Text embedder :meth:`query` uses when no ``embed=`` is given: a callable
@@ -197,8 +205,59 @@ class Engine:
                              f"({shown(str(e))})") from None
         if v.ndim != 1:
             raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
-        t = self.search_batch(v[None, :], k, options, threads=1, **kwargs)
-        return t.drop_columns(["query"])
+        opts = SearchOptions.of(options, **kwargs)
+        q = _search.query_vectors(v[None, :], self.dim, self.metric)
+        k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
+        times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
+        self._state.type_mask(opts.fact_types)  # a bad name fails this call, not its group
+        c = self._coalescer
+        c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
+        c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
+        return c.submit((k, _search.options_key(opts)), (q[0], times, opts))
+
+    async def asearch(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
+                      **kwargs: Any) -> pa.Table:
+        """:meth:`search` for asyncio: runs on a worker thread (the engine's pool of
+        ``coalesce_group`` threads), so concurrent awaits are coalesced like concurrent
+        threads and the event loop never blocks.
+
+        >>> import asyncio
+        >>> eng = Engine(dim=2); _ = eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01"}])
+        >>> asyncio.run(eng.asearch([1, 0], k=1)).column("id").to_pylist()
+        [0]
+        """
+        import asyncio
+        import functools
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool(), functools.partial(self.search, vector, k, options, **kwargs))
+
+    def _pool(self) -> Any:
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            with self._state.write:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=max(1, int(self.coalesce_group)),
+                                                        thread_name_prefix="chrono-asearch")
+        return self._executor
+
+    def _run_group(self, batch: list) -> list:
+        """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one
+        ``search_batch``, split back per call. A query the batch cannot answer (its
+        similarity overflows float32) makes the group run its calls one by one, so that
+        only that call fails."""
+        q = np.stack([r.payload[0] for r in batch])
+        times = tuple(np.concatenate([r.payload[1][i] for r in batch]) for i in range(4))
+        opts, k = batch[0].payload[2], batch[0].key[0]
+        try:
+            table = _search.run(self._state, q, k, opts, self._planner(), self.threads, times)
+        except QueryError:
+            if len(batch) == 1:
+                raise
+            return [_one(self._run_group, r) for r in batch]
+        qcol = table.column("query").to_numpy()
+        cuts = np.searchsorted(qcol, np.arange(len(batch) + 1))
+        table = table.drop_columns(["query"])
+        return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
 
     def search_batch(self, vectors: Any, k: int = 10, options: SearchOptions | None = None, *,
                      threads: int | None = None, **kwargs: Any) -> pa.Table:
@@ -649,6 +708,22 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
+
+
+def _one(run: Callable[[list], list], request: Any) -> Any:
+    """One call of a coalesced group run alone: its table, or the QueryError it raises."""
+    try:
+        return run([request])[0]
+    except QueryError as e:
+        return e
+
+
+def _seconds(value: Any, name: str, most: float) -> float:
+    """A wait in seconds in [0, most], or a ConfigError naming the setting."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(value) <= most:
+        raise ConfigError(f"{name} must be a number of seconds in [0, {most}], got {shown(value)}")
+    return float(value)
 
 
 def _detach(st: StoreState, lock: Any) -> None:

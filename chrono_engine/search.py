@@ -267,17 +267,24 @@ def query_times(opts: SearchOptions, nq: int, now: int) -> tuple[np.ndarray, ...
     return t, _instants(opts.known_at, nq, "known_at", now), ws, we
 
 
+def options_key(opts: SearchOptions) -> tuple:
+    """Every option but the per-query times (as_of, known_at, window): calls with equal keys
+    can run as one batch, their times as arrays (the coalescer's grouping key)."""
+    return tuple(getattr(opts, name) for name in SearchOptions.names() if name not in ("as_of", "known_at", "window"))
+
+
 def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-                threads: int) -> tuple[dict, np.ndarray]:
+                threads: int, times: tuple | None = None) -> tuple[dict, np.ndarray]:
     """One batch of queries through the core's planner: its raw answer (NumPy arrays by
     hit: query, rank, row, id, score, similarity, validity, decay, penalty; by query:
     certified, plan) and each query's T.
 
     ``planner``: ef, ef_max, scan_limit, seed_ef, seed_min, group and scan (the Engine's
-    settings)."""
+    settings). ``times``: (T, known_at, window start, window end) per query, already
+    resolved (:func:`query_times`), instead of reading them from ``opts``."""
     k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
     p = {name: count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items()}
-    t, ka, ws, we = query_times(opts, q.shape[0], now_us())
+    t, ka, ws, we = query_times(opts, q.shape[0], now_us()) if times is None else times
     mask = state.type_mask(opts.fact_types)
     out = state.core.search_batch(
         q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
@@ -290,9 +297,9 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-        threads: int) -> pa.Table:
+        threads: int, times: tuple | None = None) -> pa.Table:
     """:func:`core_search`, then its answer as the result table (and the layer-3 gate)."""
-    out, t = core_search(state, q, k, opts, planner, threads)
+    out, t = core_search(state, q, k, opts, planner, threads, times)
     table = result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
     if opts.verify is not None:
         table = _gate(table, opts.verify, q.shape[0])

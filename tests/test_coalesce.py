@@ -1,0 +1,214 @@
+"""Coalescing of concurrent search() / asearch() calls (chrono_engine/_coalesce.py): the
+answers equal the same calls made one after another, whatever the mix of options, times and
+errors; groups really form under concurrency; the knobs are checked."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+import chrono_engine as ce
+from chrono_engine._coalesce import Coalescer
+from chrono_engine.errors import ConfigError, QueryError
+
+DIM = 8
+DAY = 86_400_000_000
+T0 = 1_577_836_800_000_000  # 2020-01-01
+
+
+@pytest.fixture(scope="module")
+def eng():
+    rng = np.random.default_rng(0)
+    n = 3000
+    e = ce.Engine(dim=DIM, threads=1)
+    e.ingest({"vector": rng.normal(size=(n, DIM)).astype(np.float32),
+              "valid_from": T0 + rng.integers(0, 1500, n) * DAY,
+              "valid_to": [None if i % 3 else T0 + (1500 + i % 400) * DAY for i in range(n)],
+              "stem_id": [f"s{i % 700}" if i % 2 else None for i in range(n)],
+              "version": [str(1 + i // 700) if i % 2 else None for i in range(n)],
+              "fact_type": ["news", "policy", "general"] * (n // 3),
+              "title": [f"t{i}" for i in range(n)]})
+    return e
+
+
+def _calls(seed: int, n: int) -> list:
+    """Random single-search calls: vector, k and options, a few of them bad."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        kw = {"mode": ["latest", "as_of", "window", "all"][i % 4], "k": int(rng.integers(1, 12))}
+        t = int(T0 + rng.integers(0, 1800) * DAY)
+        if kw["mode"] == "window":
+            kw["window"] = (t - 60 * DAY, t)
+        else:
+            kw["as_of"] = t
+        if i % 5 == 0:
+            kw["known_at"] = int(T0 + rng.integers(-10, 10) * DAY)
+        if i % 7 == 0:
+            kw["fusion"] = "linear"
+        if i % 11 == 0:
+            kw["fact_types"] = ["news"]
+        if i % 13 == 0:  # refused (a window that ends before it starts): this call only
+            kw = {"mode": "window", "k": kw["k"], "window": (t, t - 60 * DAY)}
+        out.append((rng.normal(size=DIM).astype(np.float32), kw))
+    return out
+
+
+def _one(e, call):
+    v, kw = call
+    kw = dict(kw)
+    k = kw.pop("k")
+    try:
+        return e.search(v, k, exact=True, **kw)
+    except QueryError as err:
+        return ("QueryError", str(err))
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return a == b
+    return a.equals(b)
+
+
+def test_concurrent_calls_equal_the_same_calls_one_after_another(eng):
+    calls = _calls(1, 400)
+    seq = [_one(eng, c) for c in calls]
+    before = (eng._coalescer.groups, eng._coalescer.calls)
+    got = [None] * len(calls)
+
+    def work(start):
+        for i in range(start, len(calls), 32):
+            got[i] = _one(eng, calls[i])
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(_same(a, b) for a, b in zip(got, seq))
+    assert sum(isinstance(x, tuple) for x in seq) >= 20  # the bad calls failed alone
+    groups, served = eng._coalescer.groups - before[0], eng._coalescer.calls - before[1]
+    assert served == len(calls) - sum(isinstance(x, tuple) for x in seq)
+    assert groups < served  # calls were coalesced
+
+
+def test_asearch_equals_search(eng):
+    calls = [c for i, c in enumerate(_calls(2, 200)) if i % 13]
+
+    async def main():
+        return await asyncio.gather(*[eng.asearch(v, kw["k"], exact=True, **{x: y for x, y in kw.items() if x != "k"})
+                                      for v, kw in calls])
+    got = asyncio.run(main())
+    assert all(a.equals(_one(eng, c)) for a, c in zip(got, calls))
+
+
+def test_a_query_that_fails_in_a_group_fails_alone():
+    """Under ip, a query whose similarity overflows float32 is refused; the calls grouped
+    with it still get their answers."""
+    e = ce.Engine(dim=2, metric="ip", threads=1)
+    e.ingest({"vector": [[1e20, 0.0], [0.0, 1.0]], "valid_from": ["2024-01-01"] * 2})
+    ok = np.array([0.0, 1.0], np.float32)
+    bad = np.array([1e20, 0.0], np.float32)
+    batch = [(ok if i % 2 else bad) for i in range(20)]
+    out = [None] * len(batch)
+
+    def work(i):
+        try:
+            out[i] = e.search(batch[i], 1, mode="all").column("id").to_pylist()
+        except QueryError as err:
+            out[i] = "overflow" if "overflows" in str(err) else str(err)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(len(batch))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert out == ["overflow" if i % 2 == 0 else [1] for i in range(len(batch))]
+
+
+def test_now_is_when_the_call_was_made(eng):
+    """A call's default "now" (latest mode's T and known_at) is read when it is made, not
+    when its group runs: an item ingested after the call started is not in its view."""
+    e = ce.Engine(dim=2, threads=1)
+    e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
+    gate = threading.Event()
+    orig = e._run_group
+
+    def slow(batch):
+        gate.wait(5)
+        return orig(batch)
+    e._coalescer._run = slow
+    res = {}
+    t = threading.Thread(target=lambda: res.setdefault("hits", e.search([1, 0], 5, mode="all")))
+    t.start()
+    while e._coalescer.groups == 0:  # the call is in its group, its times already read
+        threading.Event().wait(0.001)
+    e._coalescer._run = orig
+    e._state.commit(e._state.normalize([{"vector": [1, 0], "valid_from": "2020-01-01"}]))
+    gate.set()
+    t.join()
+    assert res["hits"].column("id").to_pylist() == [0]
+
+
+def test_the_group_waits_and_sizes():
+    seen = []
+
+    def run(batch):
+        seen.append(len(batch))
+        return [r.payload for r in batch]
+    c = Coalescer(run, max_group=4, wait=0.0)
+    out = [None] * 40
+    barrier = threading.Barrier(40)
+
+    def work(i):
+        barrier.wait()
+        out[i] = c.submit("k", i)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(40)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert out == list(range(40))
+    assert max(seen) <= 4 and sum(seen) == 40
+    # keys never mix
+    c2 = Coalescer(lambda b: [(r.key, r.payload) for r in b if len({x.key for x in b}) == 1], max_group=64)
+    res = [None] * 30
+    ts = [threading.Thread(target=lambda i=i: res.__setitem__(i, c2.submit(i % 3, i))) for i in range(30)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert res == [(i % 3, i) for i in range(30)]
+
+
+@pytest.mark.parametrize("name, value", [("coalesce_group", 0), ("coalesce_group", 10**6), ("coalesce_group", "8"),
+                                         ("coalesce_wait", -1), ("coalesce_wait", 1.0), ("coalesce_wait", "0"),
+                                         ("coalesce_wait", float("nan"))])
+def test_bad_knobs_are_named(name, value):
+    e = ce.Engine(dim=2)
+    e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
+    setattr(e, name, value)
+    with pytest.raises(ConfigError, match=name):
+        e.search([1, 0])
+
+
+def test_a_wait_gathers_companions():
+    """With coalesce_wait, a leader that saw company waits for its group to fill."""
+    e = ce.Engine(dim=2, threads=1)
+    e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
+    e.coalesce_wait, e.coalesce_group = 0.01, 8
+    e._coalescer._last_size = 2  # as after a group of two
+    out = [None] * 8
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        barrier.wait()
+        out[i] = e.search([1, 0], 1, mode="all").column("id").to_pylist()
+    before = e._coalescer.groups
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert out == [[0]] * 8
+    assert e._coalescer.groups - before <= 2
