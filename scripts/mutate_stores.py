@@ -213,8 +213,9 @@ def mutate(path: Path, rng: random.Random, key: bytes | None) -> tuple[str, bool
         f.write_bytes(bytes(b))
         return family, key is None, "log.wal"
     reseal(path, key)
-    return family, True, {"graph-header": "graph.bin", "graph-body": "graph.bin", "meta": which,
-                          "manifest": "manifest.json"}[family]
+    if family == "meta":
+        return family, True, which
+    return family, True, {"graph-header": "graph.bin", "graph-body": "graph.bin", "manifest": "manifest.json"}[family]
 
 
 _WORKER = r"""
