@@ -442,6 +442,21 @@ def cmd_history(args) -> int:
     return EXIT_OK
 
 
+def cmd_serve(args) -> int:
+    try:
+        from .serve import Limits, serve
+    except ImportError as e:
+        raise CliError(f"the service needs its extra: pip install 'chrono_engine[serve]' ({e})", EXIT_REFUSED) from None
+    limits = Limits(max_body=args.max_body, max_batch=args.max_batch, max_rows=args.max_rows, max_k=args.max_k,
+                    timeout=args.timeout)
+    try:
+        serve(args.store, host=args.host, port=args.port, name=args.name, keys_file=args.keys_file,
+              allow_anonymous=args.no_auth, limits=limits, threads=args.threads)
+    except ImportError as e:
+        raise CliError(f"the service needs its extra: pip install 'chrono_engine[serve]' ({e})", EXIT_REFUSED) from None
+    return EXIT_OK
+
+
 def cmd_verify(args) -> int:
     import numpy as np
     import chrono_engine as ce
@@ -658,6 +673,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("stem", type=_text)
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_history)
+
+    p = sub.add_parser("serve", help="serve STORE over HTTP (loopback by default; API keys from "
+                                     "CHRONO_API_KEYS / CHRONO_READ_KEYS or --keys-file)")
+    p.add_argument("store")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=_int_in(0, 65535, " (a port)"), default=8000)
+    p.add_argument("--name", type=_text, help="the collection's name (default: the store folder's name)")
+    p.add_argument("--keys-file", metavar="FILE", help="lines 'admin KEY' / 'read KEY'")
+    p.add_argument("--no-auth", action="store_true", help="no keys (loopback addresses only)")
+    p.add_argument("--threads", type=_int_in(1, 1024, ""), help="the engine's worker threads (default: all cores)")
+    p.add_argument("--max-body", type=_int_in(1, 2**40, " (bytes)"), default=16 * 2**20)
+    p.add_argument("--max-batch", type=_int_in(1, 2**20, ""), default=1024)
+    p.add_argument("--max-rows", type=_int_in(1, 2**30, ""), default=100_000)
+    p.add_argument("--max-k", type=_int_in(1, 10_000, ""), default=1000)
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds a read may take (504 after)")
+    p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("plot-decay", help="draw the decay curves of a store's policy, of --decay flags, "
                                           "or of the demo's sensitivity classes (PNG; needs matplotlib)")

@@ -1,0 +1,575 @@
+"""``chrono serve STORE``: the engine behind HTTP (an ASGI app: Starlette, served by uvicorn).
+
+Why this stack: Starlette is a small, well-kept ASGI toolkit (routing, requests, responses,
+lifespan) with no model layer to fight, so bodies are checked by the engine's own rules
+(one set of error messages for Python, the CLI and HTTP); uvicorn is the reference ASGI
+server. One process holds one engine: searches run on a thread pool and are coalesced into
+planner groups by the engine (docs/search.md, "Coalescing"), writes are serialised by the
+engine's write lock and logged by its write-ahead log before they are acknowledged.
+
+Paths follow the vector databases' collection style; the one collection is the store::
+
+    GET  /livez  /readyz  /metrics  /openapi.json
+    GET  /v1/collections                           [read]
+    GET  /v1/collections/{c}                       [read]  info
+    POST /v1/collections/{c}/search                [read]  {"vector", "k", options...}
+    POST /v1/collections/{c}/search/batch          [read]  {"vectors", "k", options...}
+    POST /v1/collections/{c}/validity              [read]  {"at", "ids"?}
+    GET  /v1/collections/{c}/history/{stem_id}     [read]  ?known_at=
+    POST /v1/collections/{c}/ingest                [write] {"rows": [...]} or an Arrow IPC stream
+    POST /v1/collections/{c}/supersede             [write] {"stem_id", "rows", "effective_at", "version"?, ...}
+    POST /v1/collections/{c}/retract               [write] {"ids", "at"?}
+    POST /v1/collections/{c}/deprecate             [write] {"ids", "effective_at"?, "at"?}
+    POST /v1/collections/{c}/snapshots             [write] a checkpoint (Engine.save)
+
+Search answers are JSON (``{"hits": [...]}``) or, with ``Accept:
+application/vnd.apache.arrow.stream``, the result table as an Arrow IPC stream.
+
+Auth: ``Authorization: Bearer KEY`` (or ``X-API-Key: KEY``). Keys come from the environment
+(``CHRONO_API_KEYS``: admin keys, ``CHRONO_READ_KEYS``: read-only keys, comma-separated) or a
+file (lines ``admin KEY`` / ``read KEY``). No key or an unknown key: 401; a read-only key on
+a write: 403. Keys are compared in constant time against every configured key and never
+logged. A server without keys refuses to start unless ``allow_anonymous`` (``--no-auth``),
+which only a loopback address may use.
+
+Limits (:class:`Limits`): request body size (413), vectors per batch, rows per ingest, ``k``
+(422), and a timeout for reads (504). Every refusal names the field and changes nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import hmac
+import io
+import json
+import math
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
+
+__all__ = ["Limits", "Keys", "make_app", "serve"]
+
+ARROW = "application/vnd.apache.arrow.stream"
+_READ, _WRITE = "read", "admin"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask (each refusal names the field)."""
+
+    max_body: int = 16 * 2**20      # bytes of a request body
+    max_batch: int = 1024           # vectors per search/batch
+    max_rows: int = 100_000         # rows per ingest or supersede
+    max_k: int = 1000               # k of a search
+    timeout: float = 30.0           # seconds a read may take
+
+
+@dataclass
+class Keys:
+    """API keys by role. ``admin`` keys read and write; ``read`` keys only read."""
+
+    admin: list[bytes] = field(default_factory=list)
+    read: list[bytes] = field(default_factory=list)
+
+    @classmethod
+    def from_env(cls, path: str | os.PathLike | None = None) -> Keys:
+        """Keys from ``CHRONO_API_KEYS`` / ``CHRONO_READ_KEYS`` and, when given, a file of
+        ``admin KEY`` / ``read KEY`` lines (``#`` comments). A malformed line is a
+        ConfigError naming its number (not its content)."""
+        k = cls([s.strip().encode() for s in os.environ.get("CHRONO_API_KEYS", "").split(",") if s.strip()],
+                [s.strip().encode() for s in os.environ.get("CHRONO_READ_KEYS", "").split(",") if s.strip()])
+        if path is not None:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(f"keys file {path}: cannot read it ({type(e).__name__})") from None
+            for i, line in enumerate(text.splitlines(), 1):
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                parts = line.split()
+                if len(parts) != 2 or parts[0] not in ("admin", "read") or len(parts[1]) < 8:
+                    raise ConfigError(f"keys file {path}, line {i}: expected 'admin KEY' or 'read KEY' "
+                                      "(a key of at least 8 characters)")
+                (k.admin if parts[0] == "admin" else k.read).append(parts[1].encode())
+        return k
+
+    def role(self, given: bytes | None) -> str | None:
+        """The role of a presented key (None: none matches). Every configured key is
+        compared, in constant time, whatever matches first."""
+        if not given:
+            return None
+        found = None
+        for role, keys in ((_WRITE, self.admin), (_READ, self.read)):
+            for key in keys:
+                if hmac.compare_digest(key, given) and found is None:
+                    found = role
+        return found
+
+    def __bool__(self) -> bool:
+        return bool(self.admin or self.read)
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, field_: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.field, self.message = status, field_, message
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, (_dt.datetime, _dt.date)):
+        return x.isoformat()
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(type(x).__name__)
+
+
+def _dumps(obj: Any) -> bytes:
+    def clean(v: Any) -> Any:  # JSON has no NaN / inf: null
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+    return json.dumps(clean(obj), default=_json_default, ensure_ascii=False, allow_nan=False).encode()
+
+
+def _records(table: pa.Table) -> list[dict]:
+    return table.to_pylist()
+
+
+class _Metrics:
+    """Counters and a latency histogram per endpoint, in Prometheus' text format."""
+
+    _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count: dict = {}
+        self.hist: dict = {}
+
+    def observe(self, endpoint: str, status: int, seconds: float) -> None:
+        with self._lock:
+            self.count[(endpoint, status)] = self.count.get((endpoint, status), 0) + 1
+            h = self.hist.setdefault(endpoint, [0] * (len(self._BUCKETS) + 1) + [0.0])
+            for i, b in enumerate(self._BUCKETS):
+                if seconds <= b:
+                    h[i] += 1
+            h[len(self._BUCKETS)] += 1
+            h[-1] += seconds
+
+    def text(self, items: int) -> str:
+        out = ["# HELP chrono_requests_total Requests answered, by endpoint and status.",
+               "# TYPE chrono_requests_total counter"]
+        with self._lock:
+            for (ep, st), n in sorted(self.count.items()):
+                out.append(f'chrono_requests_total{{endpoint="{ep}",status="{st}"}} {n}')
+            out += ["# HELP chrono_request_seconds Request latency.", "# TYPE chrono_request_seconds histogram"]
+            for ep, h in sorted(self.hist.items()):
+                for i, b in enumerate(self._BUCKETS):
+                    out.append(f'chrono_request_seconds_bucket{{endpoint="{ep}",le="{b}"}} {h[i]}')
+                out.append(f'chrono_request_seconds_bucket{{endpoint="{ep}",le="+Inf"}} {h[len(self._BUCKETS)]}')
+                out.append(f'chrono_request_seconds_count{{endpoint="{ep}"}} {h[len(self._BUCKETS)]}')
+                out.append(f'chrono_request_seconds_sum{{endpoint="{ep}"}} {h[-1]:.6f}')
+        out += ["# HELP chrono_items Items in the store.", "# TYPE chrono_items gauge", f"chrono_items {items}"]
+        return "\n".join(out) + "\n"
+
+
+def _status_of(e: BaseException) -> int:
+    if isinstance(e, NotFoundError):
+        return 404
+    if isinstance(e, (QueryError, SchemaError, LifecycleError)):
+        return 422
+    if isinstance(e, StorageError):
+        return 503
+    return 400 if isinstance(e, ChronoError) else 500
+
+
+def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, limits: Limits | None = None,
+             allow_anonymous: bool = False, save_on_shutdown: bool = True, log: Any = None) -> Any:
+    """The ASGI app serving ``engine`` as collection ``name`` (see the module docstring).
+    ``log``: a writable text stream for the JSON-lines request log (default stderr; None
+    after ``log=False``)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+
+    keys = keys if keys is not None else Keys()
+    limits = limits or Limits()
+    if not keys and not allow_anonymous:
+        raise ConfigError("no API keys (set CHRONO_API_KEYS / CHRONO_READ_KEYS or a keys file); "
+                          "pass allow_anonymous=True (--no-auth) for a loopback-only development server")
+    log = sys.stderr if log is None else (None if log is False else log)
+    metrics = _Metrics()
+    state = {"ready": True}
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(max_workers=max(1, int(engine.coalesce_group)), thread_name_prefix="chrono-serve")
+
+    async def body_of(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limits.max_body:
+            raise _HTTPError(413, "body", f"body of {declared} bytes exceeds the limit of {limits.max_body}")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limits.max_body:
+                raise _HTTPError(413, "body", f"body exceeds the limit of {limits.max_body} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def json_of(request: Request) -> dict:
+        raw = await body_of(request)
+        try:
+            obj = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            raise _HTTPError(400, "body", f"body is not JSON ({type(e).__name__}: {str(e)[:120]})") from None
+        if not isinstance(obj, dict):
+            raise _HTTPError(400, "body", "body must be a JSON object")
+        return obj
+
+    def require(obj: dict, name: str) -> Any:
+        if name not in obj:
+            raise _HTTPError(422, name, f"field {name!r} is required")
+        return obj[name]
+
+    def check_k(obj: dict) -> int:
+        k = obj.get("k", 10)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limits.max_k:
+            raise _HTTPError(422, "k", f"k must be an integer in [1, {limits.max_k}]")
+        return k
+
+    def options(obj: dict, skip: tuple) -> dict:
+        from .search import SearchOptions
+        opts = {kk: v for kk, v in obj.items() if kk not in skip}
+        unknown = sorted(set(opts) - set(SearchOptions.names()))
+        if unknown:
+            raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
+        if isinstance(opts.get("window"), list):
+            opts["window"] = tuple(opts["window"])
+        return opts
+
+    async def run(fn: Any, *args: Any, read: bool = True) -> Any:
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(pool, lambda: fn(*args))
+        if not read:  # a write, once started, runs to its end: it is acknowledged or refused whole
+            return await fut
+        try:
+            return await asyncio.wait_for(fut, limits.timeout)
+        except asyncio.TimeoutError:
+            raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
+
+    def hits(request: Request, table: pa.Table) -> Response:
+        if ARROW in request.headers.get("accept", ""):
+            sink = io.BytesIO()
+            with ipc.new_stream(sink, table.schema) as w:
+                w.write_table(table)
+            return Response(sink.getvalue(), media_type=ARROW)
+        return Response(_dumps({"hits": _records(table)}), media_type="application/json")
+
+    def collection(request: Request) -> None:
+        c = request.path_params.get("c")
+        if c is not None and c != name:
+            raise _HTTPError(404, "collection", f"no collection {c[:80]!r} (this server has {name!r})")
+
+    # ----------------------------------------------------------------- handlers
+    async def info(request: Request) -> Response:
+        collection(request)
+        return JSONResponse({"name": name, "dim": engine.dim, "metric": engine.metric, "items": len(engine),
+                             "fact_types": list(engine.fact_types), "stems": len(engine.stems),
+                             "path": str(engine.path) if engine.path else None})
+
+    async def collections(request: Request) -> Response:
+        return JSONResponse({"collections": [name]})
+
+    async def search(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        vec, k = require(obj, "vector"), check_k(obj)
+        kw = options(obj, ("vector", "k"))
+        return hits(request, await run(lambda: engine.search(vec, k, **kw)))
+
+    async def search_batch(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        vecs, k = require(obj, "vectors"), check_k(obj)
+        if not isinstance(vecs, list) or not vecs:
+            raise _HTTPError(422, "vectors", "vectors must be a non-empty list of vectors")
+        if len(vecs) > limits.max_batch:
+            raise _HTTPError(422, "vectors", f"{len(vecs)} vectors exceed the limit of {limits.max_batch}")
+        kw = options(obj, ("vectors", "k"))
+        return hits(request, await run(lambda: engine.search_batch(vecs, k, **kw)))
+
+    async def validity(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        at, ids = require(obj, "at"), obj.get("ids")
+        v = await run(lambda: engine.validity(at, ids))
+        return Response(_dumps({"validity": [float(x) for x in v]}), media_type="application/json")
+
+    async def history(request: Request) -> Response:
+        collection(request)
+        known = request.query_params.get("known_at")
+        t = await run(lambda: engine.history(request.path_params["stem_id"], known))
+        return Response(_dumps({"rows": _records(t)}), media_type="application/json")
+
+    async def rows_of(request: Request) -> Any:
+        if request.headers.get("content-type", "").split(";")[0].strip() == ARROW:
+            raw = await body_of(request)
+            try:
+                table = ipc.open_stream(pa.py_buffer(raw)).read_all()
+                table.validate(full=True)
+            except (pa.ArrowException, ValueError, OSError) as e:
+                raise _HTTPError(400, "body", f"body is not an Arrow IPC stream ({str(e)[:120]})") from None
+            n = table.num_rows
+            rows: Any = table
+        else:
+            obj = await json_of(request)
+            rows = require(obj, "rows")
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise _HTTPError(422, "rows", "rows must be a list of row objects")
+            n = len(rows)
+        if n > limits.max_rows:
+            raise _HTTPError(422, "rows", f"{n} rows exceed the limit of {limits.max_rows}")
+        return rows
+
+    async def ingest(request: Request) -> Response:
+        collection(request)
+        rows = await rows_of(request)
+        ids = await run(lambda: engine.ingest(rows), read=False)
+        return JSONResponse({"ids": [int(i) for i in ids]})
+
+    async def supersede(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        stem, rows, eff = require(obj, "stem_id"), require(obj, "rows"), require(obj, "effective_at")
+        if not isinstance(rows, list) or len(rows) > limits.max_rows:
+            raise _HTTPError(422, "rows", f"rows must be a list of at most {limits.max_rows} row objects")
+        extra = {kk: obj[kk] for kk in ("version", "supersedes", "deprecate") if kk in obj}
+        unknown = sorted(set(obj) - {"stem_id", "rows", "effective_at", "version", "supersedes", "deprecate"})
+        if unknown:
+            raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
+        ids = await run(lambda: engine.supersede(stem, rows, eff, **extra), read=False)
+        return JSONResponse({"ids": [int(i) for i in ids]})
+
+    async def retract(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        ids, at = require(obj, "ids"), obj.get("at")
+        out = await run(lambda: engine.retract(ids, at), read=False)
+        return JSONResponse({"ids": [int(i) for i in out]})
+
+    async def deprecate(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        ids = require(obj, "ids")
+        out = await run(lambda: engine.deprecate(ids, obj.get("effective_at"), obj.get("at")), read=False)
+        return JSONResponse({"ids": [int(i) for i in out]})
+
+    async def snapshot(request: Request) -> Response:
+        collection(request)
+        if engine.path is None:
+            raise _HTTPError(409, "store", "this engine has no store to checkpoint (serve a store path)")
+        await run(engine.save, read=False)
+        return JSONResponse({"saved": str(engine.path)})
+
+    async def livez(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
+
+    async def metrics_ep(request: Request) -> Response:
+        return PlainTextResponse(metrics.text(len(engine)), media_type="text/plain; version=0.0.4")
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_spec(name))
+
+    # ----------------------------------------------------------------- wiring
+    c = "/v1/collections/{c}"
+    table_ = [  # (path, handler, methods, role: None = no auth)
+        ("/livez", livez, ["GET"], None), ("/readyz", readyz, ["GET"], None),
+        ("/metrics", metrics_ep, ["GET"], _READ), ("/openapi.json", openapi, ["GET"], None),
+        ("/v1/collections", collections, ["GET"], _READ), (c, info, ["GET"], _READ),
+        (c + "/search", search, ["POST"], _READ), (c + "/search/batch", search_batch, ["POST"], _READ),
+        (c + "/validity", validity, ["POST"], _READ), (c + "/history/{stem_id}", history, ["GET"], _READ),
+        (c + "/ingest", ingest, ["POST"], _WRITE), (c + "/supersede", supersede, ["POST"], _WRITE),
+        (c + "/retract", retract, ["POST"], _WRITE), (c + "/deprecate", deprecate, ["POST"], _WRITE),
+        (c + "/snapshots", snapshot, ["POST"], _WRITE),
+    ]
+
+    def guarded(handler: Any, role: str | None, endpoint: str) -> Any:
+        async def endpoint_fn(request: Request) -> Response:
+            t0 = time.perf_counter()
+            status = 500
+            try:
+                if role is not None and (keys or not allow_anonymous):
+                    given = _presented(request)
+                    have = keys.role(given)
+                    if have is None:
+                        raise _HTTPError(401, "authorization", "a valid API key is required")
+                    if role == _WRITE and have != _WRITE:
+                        raise _HTTPError(403, "authorization", "this key may only read")
+                resp = await handler(request)
+            except _HTTPError as e:
+                resp = JSONResponse({"error": e.field, "message": e.message}, status_code=e.status)
+            except ChronoError as e:
+                resp = JSONResponse({"error": type(e).__name__, "message": str(e)[:2000]}, status_code=_status_of(e))
+            except Exception as e:  # noqa: BLE001 - a bug: answered 500, logged
+                resp = JSONResponse({"error": "internal", "message": "internal error"}, status_code=500)
+                if log is not None:
+                    print(json.dumps({"event": "error", "endpoint": endpoint, "type": type(e).__name__,
+                                      "message": str(e)[:500]}), file=log, flush=True)
+            status = resp.status_code
+            dt = time.perf_counter() - t0
+            metrics.observe(endpoint, status, dt)
+            if log is not None:
+                print(json.dumps({"ts": _dt.datetime.now(_dt.timezone.utc).isoformat(), "method": request.method,
+                                  "endpoint": endpoint, "status": status, "ms": round(dt * 1e3, 3)}),
+                      file=log, flush=True)
+            return resp
+        return endpoint_fn
+
+    async def lifespan(app: Any):
+        yield
+        state["ready"] = False
+        if save_on_shutdown and engine.path is not None and getattr(engine, "_store", None) is not None:
+            await asyncio.get_running_loop().run_in_executor(pool, engine.save)
+        pool.shutdown(wait=True)
+
+    routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
+    from contextlib import asynccontextmanager
+    return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+
+
+def _presented(request: Any) -> bytes | None:
+    auth = request.headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip().encode("utf-8", "surrogateescape")
+    key = request.headers.get("x-api-key")
+    return key.encode("utf-8", "surrogateescape") if key else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def openapi_spec(name: str) -> dict:
+    """The OpenAPI 3.1 description of the service (served at /openapi.json)."""
+    obj = {"type": "object"}
+    err = {"description": "refused: the body names the field", "content": {"application/json": {"schema": {
+        "type": "object", "properties": {"error": {"type": "string"}, "message": {"type": "string"}}}}}}
+    ok = {"description": "ok", "content": {"application/json": {"schema": obj}}}
+
+    def op(summary: str, body: dict | None = None, params: list | None = None) -> dict:
+        o: dict = {"summary": summary, "responses": {"200": ok, "400": err, "401": err, "403": err, "404": err,
+                                                      "413": err, "422": err}}
+        if body is not None:
+            o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        o["parameters"] = [{"name": "c", "in": "path", "required": True, "schema": {"type": "string"}}] + (params or [])
+        return o
+
+    vec = {"type": "array", "items": {"type": "number"}}
+    search = {"type": "object", "required": ["vector"], "properties": {
+        "vector": vec, "k": {"type": "integer", "minimum": 1}, "mode": {"type": "string",
+                                                                       "enum": ["latest", "as_of", "window", "all"]},
+        "as_of": {"type": "string"}, "known_at": {"type": "string"}}}
+    batch = {"type": "object", "required": ["vectors"], "properties": {
+        "vectors": {"type": "array", "items": vec}, "k": {"type": "integer", "minimum": 1}}}
+    rows = {"type": "object", "required": ["rows"], "properties": {"rows": {"type": "array", "items": obj}}}
+    ids = {"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}},
+                                                                 "at": {"type": "string"}}}
+    c = "/v1/collections/{c}"
+    health = {"get": {"summary": "health", "responses": {"200": ok}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "chrono_engine", "version": "1", "description": f"collection {name!r}"},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {
+            "/livez": health, "/readyz": health,
+            "/v1/collections": {"get": {"summary": "collections", "responses": {"200": ok, "401": err}}},
+            c: {"get": op("collection info")},
+            c + "/search": {"post": op("search one vector", search)},
+            c + "/search/batch": {"post": op("search many vectors", batch)},
+            c + "/validity": {"post": op("validity of items at a time", {
+                "type": "object", "required": ["at"], "properties": {"at": {"type": "string"}, "ids": ids["properties"]["ids"]}})},
+            c + "/history/{stem_id}": {"get": op("a lineage's versions", None, [
+                {"name": "stem_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                {"name": "known_at", "in": "query", "required": False, "schema": {"type": "string"}}])},
+            c + "/ingest": {"post": op("add rows (JSON or an Arrow IPC stream)", rows)},
+            c + "/supersede": {"post": op("a new version of a lineage", {
+                "type": "object", "required": ["stem_id", "rows", "effective_at"], "properties": {
+                    "stem_id": {"type": "string"}, "rows": {"type": "array", "items": obj},
+                    "effective_at": {"type": "string"}, "version": {"type": "string"}}})},
+            c + "/retract": {"post": op("stop believing items", ids)},
+            c + "/deprecate": {"post": op("deprecate items from a valid time", ids)},
+            c + "/snapshots": {"post": op("checkpoint the store")},
+        },
+    }
+
+
+def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | None = None,
+          keys_file: str | None = None, allow_anonymous: bool = False, limits: Limits | None = None,
+          threads: int | None = None) -> None:
+    """Open the store at ``path`` for writing and serve it until SIGINT/SIGTERM (uvicorn,
+    one process, one engine; graceful: in-flight requests finish, then a checkpoint)."""
+    import uvicorn
+
+    from .engine import Engine
+    if allow_anonymous and host not in ("127.0.0.1", "::1", "localhost"):
+        raise ConfigError("--no-auth serves only a loopback address (127.0.0.1, ::1)")
+    keys = Keys.from_env(keys_file)
+    engine = Engine.open(path, threads=threads)
+    app = make_app(engine, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits)
+    server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
+                                    timeout_graceful_shutdown=30))
+    try:
+        server.run()
+    finally:
+        engine.close()
+
+
+def _server_class() -> Any:
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but a SIGINT / SIGTERM ends it with exit status 0 once it has
+        shut down gracefully (uvicorn re-raises the signal, which kills the process before
+        the engine is closed)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            old = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+    return Server
+
+
+def _Server(config: Any) -> Any:
+    return _server_class()(config)

@@ -1,0 +1,309 @@
+"""``chrono serve`` through real HTTP on loopback (uvicorn in a thread, httpx clients): the
+endpoints against the engine's own answers, the auth matrix, every limit's refusal with the
+store unchanged, hostile bodies never a 5xx, concurrent clients equal to a sequential replay,
+and a graceful shutdown that keeps every acknowledged write."""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+pytest.importorskip("starlette")
+uvicorn = pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+
+import chrono_engine as ce  # noqa: E402
+from chrono_engine.errors import ConfigError  # noqa: E402
+from chrono_engine.serve import ARROW, Keys, Limits, make_app  # noqa: E402
+
+DIM = 8
+ADMIN, READ = "admin-key-0123456789", "read-key-0123456789"
+C = "/v1/collections/s"
+
+
+class Server:
+    """An app served by uvicorn on 127.0.0.1 (a free port) in a thread."""
+
+    def __init__(self, app):
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
+                                                    access_log=False, lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+def _rows(n, seed=0, start=0):
+    rng = np.random.default_rng(seed)
+    return [{"vector": rng.normal(size=DIM).astype(np.float32).tolist(),
+             "valid_from": f"2024-{1 + (start + i) % 12:02d}-01", "title": f"doc {start + i}",
+             "stem_id": f"s{(start + i) % 5}" if i % 2 else None, "version": "1" if i % 2 else None}
+            for i in range(n)]
+
+
+@pytest.fixture
+def served(tmp_path):
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(60))
+    keys = Keys([ADMIN.encode()], [READ.encode()])
+    srv = Server(make_app(eng, name="s", keys=keys, limits=Limits(max_body=200_000, max_batch=16, max_rows=50,
+                                                                  max_k=20), log=False))
+    yield srv, eng, tmp_path / "s"
+    if srv.thread.is_alive():
+        srv.stop()
+    eng.close()
+
+
+def _client(srv, key=ADMIN):
+    return httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=30)
+
+
+def test_search_equals_the_engine(served):
+    srv, eng, _ = served
+    q = np.random.default_rng(5).normal(size=(4, DIM)).astype(np.float32)
+    with _client(srv, READ) as c:
+        r = c.post(f"{C}/search", json={"vector": q[0].tolist(), "k": 5, "mode": "as_of", "as_of": "2024-06-15"})
+        assert r.status_code == 200, r.text
+        want = eng.search(q[0], 5, mode="as_of", as_of="2024-06-15")
+        assert [h["id"] for h in r.json()["hits"]] == want.column("id").to_pylist()
+        assert [h["citation"] for h in r.json()["hits"]] == want.column("citation").to_pylist()
+        r = c.post(f"{C}/search/batch", json={"vectors": q.tolist(), "k": 3}, headers={"Accept": ARROW})
+        assert r.status_code == 200 and r.headers["content-type"] == ARROW
+        got = ipc.open_stream(pa.py_buffer(r.content)).read_all()
+        assert got.column("id").to_pylist() == eng.search_batch(q, 3).column("id").to_pylist()
+        info = c.get(C).json()
+        assert info["items"] == 60 and info["dim"] == DIM
+        assert c.get("/v1/collections").json() == {"collections": ["s"]}
+        h = c.get(f"{C}/history/s1").json()["rows"]
+        assert [x["id"] for x in h] == eng.history("s1").column("id").to_pylist()
+        v = c.post(f"{C}/validity", json={"at": "2025-01-01", "ids": [0, 1]}).json()["validity"]
+        np.testing.assert_allclose(v, eng.validity("2025-01-01", [0, 1]), rtol=1e-12)
+
+
+def test_writes_through_http(served):
+    srv, eng, path = served
+    with _client(srv) as c:
+        r = c.post(f"{C}/ingest", json={"rows": _rows(3, seed=9, start=100)})
+        assert r.status_code == 200, r.text
+        assert r.json()["ids"] == [60, 61, 62]
+        t = pa.table({"vector": pa.array(np.ones((2, DIM), np.float32).tolist(), pa.list_(pa.float32(), DIM)),
+                      "valid_from": ["2024-03-01", "2024-04-01"]})
+        sink = io.BytesIO()
+        with ipc.new_stream(sink, t.schema) as w:
+            w.write_table(t)
+        r = c.post(f"{C}/ingest", content=sink.getvalue(), headers={"Content-Type": ARROW})
+        assert r.status_code == 200 and r.json()["ids"] == [63, 64]
+        r = c.post(f"{C}/supersede", json={"stem_id": "s1", "rows": [{"vector": [1.0] * DIM}],
+                                           "effective_at": "2025-01-01", "version": "2"})
+        assert r.status_code == 200, r.text
+        assert c.post(f"{C}/retract", json={"ids": [0]}).status_code == 200
+        assert c.post(f"{C}/deprecate", json={"ids": [2], "effective_at": "2024-05-01"}).status_code == 200
+        assert c.post(f"{C}/snapshots").status_code == 200
+    assert len(eng) == 66
+    srv.stop()
+    eng.close()
+    again = ce.Engine.open(path, read_only=True)
+    assert len(again) == 66 and again.history("s1").num_rows == len(eng.history("s1"))
+
+
+@pytest.mark.parametrize("method, path, body, write", [
+    ("post", "/search", {"vector": [1.0] * DIM}, False), ("get", "", None, False), ("get", "/history/s1", None, False),
+    ("post", "/ingest", {"rows": _rows(1, start=7)}, True), ("post", "/retract", {"ids": [3]}, True),
+    ("post", "/snapshots", None, True),
+])
+def test_auth_matrix(served, method, path, body, write):
+    srv, eng, _ = served
+    n = len(eng)
+    for key, want in ((None, 401), ("wrong-key-0123456789", 401), (READ, 403 if write else 200), (ADMIN, 200)):
+        with _client(srv, key) as c:
+            r = getattr(c, method)(C + path, **({"json": body} if body is not None else {}))
+            assert r.status_code == want, (key, r.text)
+            if want != 200:
+                assert r.json()["error"] == "authorization"
+    assert len(eng) == n + (1 if path == "/ingest" else 0)
+    with httpx.Client(base_url=srv.url) as c:  # health and the schema need no key
+        assert c.get("/livez").status_code == 200 and c.get("/readyz").status_code == 200
+        assert c.get("/openapi.json").json()["openapi"].startswith("3.")
+        assert c.get("/metrics").status_code == 401
+    with _client(srv, READ) as c:
+        assert "chrono_requests_total" in c.get("/metrics").text
+
+
+@pytest.mark.parametrize("path, body, status, field", [
+    ("/search", {"vector": [1.0] * DIM, "k": 21}, 422, "k"),
+    ("/search", {"vector": [1.0] * DIM, "k": True}, 422, "k"),
+    ("/search/batch", {"vectors": [[1.0] * DIM] * 17}, 422, "vectors"),
+    ("/ingest", {"rows": _rows(51)}, 422, "rows"),
+    ("/ingest", {"rows": [{"vector": [1.0] * (DIM + 1), "valid_from": "2024-01-01"}]}, 422, "SchemaError"),
+    ("/ingest", {"rows": [{"vector": [1.0] * DIM, "valid_form": "2024-01-01"}]}, 422, "SchemaError"),
+    ("/search", {"vector": [1.0] * DIM, "mode": "sideways"}, 422, "QueryError"),
+    ("/search", {"vector": [1.0] * DIM, "nonsense": 1}, 422, "nonsense"),
+    ("/search", {"k": 3}, 422, "vector"),
+    ("/retract", {"ids": [10**6]}, 404, "NotFoundError"),
+    ("/supersede", {"stem_id": "s1", "rows": [{"vector": [1.0] * DIM}], "effective_at": "2020-01-01",
+                    "version": "0"}, 422, "LifecycleError"),
+])
+def test_limits_and_refusals_change_nothing(served, path, body, status, field):
+    srv, eng, _ = served
+    before = (len(eng), eng.columns(), eng.history("s1"))
+    with _client(srv) as c:
+        r = c.post(C + path, json=body)
+    assert r.status_code == status, r.text
+    assert r.json()["error"] == field
+    assert len(eng) == before[0] and eng.history("s1").equals(before[2])
+    for k, v in eng.columns().items():
+        np.testing.assert_array_equal(v, before[1][k])
+
+
+def test_hostile_bodies_never_get_a_5xx(served):
+    srv, eng, _ = served
+    n = len(eng)
+    bodies = [b"", b"{", b"[]", b"null", b'"x"', b"NaN", b'{"vector": NaN}', b"[" * 100_000 + b"]" * 100_000,
+              b'{"vector": "' + b"a" * 1000 + b'"}', b"\xff\xfe", b'{"vector": [1e400]}',
+              b'{"vectors": [[' + b"1," * 7 + b"1]], \"k\": 99999999999999999999999}", b"x" * 250_000,
+              json.dumps({"rows": [{"vector": [1] * DIM, "valid_from": "\ud800"}]}, ensure_ascii=True).encode(),
+              b'{"ids": [-1]}', b'{"ids": [1.5]}', b'{"ids": "all"}', b'{"at": {"a": 1}}']
+    paths = ["/search", "/search/batch", "/ingest", "/supersede", "/retract", "/deprecate", "/validity"]
+    with _client(srv) as c:
+        for p in paths:
+            for b in bodies:
+                r = c.post(C + p, content=b, headers={"Content-Type": "application/json"})
+                assert 400 <= r.status_code < 500, (p, b[:40], r.status_code, r.text[:200])
+        r = c.post(C + "/ingest", content=b"\x00" * 1000, headers={"Content-Type": ARROW})
+        assert r.status_code == 400 and r.json()["error"] == "body"
+        assert c.post("/v1/collections/other/search", json={"vector": [1.0] * DIM}).status_code == 404
+    assert len(eng) == n
+
+
+def test_concurrent_clients_equal_a_sequential_replay(served):
+    srv, eng, _ = served
+    rng = np.random.default_rng(11)
+    qs = [(rng.normal(size=DIM).tolist(), f"2024-{1 + i % 12:02d}-15") for i in range(128)]
+    with _client(srv, READ) as c:
+        seq = [c.post(f"{C}/search", json={"vector": v, "k": 5, "mode": "as_of", "as_of": t}).json() for v, t in qs]
+    got = [None] * len(qs)
+
+    def work(j):
+        with _client(srv, READ) as c:
+            for i in range(j, len(qs), 16):
+                v, t = qs[i]
+                got[i] = c.post(f"{C}/search", json={"vector": v, "k": 5, "mode": "as_of", "as_of": t}).json()
+    ts = [threading.Thread(target=work, args=(j,)) for j in range(16)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == seq
+
+
+def test_shutdown_during_writes_loses_no_acknowledged_write(served):
+    srv, eng, path = served
+    acked, stop = [], threading.Event()
+
+    def writer(j):
+        with _client(srv) as c:
+            i = 0
+            while not stop.is_set() and i < 200:
+                try:
+                    r = c.post(f"{C}/ingest", json={"rows": _rows(1, seed=j * 1000 + i, start=1000 + j * 1000 + i)})
+                except httpx.HTTPError:
+                    return
+                if r.status_code == 200:
+                    acked.extend(r.json()["ids"])
+                i += 1
+    ts = [threading.Thread(target=writer, args=(j,)) for j in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(0.5)
+    srv.stop()  # graceful: in-flight requests finish, then a checkpoint
+    stop.set()
+    for t in ts:
+        t.join()
+    eng.close()
+    again = ce.Engine.open(path, read_only=True)
+    assert acked and bool(again.contains(acked).all())
+
+
+def test_a_server_without_keys_needs_no_auth_explicitly():
+    eng = ce.Engine(dim=2)
+    with pytest.raises(ConfigError, match="API keys"):
+        make_app(eng)
+    make_app(eng, allow_anonymous=True, log=False)
+
+
+def test_keys_file(tmp_path, monkeypatch):
+    monkeypatch.delenv("CHRONO_API_KEYS", raising=False)
+    monkeypatch.setenv("CHRONO_READ_KEYS", "r-envkey-123456")
+    f = tmp_path / "keys"
+    f.write_text("# keys\nadmin a-filekey-123456\nread r-filekey-123456\n")
+    k = Keys.from_env(f)
+    assert k.role(b"a-filekey-123456") == "admin" and k.role(b"r-filekey-123456") == "read"
+    assert k.role(b"r-envkey-123456") == "read" and k.role(b"nope") is None and k.role(None) is None
+    f.write_text("admin short\n")
+    with pytest.raises(ConfigError, match="line 1") as info:
+        Keys.from_env(f)
+    assert "short" not in str(info.value)  # a key is never echoed
+
+
+def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
+    """`chrono serve` as a real process: answers on loopback, and SIGTERM finishes with a
+    checkpoint that holds every acknowledged write."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(5))
+    eng.close()
+    keys = tmp_path / "keys"
+    keys.write_text(f"admin {ADMIN}\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("CHRONO_API_KEYS", "CHRONO_READ_KEYS")}
+    proc = subprocess.Popen([sys.executable, "-m", "chrono_engine.cli", "serve", str(tmp_path / "s"), "--port",
+                             str(port), "--keys-file", str(keys), "--threads", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/livez", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()[-2000:]
+            time.sleep(0.1)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+            ids = c.post("/v1/collections/s/ingest", json={"rows": _rows(3, seed=4, start=50)}).json()["ids"]
+            assert ids == [5, 6, 7]
+            assert c.post("/v1/collections/s/search", json={"vector": [1.0] * DIM, "k": 2}).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        log = proc.stderr.read().decode()
+        assert ADMIN not in log  # keys never logged
+        assert '"endpoint": "/v1/collections/{c}/ingest"' in log  # JSON-lines request log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    again = ce.Engine.open(tmp_path / "s", read_only=True)
+    assert len(again) == 8
