@@ -32,10 +32,10 @@ __all__ = ["Coalescer", "Request"]
 class Request:
     """One queued call: its options key, its payload and, once served, its result."""
 
-    __slots__ = ("key", "payload", "done", "lead", "result", "error")
+    __slots__ = ("key", "payload", "run", "done", "lead", "result", "error")
 
-    def __init__(self, key: Hashable, payload: Any) -> None:
-        self.key, self.payload = key, payload
+    def __init__(self, key: Hashable, payload: Any, run: Callable[[list], list]) -> None:
+        self.key, self.payload, self.run = key, payload, run
         self.done = threading.Event()
         self.lead = False    # set when this call is to lead the next group
         self.result: Any = None
@@ -45,9 +45,13 @@ class Request:
 class Coalescer:
     """Runs ``run(batch)`` (a list of :class:`Request` with one key; returns one result per
     request, in order, or the exception that request raises) for groups of concurrent
-    calls; see the module docstring."""
+    calls; see the module docstring. ``run`` is given per call (:meth:`submit`) or here; an
+    engine passes its own per call, so that the coalescer holds no reference to it (a
+    cycle would keep a dropped engine, and its store's writer lock, alive until the next
+    garbage collection)."""
 
-    def __init__(self, run: Callable[[list], list], *, max_group: int = 64, wait: float = 0.0) -> None:
+    def __init__(self, run: Callable[[list], list] | None = None, *, max_group: int = 64,
+                 wait: float = 0.0) -> None:
         self._run = run
         self.max_group, self.wait = max_group, wait
         self._cond = threading.Condition()
@@ -57,9 +61,10 @@ class Coalescer:
         #: groups run and calls served (for tests and metrics)
         self.groups = self.calls = 0
 
-    def submit(self, key: Hashable, payload: Any) -> Any:
-        """Serve one call (blocking); returns its result or raises its error."""
-        req = Request(key, payload)
+    def submit(self, key: Hashable, payload: Any, run: Callable[[list], list] | None = None) -> Any:
+        """Serve one call (blocking); returns its result or raises its error. ``run``: the
+        group runner (default: the constructor's); calls with one key share one runner."""
+        req = Request(key, payload, run or self._run)
         with self._cond:
             self._queue.append(req)
             lead = not self._busy
@@ -87,7 +92,7 @@ class Coalescer:
             self.groups += 1
             self.calls += len(batch)
         try:
-            results = self._run(batch)
+            results = req.run(batch)
             for r, res in zip(batch, results):  # a result may be that call's own error
                 if isinstance(res, BaseException):
                     r.error = res

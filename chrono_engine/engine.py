@@ -115,7 +115,7 @@ class Engine:
         #: group waits up to ``coalesce_wait`` seconds for its group to fill (0: never waits;
         #: calls that arrive while a group runs form the next one). See docs/search.md.
         self.coalesce_group, self.coalesce_wait = 64, 0.0
-        self._coalescer = Coalescer(self._run_group)
+        self._coalescer = Coalescer()  # given self._run_group per call: no cycle through it
         self._executor: Any = None
         self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
         self._replayed = (0, -1)
@@ -213,7 +213,7 @@ class Engine:
         c = self._coalescer
         c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
         c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
-        return c.submit((k, _search.options_key(opts)), (q[0], times, opts))
+        return c.submit((k, _search.options_key(opts)), (q[0], times, opts), self._run_group)
 
     async def asearch(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
                       **kwargs: Any) -> pa.Table:

@@ -137,13 +137,12 @@ def test_now_is_when_the_call_was_made(eng):
     def slow(batch):
         gate.wait(5)
         return orig(batch)
-    e._coalescer._run = slow
+    e._run_group = slow  # the engine passes its runner per call
     res = {}
     t = threading.Thread(target=lambda: res.setdefault("hits", e.search([1, 0], 5, mode="all")))
     t.start()
     while e._coalescer.groups == 0:  # the call is in its group, its times already read
         threading.Event().wait(0.001)
-    e._coalescer._run = orig
     e._state.commit(e._state.normalize([{"vector": [1, 0], "valid_from": "2020-01-01"}]))
     gate.set()
     t.join()
@@ -212,3 +211,18 @@ def test_a_wait_gathers_companions():
         t.join()
     assert out == [[0]] * 8
     assert e._coalescer.groups - before <= 2
+
+
+def test_a_dropped_engine_is_freed_at_once(tmp_path):
+    """The coalescer holds no reference to its engine: a writable engine dropped after a
+    search releases its store's writer lock at once (no cycle for the collector to find)."""
+    import gc
+    gc.disable()
+    try:
+        e = ce.Engine.create(tmp_path / "s", 2)
+        e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
+        e.search([1, 0])
+        del e
+        ce.Engine.open(tmp_path / "s").close()  # would raise StoreLockedError
+    finally:
+        gc.enable()
