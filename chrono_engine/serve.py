@@ -320,6 +320,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         collection(request)
         obj = await json_of(request)
         at, ids = require(obj, "at"), obj.get("ids")
+        if ids is None and len(engine) > limits.max_rows:
+            raise _HTTPError(422, "ids", f"give ids: the store has more than {limits.max_rows} items")
+        if isinstance(ids, list) and len(ids) > limits.max_rows:
+            raise _HTTPError(422, "ids", f"{len(ids)} ids exceed the limit of {limits.max_rows}")
         v = await run(lambda: engine.validity(at, ids))
         return Response(_dumps({"validity": [float(x) for x in v]}), media_type="application/json")
 

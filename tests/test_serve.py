@@ -156,6 +156,8 @@ def test_auth_matrix(served, method, path, body, write):
     ("/search", {"vector": [1.0] * DIM, "nonsense": 1}, 422, "nonsense"),
     ("/search", {"k": 3}, 422, "vector"),
     ("/retract", {"ids": [10**6]}, 404, "NotFoundError"),
+    ("/validity", {"at": "2025-01-01"}, 422, "ids"),  # 60 items, limit 50: ids required
+    ("/validity", {"at": "2025-01-01", "ids": list(range(51))}, 422, "ids"),
     ("/supersede", {"stem_id": "s1", "rows": [{"vector": [1.0] * DIM}], "effective_at": "2020-01-01",
                     "version": "0"}, 422, "LifecycleError"),
 ])
