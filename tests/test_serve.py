@@ -282,6 +282,7 @@ def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("CHRONO_API_KEYS", "CHRONO_READ_KEYS")}
     proc = subprocess.Popen([sys.executable, "-m", "chrono_engine.cli", "serve", str(tmp_path / "s"), "--port",
                              str(port), "--keys-file", str(keys), "--threads", "1"], env=env,
+                            cwd=str(tmp_path),  # not the checkout: the installed package, as a user runs it
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}"
