@@ -55,7 +55,7 @@ def store():
     return eng, t0
 
 
-def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask):
+def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask, fut_pen=None):
     cols = eng._state.core.columns_at(rows)
     table = eng.decay.kernel_table(list(eng.fact_types))
     obs = cols["observed_at"].astype(np.float64)
@@ -68,7 +68,8 @@ def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask)
     known = (cols["ingested_at"][:, None] <= K) & (K < cols["retracted_at"][:, None])
     live = ~(latest & cols["deprecated"].astype(bool))
     inf = (cols["valid_from"][:, None] <= X1) & (cols["valid_to"][:, None] > X2) & live[:, None]
-    p = np.where(inf, 1.0, out_pen)
+    fut = out_pen if fut_pen is None else fut_pen  # rows not yet valid (valid_from > X1)
+    p = np.where(inf, 1.0, np.where(cols["valid_from"][:, None] > X1, fut, out_pen))
     p = np.where(known, p, 0.0)
     p = np.where((v < tau) | np.isnan(v), 0.0, p)
     bound = (a + b * v) * p
@@ -124,13 +125,15 @@ def test_bound_rows_matches_numpy(store, variant, G):
         b = np.full(G, 0.25 if linear else 1.0)
         tau = [0.0, 0.05, 0.2][trial % 3]
         out_pen = [0.0, 0.1, 1.0][(trial + 1) % 3]
+        fut_pen = [0.0, 0.1, 1.0][(trial * 2 + G) % 3]  # the future= policy, independent of out_pen
         latest = trial % 2 == 0
         mask = None
         if trial == 5:
             mask = (rng.random(len(eng.fact_types)) < 0.6).astype(np.uint8)
-        want = _reference(eng, rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest, mask)
+        want = _reference(eng, rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest, mask,
+                          fut_pen)
         got = eng._state.core.bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
-                                   mask, variant)
+                                   mask, variant, fut_pen)
         _assert_bound_pass(got, want, theta)
         assert 0 < len(want[0]) < len(rows) or trial == 5  # both outcomes exercised
 
