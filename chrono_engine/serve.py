@@ -15,6 +15,9 @@ Paths follow the vector databases' collection style; the one collection is the s
     POST /v1/collections/{c}/search                [read]  {"vector", "k", options...}
     POST /v1/collections/{c}/search/batch          [read]  {"vectors", "k", options...}
     POST /v1/collections/{c}/validity              [read]  {"at", "ids"?}
+    POST /v1/collections/{c}/query                 [read]  {"text", "k"?, "now"?, "tz"?, options...}
+    POST /v1/collections/{c}/score                 [read]  {"candidates": {column: [...]}, "as_of", policy...}
+    POST /v1/collections/{c}/verify                [read]  {"chains": [[[id, ...] per step] per chain], "at", "gamma"}
     GET  /v1/collections/{c}/history/{stem_id}     [read]  ?known_at=
     POST /v1/collections/{c}/ingest                [write] {"rows": [...]} or an Arrow IPC stream
     POST /v1/collections/{c}/supersede             [write] {"stem_id", "rows", "effective_at", "version"?, ...}
@@ -327,6 +330,62 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         v = await run(lambda: engine.validity(at, ids))
         return Response(_dumps({"validity": [float(x) for x in v]}), media_type="application/json")
 
+    async def query(request: Request) -> Response:
+        collection(request)
+        obj = await json_of(request)
+        text, k = require(obj, "text"), check_k(obj)
+        if engine.embedder is None:
+            raise _HTTPError(409, "embedder", "this engine has no text embedder: search with a vector instead")
+        kw = options(obj, ("text", "k", "now", "tz", "lang"))
+        for name in ("now", "tz", "lang"):
+            if name in obj:
+                kw[name] = obj[name]
+        res = await run(lambda: engine.query(text, k, **kw))
+        intent = res.intent
+        return Response(_dumps({"hits": _records(res.hits), "lang": res.lang, "as_of": res.as_of,
+                                "window": list(res.window) if res.window else None,
+                                "intent": {"mode": intent.mode, "anchor": intent.anchor,
+                                           "window": list(intent.window) if intent.window else None,
+                                           "cleaned_query": intent.cleaned_query}}),
+                        media_type="application/json")
+
+    async def score(request: Request) -> Response:
+        from .scoring import ScoringPolicy, score as ce_score
+        collection(request)
+        obj = await json_of(request)
+        cand, as_of = require(obj, "candidates"), require(obj, "as_of")
+        if not isinstance(cand, dict) or not cand or not all(isinstance(v, list) for v in cand.values()):
+            raise _HTTPError(422, "candidates", "candidates must be an object of equal-length column lists")
+        if max(len(v) for v in cand.values()) > limits.max_rows:
+            raise _HTTPError(422, "candidates", f"more than {limits.max_rows} candidates")
+        pol = {kk: obj[kk] for kk in ("fusion", "alpha", "tau", "deprecated", "future", "penalty") if kk in obj}
+        unknown = sorted(set(obj) - {"candidates", "as_of", *pol})
+        if unknown:
+            raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
+        try:
+            policy = ScoringPolicy(decay=engine.decay, **pol)
+        except TypeError as e:
+            raise _HTTPError(422, "policy", str(e)[:200]) from None
+        out = await run(lambda: ce_score(cand, as_of=as_of, policy=policy))
+        return Response(_dumps({"validity": out.column("validity").to_pylist(),
+                                "score": out.column("score").to_pylist()}), media_type="application/json")
+
+    async def verify(request: Request) -> Response:
+        from .verify import verify_chains
+        collection(request)
+        obj = await json_of(request)
+        chains, at, gamma = require(obj, "chains"), require(obj, "at"), require(obj, "gamma")
+        if not (isinstance(chains, list) and all(isinstance(c, list) and all(
+                isinstance(s, list) and all(isinstance(f, int) and not isinstance(f, bool) for f in s) for s in c)
+                for c in chains)):
+            raise _HTTPError(422, "chains", "chains must be [[[item id, ...] per step] per chain]")
+        if sum(len(s) for c in chains for s in c) > limits.max_rows:
+            raise _HTTPError(422, "chains", f"more than {limits.max_rows} facts")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
+            raise _HTTPError(422, "gamma", "gamma must be a number in [0, 1]")
+        t = await run(lambda: verify_chains(chains, (engine, at), float(gamma)))
+        return Response(_dumps({"chains": _records(t)}), media_type="application/json")
+
     async def history(request: Request) -> Response:
         collection(request)
         known = request.query_params.get("known_at")
@@ -413,6 +472,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         ("/v1/collections", collections, ["GET"], _READ), (c, info, ["GET"], _READ),
         (c + "/search", search, ["POST"], _READ), (c + "/search/batch", search_batch, ["POST"], _READ),
         (c + "/validity", validity, ["POST"], _READ), (c + "/history/{stem_id}", history, ["GET"], _READ),
+        (c + "/query", query, ["POST"], _READ), (c + "/score", score, ["POST"], _READ),
+        (c + "/verify", verify, ["POST"], _READ),
         (c + "/ingest", ingest, ["POST"], _WRITE), (c + "/supersede", supersede, ["POST"], _WRITE),
         (c + "/retract", retract, ["POST"], _WRITE), (c + "/deprecate", deprecate, ["POST"], _WRITE),
         (c + "/snapshots", snapshot, ["POST"], _WRITE),
@@ -514,6 +575,15 @@ def openapi_spec(name: str) -> dict:
             c + "/search/batch": {"post": op("search many vectors", batch)},
             c + "/validity": {"post": op("validity of items at a time", {
                 "type": "object", "required": ["at"], "properties": {"at": {"type": "string"}, "ids": ids["properties"]["ids"]}})},
+            c + "/query": {"post": op("a question in words (its time intent read from the text)", {
+                "type": "object", "required": ["text"], "properties": {"text": {"type": "string"},
+                                                                       "k": {"type": "integer", "minimum": 1}}})},
+            c + "/score": {"post": op("rescore another retriever's candidates", {
+                "type": "object", "required": ["candidates", "as_of"], "properties": {
+                    "candidates": obj, "as_of": {"type": "string"}}})},
+            c + "/verify": {"post": op("STL robustness of reasoning chains over the store's items", {
+                "type": "object", "required": ["chains", "at", "gamma"], "properties": {
+                    "chains": {"type": "array"}, "at": {"type": "string"}, "gamma": {"type": "number"}}})},
             c + "/history/{stem_id}": {"get": op("a lineage's versions", None, [
                 {"name": "stem_id", "in": "path", "required": True, "schema": {"type": "string"}},
                 {"name": "known_at", "in": "query", "required": False, "schema": {"type": "string"}}])},

@@ -181,7 +181,8 @@ def test_hostile_bodies_never_get_a_5xx(served):
               b'{"vectors": [[' + b"1," * 7 + b"1]], \"k\": 99999999999999999999999}", b"x" * 250_000,
               json.dumps({"rows": [{"vector": [1] * DIM, "valid_from": "\ud800"}]}, ensure_ascii=True).encode(),
               b'{"ids": [-1]}', b'{"ids": [1.5]}', b'{"ids": "all"}', b'{"at": {"a": 1}}']
-    paths = ["/search", "/search/batch", "/ingest", "/supersede", "/retract", "/deprecate", "/validity"]
+    paths = ["/search", "/search/batch", "/ingest", "/supersede", "/retract", "/deprecate", "/validity", "/query",
+             "/score", "/verify"]
     with _client(srv) as c:
         for p in paths:
             for b in bodies:
@@ -310,3 +311,36 @@ def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
             proc.wait()
     again = ce.Engine.open(tmp_path / "s", read_only=True)
     assert len(again) == 8
+
+
+def test_query_score_and_verify(served):
+    srv, eng, _ = served
+    with _client(srv, READ) as c:
+        # query needs a text embedder: without one, a 409 naming it
+        r = c.post(f"{C}/query", json={"text": "policy as of March 2024"})
+        assert r.status_code == 409 and r.json()["error"] == "embedder"
+        eng.embedder = lambda text: np.ones(DIM, np.float32)
+        try:
+            r = c.post(f"{C}/query", json={"text": "policy as of 2024-03-15", "k": 3, "now": "2026-01-01"})
+            assert r.status_code == 200, r.text
+            want = eng.query("policy as of 2024-03-15", 3, now="2026-01-01")
+            assert [h["id"] for h in r.json()["hits"]] == want.hits.column("id").to_pylist()
+            assert r.json()["intent"]["mode"] == want.intent.mode
+        finally:
+            eng.embedder = None
+        cand = {"similarity": [0.9, 0.5, 0.7], "valid_from": ["2024-01-01", "2025-06-01", "2023-01-01"]}
+        r = c.post(f"{C}/score", json={"candidates": cand, "as_of": "2025-01-01", "future": "penalize"})
+        assert r.status_code == 200, r.text
+        want = ce.score(cand, as_of="2025-01-01", policy=ce.ScoringPolicy(decay=eng.decay, future="penalize"))
+        np.testing.assert_allclose(r.json()["score"], want.column("score").to_pylist(), rtol=1e-6)
+        assert c.post(f"{C}/score", json={"candidates": cand, "as_of": "2025-01-01", "nope": 1}).status_code == 422
+        chains = [[[0, 1], [2]], [[3]]]
+        r = c.post(f"{C}/verify", json={"chains": chains, "at": "2025-01-01", "gamma": 0.5})
+        assert r.status_code == 200, r.text
+        want = ce.verify_chains(chains, (eng, "2025-01-01"), 0.5)
+        assert [x["satisfied"] for x in r.json()["chains"]] == want.column("satisfied").to_pylist()
+        for bad in ({"chains": [[["a"]]], "at": "2025-01-01", "gamma": 0.5},
+                    {"chains": chains, "at": "2025-01-01", "gamma": True},
+                    {"chains": [[[10**6]]], "at": "2025-01-01", "gamma": 0.5}):
+            r = c.post(f"{C}/verify", json=bad)
+            assert 400 <= r.status_code < 500, r.text
