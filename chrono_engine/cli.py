@@ -469,7 +469,8 @@ def cmd_verify(args) -> int:
     except (ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:80]
         raise CliError(f"{args.chains}: not JSON ({why}); expected [[[fact_id, ...], ...], ...]", EXIT_FILE) from None
-    if not _chains_shape(chains):
+    from .verify.chains import is_chain_list
+    if not is_chain_list(chains):
         raise CliError(f"{args.chains}: expected [[[fact_id, ...] per step] per chain] with integer fact ids "
                        f"(JSON lists nested three deep)", EXIT_FILE)
     if args.store is not None:
@@ -491,15 +492,6 @@ def cmd_verify(args) -> int:
     _print_table(ce.verify_chains(chains, validity, args.gamma), args.json,
                  ["robustness", "satisfied", "bound", "weakest_step", "weakest_fact", "targets"])
     return EXIT_OK
-
-
-def _chains_shape(chains: Any) -> bool:
-    """Whether JSON chains are lists of steps, each a list of integer fact ids."""
-    return isinstance(chains, list) and all(
-        isinstance(chain, list) and all(
-            isinstance(step, list) and all(isinstance(f, int) and not isinstance(f, bool) for f in step)
-            for step in chain)
-        for chain in chains)
 
 
 def cmd_plot_decay(args) -> int:

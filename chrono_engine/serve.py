@@ -372,12 +372,11 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     async def verify(request: Request) -> Response:
         from .verify import verify_chains
+        from .verify.chains import is_chain_list
         collection(request)
         obj = await json_of(request)
         chains, at, gamma = require(obj, "chains"), require(obj, "at"), require(obj, "gamma")
-        if not (isinstance(chains, list) and all(isinstance(c, list) and all(
-                isinstance(s, list) and all(isinstance(f, int) and not isinstance(f, bool) for f in s) for s in c)
-                for c in chains)):
+        if not is_chain_list(chains):
             raise _HTTPError(422, "chains", "chains must be [[[item id, ...] per step] per chain]")
         if sum(len(s) for c in chains for s in c) > limits.max_rows:
             raise _HTTPError(422, "chains", f"more than {limits.max_rows} facts")

@@ -268,6 +268,16 @@ def _location(batch: ChainBatch, k: int) -> str:
     return f"chain {chain}, step {step - int(batch.chain_offsets[chain])}"
 
 
+def is_chain_list(chains: Any) -> bool:
+    """Whether decoded JSON chains are lists of steps, each a list of integer fact ids (the
+    shape :func:`verify_chains` takes from ``chrono verify`` and the HTTP service)."""
+    return isinstance(chains, list) and all(
+        isinstance(chain, list) and all(
+            isinstance(step, list) and all(isinstance(f, int) and not isinstance(f, bool) for f in step)
+            for step in chain)
+        for chain in chains)
+
+
 def verify_chains(chains: Any, validity: Any, gamma: float) -> pa.Table:
     """Verify many reasoning chains at once against φ_valid = G(v(s_i) ≥ γ).
 

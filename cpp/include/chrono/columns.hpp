@@ -100,6 +100,7 @@ class MetaTable {
     micros valid_to;   // the end it sets (kOpenEnd: the end is not changed)
     micros dep_from;   // deprecated from this valid time (kOpenEnd: not deprecated)
     std::uint32_t next;  // the row's earlier amendment (kNoAmendment: none)
+    std::uint32_t row;   // the row amended (fills the record's padding)
   };
   static constexpr std::uint32_t kNoAmendment = 0xffffffffu;
   static constexpr std::size_t kMaxAmendments = 64;  // per row: bounds the exact tests' cost
@@ -117,6 +118,12 @@ class MetaTable {
     return n;
   }
   std::size_t amendments() const { return amends_.size(); }
+  // Calls f(row) once for each row with amendments: O(amendments), not O(rows).
+  template <class F>
+  void for_each_amended_row(F&& f) const {
+    for (std::size_t i = 0; i < amends_.size(); ++i)
+      if (amend_head_[amends_[i].row] == i) f(amends_[i].row);  // the row's newest: once per row
+  }
   // The row as known at transaction time k: its end of validity (ends only come forward,
   // so the earliest end known at k) and the valid time it is deprecated from (kOpenStart:
   // always, as a row ingested deprecated; kOpenEnd: never).
@@ -165,7 +172,7 @@ class MetaTable {
     if (amend_head_.size() < size()) amend_head_.resize(size(), kNoAmendment);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t r = rows[i];
-      amends_.push_back(Amendment{tx[i], valid_to[i], dep_from[i], amend_head_[r]});
+      amends_.push_back(Amendment{tx[i], valid_to[i], dep_from[i], amend_head_[r], r});
       amend_head_[r] = static_cast<std::uint32_t>(first + i);
     }
   }

@@ -179,11 +179,7 @@ class Store {
     return n;
   }
   template <class F>
-  void for_each_amended_row(F&& f) const {
-    if (meta_.amendments() == 0) return;
-    for (std::size_t r = 0; r < meta_.size(); ++r)
-      if (meta_.amended(r)) f(static_cast<std::uint32_t>(r));
-  }
+  void for_each_amended_row(F&& f) const { meta_.for_each_amended_row(f); }
 
   // Rows of a stem (code), in no particular order: O(rows of the stem).
   std::vector<std::uint32_t> stem_rows(std::int32_t stem) const {
