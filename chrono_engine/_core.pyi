@@ -173,6 +173,16 @@ class Store:
         queries, on a kernel variant ("" the one chosen at run time); for tests."""
     def vectors(self, rows: _U32) -> _F32:
         """The stored vectors of ``rows``, (n, dim)."""
+    def set_partition(self, centroids: _F32, delta: float) -> None:
+        """New centroids (C, dim) and δ for the probe plan (probe.hpp); every row unassigned."""
+    def assign_partition(self, first: int, assignment: _U16) -> None:
+        """Rows [first, first + n) to centroids (65535: none), from the first unassigned row."""
+    def clear_partition(self) -> None:
+        """Drop the partition (searches take the certified plan)."""
+    def partition_info(self) -> tuple[int, int, float]:
+        """(centroids, rows assigned, δ)."""
+    def partition_members(self, centroid: int) -> _U32:
+        """The rows of one centroid, ascending."""
     def compact(self, rows: _U32) -> tuple[_I8, _F32, _F32]:
         """(codes, scale, err) of the compact int8 copy of ``rows``; for tests."""
     def rows_valid_at(self, t: int) -> _U32:

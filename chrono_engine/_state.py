@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import _core, _wal
+from . import _core, _partition, _wal
 from ._args import id_array, shown
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
 from .decay import DecayPolicy
@@ -84,6 +84,8 @@ class StoreState:
         self.log: _wal.LogWriter | None = None
         #: why writes are refused (opened read-only, closed), or None
         self.frozen: str | None = None
+        #: rows from which the store keeps the probe plan's partition (:mod:`._partition`)
+        self.partition_min = _partition.PARTITION_MIN
 
     def __len__(self) -> int:
         return int(self.core.size)
@@ -275,7 +277,22 @@ class StoreState:
             if start is not None:
                 self.log.undo(start)
             raise
+        if batch is not None:
+            self.refresh_partition()
         return ids
+
+    def refresh_partition(self) -> None:
+        """Bring the probe plan's partition up to date with the rows (:mod:`._partition`).
+        It is derived data: when it cannot be built (memory), the store drops it and
+        searches take the certified plan, with a warning; the write stands."""
+        try:
+            _partition.refresh(self, self.partition_min)
+        except Exception as e:  # noqa: BLE001 - derived data; never fail a committed write
+            import warnings
+            self.core.clear_partition()
+            self.partition_built_at = 0
+            warnings.warn(f"the probe plan's partition was dropped ({type(e).__name__}: {e}); "
+                          f"searches take the certified plan", RuntimeWarning, stacklevel=3)
 
     def apply(self, c: _wal.Commit, *, replay: bool = False) -> None:
         """Apply a commit read back from the log (not logged again). The new rows are

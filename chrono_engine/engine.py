@@ -158,6 +158,22 @@ class Engine:
         self._state.threads = thread_count(value, "threads", ConfigError)
 
     @property
+    def partition_min(self) -> int:
+        """Rows from which the store keeps a coarse partition of its vectors for the probe
+        plan (docs/search.md, "One query per call"; default 20,000; 0 or 1: always; cosine
+        and ip only). Derived data, not saved: built on ingest or open. Set: an integer
+        >= 0 (a ConfigError otherwise); the partition is built or dropped at once."""
+        return self._state.partition_min
+
+    @partition_min.setter
+    def partition_min(self, value: int) -> None:
+        v = count(value, "partition_min", lo=0, hi=1 << 62, error=ConfigError)
+        st = self._state
+        with st.write:
+            st.partition_min = v
+            st.refresh_partition()
+
+    @property
     def fact_types(self) -> tuple[str, ...]:
         """The fact types the stored rows carry, in order of first ingest."""
         return tuple(self._state.fact_types)
@@ -499,6 +515,7 @@ class Engine:
                 snap = storage.read_snapshot(root, key, seal=seal)
                 eng = cls._from_snapshot(snap, threads)
                 eng._replayed = storage.replay(eng._state, snap)
+                eng._state.refresh_partition()
                 return eng, snap
             except StorageError:
                 try:

@@ -308,6 +308,10 @@ def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: 
 
 # ----------------------------------------------------------------------------- the result table
 
+#: the core's plan codes (searcher.hpp Plan): the certified scan, the graph walk, the probe
+_PLANS = np.array(["scan", "graph", "probe"], dtype=object)
+
+
 def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
     """The core's hits as the documented Arrow table (see Engine.search_batch)."""
     rows = out["row"].astype(np.int64)
@@ -337,7 +341,7 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
     if explain:
         data["decay"] = pa.array(out["decay"], pa.float32())
         data["penalty"] = pa.array(out["penalty"], pa.float32())
-        data["plan"] = pa.array(np.where(out["plan"][out["query"]] == 0, "scan", "graph").astype(object), pa.string())
+        data["plan"] = pa.array(_PLANS[out["plan"][out["query"]]], pa.string())
         data["reason"] = pa.array(_reasons(out, cols, t, mode), pa.string())
     return pa.table(data)
 

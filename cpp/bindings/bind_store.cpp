@@ -481,6 +481,33 @@ void bind_store(py::module_& m) {
            py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
            py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "", py::arg("fut_pen") = py::none())
       .def("vectors", &PyStore::vectors, py::arg("rows"))
+      .def("set_partition", [](PyStore& p, carray<float> centroids, double delta) {
+        // new centroids (C, dim) and delta for the probe plan; every row unassigned
+        if (centroids.ndim() != 2 || static_cast<std::size_t>(centroids.shape(1)) != p.s->dim())
+          throw std::invalid_argument("centroids must have shape (C, " + std::to_string(p.s->dim()) + ")");
+        py::gil_scoped_release nogil;
+        p.s->set_partition(centroids.data(), static_cast<std::size_t>(centroids.shape(0)), delta);
+      }, py::arg("centroids"), py::arg("delta"))
+      .def("assign_partition", [](PyStore& p, std::size_t first, carray<std::uint16_t> a) {
+        // rows [first, first + len(a)) to centroids a (65535: none); first = partition_info()[1]
+        if (a.ndim() != 1) throw std::invalid_argument("assignment must be 1-D");
+        py::gil_scoped_release nogil;
+        p.s->assign_partition(first, a.data(), static_cast<std::size_t>(a.size()));
+      }, py::arg("first"), py::arg("assignment"))
+      .def("clear_partition", [](PyStore& p) { p.s->clear_partition(); })
+      .def("partition_info", [](PyStore& p) {
+        // (centroids, rows assigned, delta)
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        const auto& c = p.s->partition();
+        return py::make_tuple(c.C, c.covered, c.delta);
+      })
+      .def("partition_members", [](PyStore& p, std::size_t j) {
+        // the rows of centroid j, ascending
+        std::shared_lock<std::shared_mutex> g(p.s->mutex());
+        const auto& c = p.s->partition();
+        if (j >= c.C) throw std::out_of_range("no such centroid");
+        return py::array_t<std::uint32_t>(static_cast<py::ssize_t>(c.members[j].size()), c.members[j].data());
+      }, py::arg("centroid"))
       .def("compact", [](PyStore& p, carray<std::uint32_t> rows) {
         // (codes, scale, err) of the compact copy for `rows` (tests check its bound)
         std::shared_lock<std::shared_mutex> g(p.s->mutex());

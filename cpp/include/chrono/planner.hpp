@@ -45,6 +45,7 @@
 #include <limits>
 #include <utility>
 #include <vector>
+#include "probe.hpp"
 #include "scan_bounds_first.hpp"
 #include "scan_similarity_first.hpp"
 #include "searcher.hpp"
@@ -166,8 +167,32 @@ inline bool similarity_first(const GroupContext& c, int stage) {
 // Run the certified plan for a group of queries (at most 64): seeds, stage 0 (rows that can
 // be in force) and, unless stage 0 covered them, stage 1 (latest mode: rows out of force
 // everywhere in the group), each in the order similarity_first picks.
+inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
+                          const std::vector<std::size_t>& where);
+
+// A group: the probe plan (probe.hpp) for the queries it applies to, the certified plan
+// (and per query the graph plan) for the others.
 inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                       const std::vector<std::size_t>& where) {
+  bool any = false;
+  for (const Searcher& q : qs) any = any || probe_applies(q, st, qs.size());
+  if (!any) { run_certified(qs, st, out, where); return; }
+  std::vector<Searcher> rest;
+  std::vector<std::size_t> rest_where;
+  const std::size_t budget = st.meta().size() / 16 + 1024;
+  for (std::size_t g = 0; g < qs.size(); ++g) {
+    if (probe_applies(qs[g], st, qs.size())) {
+      Searcher trial = qs[g];
+      if (probe(trial, st, budget)) { out[where[g]] = trial.finish(); continue; }
+    }
+    rest.push_back(qs[g]);
+    rest_where.push_back(where[g]);
+  }
+  if (!rest.empty()) run_certified(rest, st, out, rest_where);
+}
+
+inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
+                          const std::vector<std::size_t>& where) {
   for (Searcher& q : qs) q.start();
   GroupBuffers& buf = GroupBuffers::this_thread();
   buf.rows.clear();

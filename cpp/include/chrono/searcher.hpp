@@ -13,7 +13,7 @@ namespace chrono {
 
 enum class Fusion : int { Product = 0, Linear = 1 };
 enum class InvalidPolicy : int { Penalize = 0, Exclude = 1, Include = 2 };
-enum class Plan : std::uint8_t { Scan = 0, Graph = 1 };
+enum class Plan : std::uint8_t { Scan = 0, Graph = 1, Probe = 2 };
 enum class ScanOrder : int { Auto = 0, Bounds = 1, Similarity = 2 };
 
 struct SearchParams {
@@ -99,6 +99,8 @@ class Searcher {
     else { a = p_.alpha * s_cap_; b = 1.0 - p_.alpha; c = 0.0; e = p_.alpha; b2 = 1.0 - p_.alpha; }
   }
   bool product() const { return p_.fusion == Fusion::Product; }
+  std::size_t in_force_count() const { return estimate_in_force(); }  // at T (or over the window)
+  double sim_cap() const { return s_cap_; }  // the cap on every similarity (rounding included)
   // Offer a row whose similarity is known: penalty, decay and validity are recomputed in
   // double from its metadata, so a row scores identically whichever path found it.
   void score(std::uint32_t row, float sim) {
@@ -145,8 +147,10 @@ class Searcher {
     return true;
   }
 
+  // The probe plan (probe.hpp) answered this query; `complete`: it visited every row.
+  void probed(bool complete) { r_.plan = Plan::Probe; probe_complete_ = complete; }
   QueryResult finish() {
-    r_.certified = r_.plan == Plan::Scan;
+    r_.certified = r_.plan == Plan::Scan || (r_.plan == Plan::Probe && probe_complete_);
     Worse cmp{&st_};
     std::sort(heap_.begin(), heap_.end(), cmp);
     r_.hits = std::move(heap_);
@@ -277,6 +281,7 @@ class Searcher {
   const MetaTable& meta_;
   const std::vector<DecaySpec>& specs_;
   double s_cap_;
+  bool probe_complete_ = false;
   std::vector<Hit> heap_;
   std::vector<std::pair<float, std::uint32_t>> last_walk_;
   QueryResult r_;

@@ -20,6 +20,7 @@
 #include "decay.hpp"
 #include "freshness_index.hpp"
 #include "interval_index.hpp"
+#include "partition.hpp"
 
 namespace chrono {
 
@@ -191,6 +192,22 @@ class Store {
   // Largest vector norm stored (bounds inner-product similarities).
   double max_norm() const { return max_norm_; }
 
+  // The probe plan's partition (partition.hpp): new centroids (every row unassigned),
+  // then the assignment of rows [partition().covered, + n) in order. Under the write lock.
+  const Partition& partition() const { return part_; }
+  void set_partition(const float* centroids, std::size_t n_centroids, double delta) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    if (ann_.metric() == Metric::L2) throw std::invalid_argument("a partition needs the cosine or ip metric");
+    part_.set_centroids(centroids, n_centroids, dim(), delta);
+  }
+  void assign_partition(std::size_t first, const std::uint16_t* a, std::size_t n) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    if (part_.empty()) throw std::invalid_argument("partition: no centroids set");
+    if (first > meta_.size() || n > meta_.size() - first) throw std::out_of_range("partition: rows beyond the store");
+    part_.assign(first, a, n);
+  }
+  void clear_partition() { std::unique_lock<std::shared_mutex> g(mu_); part_.clear(); }
+
   // Row of a user id, or -1.
   std::int64_t lookup_row(std::uint64_t id) const {
     if (identity_ids_) return id < meta_.size() ? static_cast<std::int64_t>(id) : -1;
@@ -340,6 +357,7 @@ class Store {
     rebuild_fresh();
     rebuild_intervals();
     max_norm_ = 0.0;
+    part_.clear();
   }
   void rebuild_fresh() { fresh_.rebuild(); }
   void rebuild_intervals() { intervals_.rebuild(); }
@@ -357,6 +375,7 @@ class Store {
   FreshnessIndex fresh_;
   std::vector<DecaySpec> specs_{DecaySpec{}};
   double max_norm_ = 0.0;
+  Partition part_;
 };
 
 }  // namespace chrono

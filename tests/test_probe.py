@@ -1,0 +1,149 @@
+"""The probe plan (cpp/include/chrono/probe.hpp) and its partition (chrono_engine/_partition.py):
+approximate single-query answers against the exact definition, the partition's upkeep, and
+hostile partition arguments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import chrono_engine as ce
+from chrono_engine import synthetic as syn
+from chrono_engine.bench.corpus import policy_for
+from chrono_engine.errors import ConfigError
+
+N, D = 20_000, 384
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return syn.make_corpus(N, D, half_lives=syn.STEEP_HALF_LIVES, seed=11, clusters=48)
+
+
+@pytest.fixture(scope="module")
+def eng(corpus):
+    e = ce.Engine(D, decay=policy_for(corpus.half_lives), threads=2)
+    e.ingest(corpus.to_dict())
+    return e
+
+
+def members(e) -> list[np.ndarray]:
+    C = e._state.core.partition_info()[0]
+    return [e._state.core.partition_members(j) for j in range(C)]
+
+
+def test_partition_covers_every_row_once(eng):
+    C, covered, delta = eng._state.core.partition_info()
+    assert C > 0 and covered == len(eng) and delta > 0
+    m = members(eng)
+    assert all((np.diff(r) > 0).all() for r in m)  # ascending
+    allrows = np.concatenate(m)
+    np.testing.assert_array_equal(np.sort(allrows), np.arange(len(eng)))
+
+
+def test_rows_go_to_their_nearest_centroid(eng):
+    cents = eng._state.partition_centroids
+    m = members(eng)
+    rows = np.arange(0, len(eng), 97, dtype=np.uint32)
+    x = eng._state.core.vectors(rows)
+    score = x.astype(np.float64) @ cents.T.astype(np.float64) - 0.5 * (cents.astype(np.float64) ** 2).sum(1)
+    got = np.empty(len(eng), np.int64)
+    for j, r in enumerate(m):
+        got[r] = j
+    best = score.max(1)
+    chosen = score[np.arange(len(rows)), got[rows]]
+    assert (chosen >= best - 1e-4).all()  # float32 BLAS ties aside, the nearest
+
+
+@pytest.mark.parametrize("mode", ["as_of", "latest"])
+def test_probe_answers_reach_the_recall_target(eng, corpus, mode):
+    qv = corpus.queries(80, seed=5)
+    T = syn.times_for_selectivity(corpus, 0.5, 80, seed=6)
+    recall, plans = [], []
+    for i in range(80):
+        a = eng.search(qv[i], 10, mode=mode, as_of=int(T[i]), explain=True)
+        b = eng.search(qv[i], 10, mode=mode, as_of=int(T[i]), exact=True)
+        plans.append(a.column("plan")[0].as_py())
+        ids_a, ids_b = a.column("id").to_pylist(), b.column("id").to_pylist()
+        recall.append(len(set(ids_a) & set(ids_b)) / len(ids_b))
+        # a probe answer's scores are exact scores of its items, best first, not beyond the true k-th
+        sa, sb = a.column("score").to_numpy(), b.column("score").to_numpy()
+        assert (np.diff(sa) <= 1e-12).all()
+        assert (sa <= sb + 1e-9).all()
+        common = {i: s for i, s in zip(ids_b, sb)}
+        for i, s in zip(ids_a, sa):
+            if i in common:
+                assert s == pytest.approx(common[i], rel=1e-9, abs=1e-12)
+        if plans[-1] == "probe":
+            assert a.column("certified")[0].as_py() in (True, False)
+        else:
+            assert a.column("certified")[0].as_py()
+    assert plans.count("probe") >= 60, plans
+    assert np.mean(recall) >= 0.95
+
+
+def test_exact_never_probes(eng, corpus):
+    qv = corpus.queries(10, seed=7)
+    T = syn.times_for_selectivity(corpus, 0.5, 10, seed=8)
+    t = eng.search_batch(qv[:1], 10, as_of=T[:1], exact=True, explain=True)
+    assert set(t.column("plan").to_pylist()) == {"scan"}
+    assert all(t.column("certified").to_pylist())
+
+
+def test_probe_is_the_same_in_a_small_batch(eng, corpus):
+    qv = corpus.queries(3, seed=9)
+    T = syn.times_for_selectivity(corpus, 0.5, 3, seed=10)
+    batch = eng.search_batch(qv, 10, as_of=T)
+    for i in range(3):
+        one = eng.search(qv[i], 10, as_of=int(T[i]))
+        part = batch.filter(np.asarray(batch.column("query")) == i)
+        assert part.column("id").to_pylist() == one.column("id").to_pylist()
+
+
+def test_upkeep_on_ingest_open_and_threshold(tmp_path, corpus):
+    e = ce.Engine(D, decay=policy_for(corpus.half_lives), threads=2)
+    e.partition_min = 5_000
+    data = corpus.to_dict()
+    first = {k: v[:4_000] for k, v in data.items()}
+    e.ingest(first)
+    assert e._state.core.partition_info()[0] == 0  # below the minimum: none
+    e.ingest({k: v[4_000:6_000] for k, v in data.items()})
+    C1, cov, _ = e._state.core.partition_info()
+    assert C1 > 0 and cov == 6_000
+    e.ingest({k: v[6_000:7_000] for k, v in data.items()})
+    assert e._state.core.partition_info()[:2] == (C1, 7_000)  # new rows assigned, same centroids
+    e.save(tmp_path / "s")
+    e2 = ce.Engine.open(tmp_path / "s", read_only=True)
+    assert e2._state.core.partition_info()[1] == 0  # the default minimum (20k) is not reached
+    e2.partition_min = 0
+    assert e2._state.core.partition_info()[1] == 7_000
+    e2.partition_min = 10**6
+    assert e2._state.core.partition_info()[0] == 0
+    for bad in (-1, "x", 1.5, None):
+        with pytest.raises(ConfigError):
+            e2.partition_min = bad
+
+
+def test_l2_keeps_no_partition():
+    e = ce.Engine(8, metric="l2")
+    e.partition_min = 0
+    rng = np.random.default_rng(0)
+    e.ingest({"vector": rng.standard_normal((50, 8)).astype(np.float32), "valid_from": np.zeros(50, np.int64)})
+    assert e._state.core.partition_info()[0] == 0
+
+
+def test_hostile_partition_arguments_change_nothing(eng):
+    core = eng._state.core
+    before = core.partition_info()
+    m0 = members(eng)
+    with pytest.raises(ValueError):
+        core.set_partition(np.full((4, D), np.nan, np.float32), 0.1)
+    with pytest.raises(ValueError):
+        core.set_partition(np.zeros((4, D), np.float32), float("nan"))
+    with pytest.raises(ValueError):
+        core.set_partition(np.zeros((4, D + 1), np.float32), 0.1)
+    with pytest.raises(ValueError):
+        core.assign_partition(0, np.zeros(3, np.uint16))  # not from the first unassigned row
+    with pytest.raises((ValueError, IndexError)):
+        core.assign_partition(len(eng), np.zeros(3, np.uint16))  # beyond the store
+    assert core.partition_info() == before
+    assert all(np.array_equal(a, b) for a, b in zip(m0, members(eng)))
