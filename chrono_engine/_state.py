@@ -35,14 +35,16 @@ __all__ = ["StoreState", "STRING_COLUMNS", "AMEND_FIELDS", "ALL_KNOWN", "embed_c
 STRING_COLUMNS = ("content", "title", "source", "modality", "version", "supersedes")
 
 
-def strings_at(strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
-    """The string columns of ``rows`` from a snapshot of the table (None: no row yet), in
+def strings_at(strings: pa.Table | None, rows: np.ndarray, columns: tuple = STRING_COLUMNS) -> pa.Table:
+    """The string ``columns`` of ``rows`` from a snapshot of the table (None: no row yet), in
     O(len(rows) + chunks): Arrow's ``take`` on a column of several chunks concatenates them
     first (pyarrow 26), which would make every search and history call O(store)."""
     if strings is None or not len(rows):
-        return pa.table({c: pa.array([], pa.string()) for c in STRING_COLUMNS})
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
     rows = np.asarray(rows, np.int64)
-    return pa.table({name: take_rows(strings.column(name), rows) for name in strings.column_names})
+    if strings.column(columns[0]).num_chunks == 1:  # one take of the table: one index array
+        return strings.select(list(columns)).combine_chunks().take(pa.array(rows))
+    return pa.table({name: take_rows(strings.column(name), rows) for name in columns})
 
 
 def take_rows(col: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:

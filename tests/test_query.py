@@ -218,3 +218,18 @@ def test_query_errors(corpus):
         eng.query("anything", embed=42)
     with pytest.raises(ce.errors.TimeParseError):
         eng.query("anything", now="not a time")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_citations_of_few_rows_equal_the_arrow_path(lang):
+    """A search's few hits take a Python path (search._FEW); it must give the strings the
+    vectorised Arrow path gives."""
+    from chrono_engine.search import _FEW, citations
+    titles = ["Travel Policy", None, "差旅报销管理制度", "", "a\u0301 title"]
+    versions = ["2.0", None, "v1.2.3", "3", "1.0.0.7"]
+    vf = np.array([0, 1_700_000_000_000_000, -86_400_000_001, 253_402_300_799_000_000, 42], np.int64)
+    few = citations(titles, versions, vf, lang).to_pylist()
+    reps = _FEW // len(titles) + 1
+    many = citations(titles * reps, versions * reps, np.tile(vf, reps), lang).to_pylist()
+    assert len(titles) * reps > _FEW
+    assert many[:len(titles)] == few
