@@ -41,8 +41,10 @@ def row_line(row: dict) -> str:
     """One measured row as the progress line printed while the run goes on."""
     e = row["engine"]
     r = f"{row['ratio']:.1f}x vs {row['best_peer']}" if row["ratio"] else "no peer reached recall 0.95"
+    lat = e.get("latency_ms")
+    lat_s = f"; p50 {lat['p50']:.3f} p95 {lat['p95']:.3f} p99 {lat['p99']:.3f} ms" if lat else ""
     return (f"  {row['mode']:<6} sel {row['selectivity']:<5} thr {row['threads']}: engine {e['qps']:>9.0f} QPS "
-            f"recall {e['recall']:.3f} certified {e['certified']:.0%}; {r}")
+            f"recall {e['recall']:.3f} certified {e['certified']:.0%}{lat_s}; {r}")
 
 
 def print_table(report: dict, cfg: Config, nslow: int) -> None:
@@ -56,7 +58,9 @@ def print_table(report: dict, cfg: Config, nslow: int) -> None:
     hn = [f"hnswlib_ef{ef}" for ef in cfg.efs]
     print(f"\nSearch: QPS (recall@{cfg.k} vs the exact NumPy oracle); ratio = engine QPS / best peer QPS "
           f"with recall >= {RECALL_TARGET:.2f}, peers measured in this run")
-    if cfg.engine_batch:
+    if cfg.engine_batch == 1:
+        print("engine: one Engine.search call per query, one after another (latency percentiles in the progress lines)")
+    elif cfg.engine_batch:
         print(f"engine: {cfg.engine_batch} queries per search_batch call, calls one after another")
     head = (f"{'regime':<7}{'mode':<7}{'sel':>6}{'thr':>4} | {'engine':>16} {'cert':>5} | "
             f"{'eng exact':>9} | {'numpy':>7} | {'np-prefilt':>10} | {'numba':>16} | "
