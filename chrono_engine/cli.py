@@ -451,7 +451,7 @@ def cmd_serve(args) -> int:
                     timeout=args.timeout)
     try:
         serve(args.store, host=args.host, port=args.port, name=args.name, keys_file=args.keys_file,
-              allow_anonymous=args.no_auth, limits=limits, threads=args.threads)
+              allow_anonymous=args.no_auth, limits=limits, threads=args.threads, snapshots=args.snapshots)
     except ImportError as e:
         raise CliError(f"the service needs its extra: pip install 'chrono_engine[serve]' ({e})", EXIT_REFUSED) from None
     return EXIT_OK
@@ -680,6 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rows", type=_int_in(1, 2**30, ""), default=100_000)
     p.add_argument("--max-k", type=_int_in(1, 10_000, ""), default=1000)
     p.add_argument("--timeout", type=float, default=30.0, help="seconds a read may take (504 after)")
+    p.add_argument("--snapshots", metavar="DIR", help="where named snapshots go (default: STORE.snapshots beside it)")
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("plot-decay", help="draw the decay curves of a store's policy, of --decay flags, "

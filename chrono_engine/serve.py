@@ -23,7 +23,9 @@ Paths follow the vector databases' collection style; the one collection is the s
     POST /v1/collections/{c}/supersede             [write] {"stem_id", "rows", "effective_at", "version"?, ...}
     POST /v1/collections/{c}/retract               [write] {"ids", "at"?}
     POST /v1/collections/{c}/deprecate             [write] {"ids", "effective_at"?, "at"?}
-    POST /v1/collections/{c}/snapshots             [write] a checkpoint (Engine.save)
+    POST /v1/collections/{c}/snapshots             [write] {"name"?}: a checkpoint, and a named copy
+    GET  /v1/collections/{c}/snapshots             [read]  the named copies
+    POST /v1/collections/{c}/snapshots/{name}/restore  [write] the store back to a named copy
 
 Search answers are JSON (``{"hits": [...]}``) or, with ``Accept:
 application/vnd.apache.arrow.stream``, the result table as an Arrow IPC stream.
@@ -34,6 +36,15 @@ file (lines ``admin KEY`` / ``read KEY``). No key or an unknown key: 401; a read
 a write: 403. Keys are compared in constant time against every configured key and never
 logged. A server without keys refuses to start unless ``allow_anonymous`` (``--no-auth``),
 which only a loopback address may use.
+
+Snapshots: ``POST .../snapshots`` checkpoints the store and writes a full copy of it, as a
+store of its own, to ``<snapshots>/<name>`` (``snapshots``: default ``<store>.snapshots``
+beside the store; ``name``: letters, digits, ``.``, ``_``, ``-``, at most 64, default the UTC
+time). ``POST .../snapshots/{name}/restore`` verifies the copy (read-only open), writes the
+live store as a named copy ``pre-restore-<time>`` first, then writes the copy into the live
+store as its new live snapshot (the store's own atomic checkpoint: a crash leaves the old
+state or the restored one, never a mixture) and serves it. Writes wait while a snapshot or
+a restore runs; reads go on, on the old state until the restored one is open.
 
 Limits (:class:`Limits`): request body size (413), vectors per batch, rows per ingest, ``k``
 (422), and a timeout for reads (504). Every refusal names the field and changes nothing.
@@ -204,11 +215,16 @@ def _status_of(e: BaseException) -> int:
     return 400 if isinstance(e, ChronoError) else 500
 
 
+_SNAPSHOT_NAME = __import__("re").compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
 def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, limits: Limits | None = None,
-             allow_anonymous: bool = False, save_on_shutdown: bool = True, log: Any = None) -> Any:
+             allow_anonymous: bool = False, save_on_shutdown: bool = True, log: Any = None,
+             snapshots: str | os.PathLike | None = None) -> Any:
     """The ASGI app serving ``engine`` as collection ``name`` (see the module docstring).
     ``log``: a writable text stream for the JSON-lines request log (default stderr; None
-    after ``log=False``)."""
+    after ``log=False``). ``snapshots``: the directory of named snapshots (default
+    ``<store>.snapshots`` beside the engine's store; none for an engine without a store)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -224,6 +240,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     state = {"ready": True}
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(max_workers=max(1, int(engine.coalesce_group)), thread_name_prefix="chrono-serve")
+    gate = threading.Lock()  # writes, snapshots and restores, one at a time
+    snap_dir = Path(snapshots) if snapshots is not None else (
+        Path(engine.path).with_name(Path(engine.path).name + ".snapshots") if engine.path is not None else None)
 
     async def body_of(request: Request) -> bytes:
         declared = request.headers.get("content-length")
@@ -238,7 +257,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         return b"".join(chunks)
 
     async def json_of(request: Request) -> dict:
-        raw = await body_of(request)
+        return parse_json(await body_of(request))
+
+    def parse_json(raw: bytes) -> dict:
         try:
             obj = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -268,11 +289,15 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             opts["window"] = tuple(opts["window"])
         return opts
 
+    def gated(fn: Any, *args: Any) -> Any:
+        with gate:
+            return fn(*args)
+
     async def run(fn: Any, *args: Any, read: bool = True) -> Any:
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(pool, lambda: fn(*args))
         if not read:  # a write, once started, runs to its end: it is acknowledged or refused whole
-            return await fut
+            return await loop.run_in_executor(pool, lambda: gated(fn, *args))
+        fut = loop.run_in_executor(pool, lambda: fn(*args))
         try:
             return await asyncio.wait_for(fut, limits.timeout)
         except asyncio.TimeoutError:
@@ -444,12 +469,76 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         out = await run(lambda: engine.deprecate(ids, obj.get("effective_at"), obj.get("at")), read=False)
         return JSONResponse({"ids": [int(i) for i in out]})
 
+    def snapshot_name(raw: Any, field_: str = "name") -> str:
+        if not isinstance(raw, str) or not _SNAPSHOT_NAME.fullmatch(raw):
+            raise _HTTPError(422, field_, f"{field_} must be 1-64 letters, digits, '.', '_' or '-', not starting "
+                                          f"with '.', got {str(raw)[:80]!r}")
+        return raw
+
+    def stamp() -> str:
+        return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+
+    def need_store() -> Path:
+        if engine.path is None or snap_dir is None:
+            raise _HTTPError(409, "store", "this engine has no store to snapshot (serve a store path)")
+        return snap_dir
+
+    def copy_to(target: Path) -> None:
+        """Checkpoint the live store, then write a full copy to ``target`` (new)."""
+        if target.exists():
+            raise _HTTPError(409, "name", f"a snapshot named {target.name!r} exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        engine.save()
+        engine.save(target)
+
     async def snapshot(request: Request) -> Response:
         collection(request)
-        if engine.path is None:
-            raise _HTTPError(409, "store", "this engine has no store to checkpoint (serve a store path)")
-        await run(engine.save, read=False)
-        return JSONResponse({"saved": str(engine.path)})
+        d = need_store()
+        raw = await body_of(request)
+        obj = parse_json(raw) if raw.strip() else {}
+        snap = snapshot_name(obj.get("name", stamp()))
+        await run(copy_to, d / snap, read=False)
+        return JSONResponse({"name": snap, "path": str(d / snap), "items": len(engine), "saved": str(engine.path)})
+
+    async def snapshot_list(request: Request) -> Response:
+        collection(request)
+        d = need_store()
+        out = []
+        if d.is_dir():
+            for p in sorted(d.iterdir()):
+                if p.is_dir() and _SNAPSHOT_NAME.fullmatch(p.name) and (p / "CURRENT").is_file():
+                    t = _dt.datetime.fromtimestamp((p / "CURRENT").stat().st_mtime, _dt.timezone.utc)
+                    out.append({"name": p.name, "created": t.isoformat()})
+        return JSONResponse({"snapshots": out})
+
+    def restore_from(src: Path) -> dict:
+        nonlocal engine
+        from .engine import Engine
+        old = engine
+        restored = Engine.open(src, read_only=True)  # verified before anything changes
+        before = snap_dir / f"pre-restore-{stamp()}"
+        copy_to(before)
+        live = Path(old.path)
+        settings = {a: getattr(old, a) for a in ("coalesce_group", "coalesce_wait", "partition_min")}
+        old.close()  # the writer lock is released; the old engine still answers reads
+        try:
+            restored.save(live)  # the store's atomic checkpoint: old state or restored, never a mixture
+            new = Engine.open(live, threads=old.threads)
+        except BaseException:
+            engine = Engine.open(live, threads=old.threads)  # whichever state the store holds
+            raise
+        for a, v in settings.items():
+            setattr(new, a, v)
+        engine = new
+        return {"restored": src.name, "items": len(new), "before": before.name}
+
+    async def snapshot_restore(request: Request) -> Response:
+        collection(request)
+        d = need_store()
+        snap = snapshot_name(request.path_params.get("name"), "snapshot")
+        if not (d / snap / "CURRENT").is_file():
+            raise _HTTPError(404, "snapshot", f"no snapshot named {snap!r}")
+        return JSONResponse(await run(restore_from, d / snap, read=False))
 
     async def livez(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -475,7 +564,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         (c + "/verify", verify, ["POST"], _READ),
         (c + "/ingest", ingest, ["POST"], _WRITE), (c + "/supersede", supersede, ["POST"], _WRITE),
         (c + "/retract", retract, ["POST"], _WRITE), (c + "/deprecate", deprecate, ["POST"], _WRITE),
-        (c + "/snapshots", snapshot, ["POST"], _WRITE),
+        (c + "/snapshots", snapshot, ["POST"], _WRITE), (c + "/snapshots", snapshot_list, ["GET"], _READ),
+        (c + "/snapshots/{name}/restore", snapshot_restore, ["POST"], _WRITE),
     ]
 
     def guarded(handler: Any, role: str | None, endpoint: str) -> Any:
@@ -519,7 +609,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
     from contextlib import asynccontextmanager
-    return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+    app = Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+    app.state.engine = lambda: engine  # the engine served now (a restore replaces it)
+    return app
 
 
 def _presented(request: Any) -> bytes | None:
@@ -593,14 +685,18 @@ def openapi_spec(name: str) -> dict:
                     "effective_at": {"type": "string"}, "version": {"type": "string"}}})},
             c + "/retract": {"post": op("stop believing items", ids)},
             c + "/deprecate": {"post": op("deprecate items from a valid time", ids)},
-            c + "/snapshots": {"post": op("checkpoint the store")},
+            c + "/snapshots": {"post": op("checkpoint the store and write a named copy", {
+                "type": "object", "properties": {"name": {"type": "string"}}}),
+                               "get": op("the named snapshots")},
+            c + "/snapshots/{name}/restore": {"post": op("restore the store from a named snapshot", None, [
+                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}])},
         },
     }
 
 
 def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | None = None,
           keys_file: str | None = None, allow_anonymous: bool = False, limits: Limits | None = None,
-          threads: int | None = None) -> None:
+          threads: int | None = None, snapshots: str | None = None) -> None:
     """Open the store at ``path`` for writing and serve it until SIGINT/SIGTERM (uvicorn,
     one process, one engine; graceful: in-flight requests finish, then a checkpoint)."""
     import uvicorn
@@ -610,12 +706,14 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
         raise ConfigError("--no-auth serves only a loopback address (127.0.0.1, ::1)")
     keys = Keys.from_env(keys_file)
     engine = Engine.open(path, threads=threads)
-    app = make_app(engine, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits)
+    app = make_app(engine, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
+                   snapshots=snapshots)
     server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
                                     timeout_graceful_shutdown=30))
     try:
         server.run()
     finally:
+        app.state.engine().close()
         engine.close()
 
 

@@ -344,3 +344,60 @@ def test_query_score_and_verify(served):
                     {"chains": [[[10**6]]], "at": "2025-01-01", "gamma": 0.5}):
             r = c.post(f"{C}/verify", json=bad)
             assert 400 <= r.status_code < 500, r.text
+
+
+def test_snapshots_create_list_restore(served):
+    srv, eng, path = served
+    with _client(srv) as c:
+        r = c.post(f"{C}/snapshots", json={"name": "before-writes"})
+        assert r.status_code == 200, r.text
+        assert r.json()["items"] == 60
+        assert c.post(f"{C}/snapshots", json={"name": "before-writes"}).status_code == 409  # exists
+        ids = c.post(f"{C}/ingest", json={"rows": _rows(5, seed=3, start=200)}).json()["ids"]
+        assert c.post(f"{C}/retract", json={"ids": [1]}).status_code == 200
+        auto = c.post(f"{C}/snapshots")  # no body: named by the time
+        assert auto.status_code == 200 and auto.json()["items"] == 65
+        names = [s["name"] for s in c.get(f"{C}/snapshots").json()["snapshots"]]
+        assert "before-writes" in names and auto.json()["name"] in names
+        q = {"vector": [1.0] * DIM, "k": 20, "mode": "all"}
+        r = c.post(f"{C}/snapshots/before-writes/restore")
+        assert r.status_code == 200, r.text
+        assert r.json()["items"] == 60
+        after = c.get(C).json()
+        assert after["items"] == 60
+        got = {h["id"] for h in c.post(f"{C}/search", json=q).json()["hits"]}
+        assert not got & set(ids)  # the rows ingested after the snapshot are gone
+        # the state before the restore was kept as a snapshot of its own, and can come back
+        pre = r.json()["before"]
+        assert pre in [s["name"] for s in c.get(f"{C}/snapshots").json()["snapshots"]]
+        # the restored store takes writes, and they are durable
+        assert c.post(f"{C}/ingest", json={"rows": _rows(2, seed=4, start=300)}).json()["ids"] == [60, 61]
+        r = c.post(f"{C}/snapshots/{pre}/restore")
+        assert r.status_code == 200 and r.json()["items"] == 65
+    srv.stop()
+    again = ce.Engine.open(path, read_only=True)
+    assert len(again) == 65
+
+
+@pytest.mark.parametrize("name", ["../x", ".hidden", "a/b", "x" * 65, "", " sp", "ü"])
+def test_snapshot_names_are_checked(served, name):
+    srv, eng, path = served
+    with _client(srv) as c:
+        r = c.post(f"{C}/snapshots", json={"name": name})
+        assert r.status_code == 422 and "name" in r.text
+        assert c.post(f"{C}/snapshots", json={"name": 7}).status_code == 422
+        r = c.post(f"{C}/snapshots/{name or 'nope'}/restore")
+        assert r.status_code in (404, 422)
+    assert not (path.parent / "x").exists() and len(eng) == 60
+
+
+def test_snapshot_roles(served):
+    srv, eng, _ = served
+    with _client(srv) as c:
+        assert c.post(f"{C}/snapshots", json={"name": "one"}).status_code == 200
+    with _client(srv, READ) as c:
+        assert c.get(f"{C}/snapshots").status_code == 200
+        assert c.post(f"{C}/snapshots", json={"name": "two"}).status_code == 403
+        assert c.post(f"{C}/snapshots/one/restore").status_code == 403
+    with _client(srv, None) as c:
+        assert c.get(f"{C}/snapshots").status_code == 401
