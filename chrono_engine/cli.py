@@ -574,6 +574,10 @@ def cmd_data(args) -> int:
 
 
 def cmd_bench(argv: list[str]) -> int:
+    if "--serve" in argv:  # the HTTP service under load (chrono_engine/bench/serve_load.py)
+        from .bench import serve_load
+        serve_load.main([a for a in argv if a != "--serve"])
+        return EXIT_OK
     from . import bench
     bench.main(argv)
     return EXIT_OK
@@ -594,7 +598,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_demo)
 
     sub.add_parser("bench", add_help=False,
-                   help="engine vs NumPy / Numba / hnswlib on a synthetic corpus (chrono bench --help)")
+                   help="engine vs NumPy / Numba / hnswlib on a synthetic corpus (chrono bench --help); "
+                        "--serve: the HTTP service under load (chrono bench --serve --help)")
 
     p = sub.add_parser("info", help="build information; with STORE, its size, schema and memory")
     p.add_argument("store", nargs="?", help="a saved store directory")

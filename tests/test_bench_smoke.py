@@ -185,3 +185,24 @@ def test_best_time_repeats_at_least_min_repeat_and_keeps_the_best(monkeypatch):
     best, out = timing.best_time(lambda: calls.append(1) or len(calls), min_time=0.25, max_repeat=2,
                                  min_repeat=1)
     assert len(calls) == 2 and abs(best - 0.1) < 1e-12
+
+
+def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
+    """``chrono bench --serve`` on a tiny corpus: the engine's HTTP service as a process on
+    loopback, closed-loop clients at two concurrencies; its answers reach the oracle's
+    recall and the JSON report has every row. (The peer service is the same code path
+    with a Numba compile; skipped here for time.)"""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    import os
+    import pathlib
+    from chrono_engine.bench import serve_load
+    root = str(pathlib.Path(ce.__file__).resolve().parents[1])  # the servers import this package
+    monkeypatch.setenv("PYTHONPATH", root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = tmp_path / "serve.json"
+    rep = serve_load.main(["--n", "3000", "--dim", "16", "--queries", "40", "--seconds", "1", "--max-requests", "200",
+                           "--concurrency", "1", "4", "--no-peer", "--work", str(tmp_path / "w"), "--json", str(out)])
+    rows = rep["services"]["chrono_engine"]
+    assert [r["concurrency"] for r in rows] == [1, 4]
+    assert all(r["requests"] > 0 and r["errors"] == 0 and r["recall"] >= 0.95 for r in rows)
+    assert json.loads(out.read_text())["in_process"]["search_batch_qps"] > 0
