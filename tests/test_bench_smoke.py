@@ -109,6 +109,20 @@ def test_hnswlib_peer_reaches_the_oracle_at_large_ef(setup):
         assert bench.recall_at_k(got, exp) >= 0.99
 
 
+def test_faiss_peer_reaches_the_oracle_at_large_ef(setup):
+    pytest.importorskip("faiss")
+    c, pol, _ = setup
+    w = bench.workload_from_corpus(c, pol)
+    peer = bench.FaissFiltered(w, threads=2)
+    for mode in ("as_of", "latest"):
+        q = _queries(c, mode, "product", sel=0.1, n=6, seed=6)
+        exp = bench.NumpyExact(w).search(q)
+        got = peer.search(q, ef=N)  # ef = N: the selector's walk can return every eligible item
+        assert bench.recall_at_k(got, exp) >= 0.99
+        for ids, sc in zip(got.ids, got.scores):  # the rerank's scores, best first
+            assert (np.diff(sc) <= 1e-12).all()
+
+
 @pytest.mark.slow
 def test_numba_peer_matches_oracle(setup):
     """The fused Numba scan is exact (compiling it takes several seconds)."""

@@ -30,6 +30,10 @@ arbitration, decay, fused score, ties by id):
     ``filter=`` callable for the validity/transaction/arbitration filter at several ef,
     returning ef candidates that NumPy reranks by fused score. The filter is a Python
     callable, so it runs on one thread (hnswlib's own advice) and on fewer queries.
+``faiss``
+    FAISS ``IndexHNSWFlat`` (inner product, same M and ef_construction), searched with
+    an ``IDSelectorBitmap`` of the query's eligible rows (a native filter) at several ef,
+    the candidates reranked by NumPy; one thread, on the same fewer queries as hnswlib.
 
 QPS is per query, so peers measured on fewer queries are comparable; the output says
 which ran on fewer queries and on how many threads. Timings take the best of a few
@@ -61,13 +65,14 @@ from .corpus import (KNOWN_ALL, REGIMES, Answers, Queries, Workload, policy_for,
                      workload_from_engine)
 from .definition import decay_eval, decay_rows, static_rank
 from .numba_scan import NumbaScan
-from .peers import ALL_PEERS, HnswlibFiltered, NumpyExact, NumpyPrefilter, numpy_exact
+from .peers import ALL_PEERS, FaissFiltered, HnswlibFiltered, NumpyExact, NumpyPrefilter, numpy_exact
 from .report import write_json
 from .run import main, run
 from .timing import best_time, blas_threads, machine_info
 
 __all__ = [
     "ALL_PEERS",
+    "FaissFiltered",
     "KNOWN_ALL",
     "RECALL_TARGET",
     "REGIMES",

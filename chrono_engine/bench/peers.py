@@ -22,10 +22,10 @@ from ..errors import ConfigError
 from .corpus import Answers, Queries, Workload
 from .definition import decay_eval, decay_rows, static_rank
 
-__all__ = ["ALL_PEERS", "HnswlibFiltered", "NumpyExact", "NumpyPrefilter", "numpy_exact"]
+__all__ = ["ALL_PEERS", "FaissFiltered", "HnswlibFiltered", "NumpyExact", "NumpyPrefilter", "numpy_exact"]
 
 #: every peer's name, in the order the harness builds and times them
-ALL_PEERS = ("numpy", "numpy_prefilter", "numba", "hnswlib")
+ALL_PEERS = ("numpy", "numpy_prefilter", "numba", "hnswlib", "faiss")
 
 
 # --------------------------------------------------------------------------------------
@@ -276,3 +276,66 @@ class HnswlibFiltered:
             self.np.topk(f, q.k, ids_out, sc_out, cols=colsel)
         return Answers(ids_out, sc_out)
 
+
+
+class FaissFiltered:
+    """FAISS ``IndexHNSWFlat`` (inner product on the unit vectors) searched with an
+    ``IDSelectorBitmap`` of the query's eligible rows, then the NumPy fused rerank.
+
+    Per query: the eligibility mask (NumPy, O(n), as for the hnswlib peer) packed into a
+    bitmap; FAISS walks its graph keeping only selected ids (a native filter, unlike the
+    hnswlib peer's Python callable) and returns ``ef`` candidates; NumPy reranks them by
+    fused score. The mask, the bitmap and the rerank are timed too.
+    """
+
+    name = "faiss"
+
+    def __init__(self, w: Workload, *, M: int = 16, ef_construction: int = 200, threads: int = 1,
+                 oracle: NumpyExact | None = None) -> None:
+        import faiss
+        self.faiss = faiss
+        self.w = w
+        n, d = w.vectors.shape
+        self.X = np.ascontiguousarray(w.vectors, np.float32)
+        self.index = faiss.IndexHNSWFlat(d, M, faiss.METRIC_INNER_PRODUCT)
+        self.index.hnsw.efConstruction = ef_construction
+        old = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(max(1, threads))
+        t0 = time.perf_counter()
+        self.index.add(self.X)
+        self.build_s = time.perf_counter() - t0
+        faiss.omp_set_num_threads(old)
+        self.np = oracle or NumpyExact(w)
+        self.col_of_row = np.empty(n, np.int64)
+        self.col_of_row[self.np.perm] = np.arange(n)
+
+    def search(self, q: Queries, ef: int) -> Answers:
+        """The top-k of every query among the ``ef`` eligible candidates FAISS returns (one
+        thread)."""
+        faiss = self.faiss
+        old = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        ids_out, sc_out = [], []
+        try:
+            for i in range(len(q)):
+                ok, pen = self.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau,
+                                              q.future_penalty)
+                ok_rows = ok[self.col_of_row]
+                kq = min(ef, int(ok_rows.sum()))
+                if kq == 0:
+                    ids_out.append(np.zeros(0, np.uint64))
+                    sc_out.append(np.zeros(0))
+                    continue
+                bitmap = np.packbits(ok_rows, bitorder="little")
+                params = faiss.SearchParametersHNSW(sel=faiss.IDSelectorBitmap(len(ok_rows), faiss.swig_ptr(bitmap)),
+                                                    efSearch=max(ef, kq))
+                _, labels = self.index.search(q.vectors[i:i + 1], kq, params=params)
+                rows = labels[0][labels[0] >= 0].astype(np.int64)
+                colsel = self.col_of_row[rows]
+                S = (self.X[rows] @ q.vectors[i])[None, :]
+                V = self.np.validity(np.array([[q.t[i]]]), colsel)
+                f = self.np.fuse(S, V, pen[colsel][None, :], q.fusion, q.alpha)
+                self.np.topk(f, q.k, ids_out, sc_out, cols=colsel)
+        finally:
+            faiss.omp_set_num_threads(old)
+        return Answers(ids_out, sc_out)

@@ -25,7 +25,7 @@ from .checks import RECALL_TARGET, agreement, answers_from_table, check_report, 
 from .config import Config, config_from_args, parser
 from .corpus import KNOWN_ALL, REGIMES, Answers, Queries, Workload, policy_for, workload_from_corpus
 from .numba_scan import NumbaScan, numba_kernel
-from .peers import ALL_PEERS, HnswlibFiltered, NumpyExact, NumpyPrefilter
+from .peers import ALL_PEERS, FaissFiltered, HnswlibFiltered, NumpyExact, NumpyPrefilter
 from .report import log, plot, print_table, row_line, write_json
 from .timing import best_time, blas_available, blas_threads, machine_info
 
@@ -59,6 +59,7 @@ class Contenders:
     numba: NumbaScan | None
     numba_prepare_s: float | None
     hnswlib: HnswlibFiltered | None
+    faiss: FaissFiltered | None = None
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Point:
     numpy_1thread_s: float
     prefilter_row: dict | None
     hnswlib_rows: dict
+    faiss_rows: dict | None = None
 
 
 def run(cfg: Config) -> dict:
@@ -111,13 +113,14 @@ def available_peers(cfg: Config, report: dict) -> list:
             peers.remove("numba")
             report["notes"].append("numba is not installed: the Numba scan peer was skipped")
             log(cfg, "numba not installed: skipping the Numba peer")
-    if "hnswlib" in peers:
-        try:
-            import hnswlib  # noqa: F401
-        except ImportError:
-            peers.remove("hnswlib")
-            report["notes"].append("hnswlib is not installed: the hnswlib peer was skipped")
-            log(cfg, "hnswlib not installed: skipping the hnswlib peer")
+    for name in ("hnswlib", "faiss"):
+        if name in peers:
+            try:
+                __import__(name)
+            except ImportError:
+                peers.remove(name)
+                report["notes"].append(f"{name} is not installed: the {name} peer was skipped")
+                log(cfg, f"{name} not installed: skipping the {name} peer")
     return peers
 
 
@@ -206,7 +209,12 @@ def build_contenders(cfg: Config, rc: RegimeCorpus, peers: list, build_threads: 
                                     threads=build_threads, oracle=oracle)
         log(cfg, f"hnswlib add_items {hnsw_peer.build_s:.1f} s on {build_threads} threads "
                  f"(engine ingest / hnswlib = {ingest_s / hnsw_peer.build_s:.2f})")
-    return Contenders(eng, ingest_s, mem, oracle, np_build_s, pre_peer, numba_peer, numba_build_s, hnsw_peer)
+    faiss_peer = None
+    if "faiss" in peers:
+        faiss_peer = FaissFiltered(w, M=cfg.M, ef_construction=cfg.ef_construction, threads=build_threads, oracle=oracle)
+        log(cfg, f"faiss IndexHNSWFlat add {faiss_peer.build_s:.1f} s on {build_threads} threads")
+    return Contenders(eng, ingest_s, mem, oracle, np_build_s, pre_peer, numba_peer, numba_build_s, hnsw_peer,
+                      faiss_peer)
 
 
 # --------------------------------------------------------------------------------------
@@ -232,7 +240,8 @@ def measure_point(cfg: Config, rc: RegimeCorpus, con: Contenders, q: Queries, se
     if con.prefilter is not None and q.mode == "as_of":
         pre_row = time_prefilter(cfg, con.prefilter, q, exact)
     hnsw_rows = time_hnswlib(cfg, con.hnswlib, q.subset(nslow), exact.subset(nslow)) if con.hnswlib else {}
-    return Point(sel, measured_sel, q, exact, np1_s, pre_row, hnsw_rows)
+    faiss_rows = time_hnswlib(cfg, con.faiss, q.subset(nslow), exact.subset(nslow)) if con.faiss else {}
+    return Point(sel, measured_sel, q, exact, np1_s, pre_row, hnsw_rows, faiss_rows)
 
 
 def time_prefilter(cfg: Config, peer: NumpyPrefilter, q: Queries, exact: Answers) -> dict:
@@ -243,9 +252,10 @@ def time_prefilter(cfg: Config, peer: NumpyPrefilter, q: Queries, exact: Answers
             "same_topk": agreement(a, exact), "queries": cfg.queries, "threads": 1}
 
 
-def time_hnswlib(cfg: Config, peer: HnswlibFiltered, qs: Queries, exact_slow: Answers) -> dict:
-    """ef -> the hnswlib peer's figures on the first queries only, one thread (its filter is a
-    Python callable, bound by the GIL)."""
+def time_hnswlib(cfg: Config, peer: HnswlibFiltered | FaissFiltered, qs: Queries, exact_slow: Answers) -> dict:
+    """ef -> a graph peer's figures (hnswlib or FAISS) on the first queries only, one thread
+    (hnswlib's filter is a Python callable, bound by the GIL; both build an O(n) mask per
+    query)."""
     rows = {}
     for ef in cfg.efs:
         s, a = best_time(lambda: peer.search(qs, ef), cfg.min_time, max_repeat=2, min_repeat=cfg.min_repeat)
@@ -274,6 +284,8 @@ def measure_row(cfg: Config, rc: RegimeCorpus, con: Contenders, point: Point, th
                                  "threads": th}
     for ef, r in point.hnswlib_rows.items():
         row["peers"][f"hnswlib_ef{ef}"] = dict(r)
+    for ef, r in (point.faiss_rows or {}).items():
+        row["peers"][f"faiss_ef{ef}"] = dict(r)
     rate_row(row)
     return row
 
