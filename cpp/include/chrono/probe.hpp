@@ -67,7 +67,9 @@ inline bool probe(Searcher& q, const Store& st, std::size_t budget) {
     double v = 0.0;
     const double pen = q.eligibility(row, v);
     if (pen == 0.0) return;
-    const double th = q.current_theta();
+    // theta lowered by the float margins of the scans (the int8 cap's float dot may round
+    // below the true cap): these tests only gate the exact score, never replace it
+    const double th0 = q.current_theta(), th = th0 - 1e-5 * std::fabs(th0) - 1e-6;
     if (!(q.fused(q.sim_cap(), v) * pen >= th)) return;
     k.dot_i8_some(ann.compact(row), Q, &one, 1, d, &raw);
     const double cap = static_cast<double>(ann.compact_scale(row)) * raw + nq * ann.compact_err(row);
