@@ -147,3 +147,32 @@ def test_hostile_partition_arguments_change_nothing(eng):
         core.assign_partition(len(eng), np.zeros(3, np.uint16))  # beyond the store
     assert core.partition_info() == before
     assert all(np.array_equal(a, b) for a, b in zip(m0, members(eng)))
+
+
+@pytest.mark.parametrize("opts", [
+    {"mode": "window"}, {"mode": "all"}, {"mode": "as_of", "tau": 0.3},
+    {"mode": "latest", "deprecated": "exclude", "future": "penalize"}, {"mode": "as_of", "fusion": "linear"},
+    {"mode": "as_of", "fact_types": "half"}, {"mode": "as_of", "arbitrate": False},
+])
+def test_probe_with_every_option_against_exact(eng, corpus, opts):
+    opts = dict(opts)
+    if opts.get("fact_types") == "half":
+        opts["fact_types"] = list(eng.fact_types)[::2]
+    qv = corpus.queries(30, seed=21)
+    T = syn.times_for_selectivity(corpus, 0.5, 30, seed=22)
+    recall, plans = [], []
+    for i in range(30):
+        kw = dict(opts)
+        if kw["mode"] == "window":
+            kw["window"] = (int(T[i]) - 86_400_000_000 * 200, int(T[i]))
+        elif kw["mode"] != "all":
+            kw["as_of"] = int(T[i])
+        a = eng.search(qv[i], 10, explain=True, **kw)
+        b = eng.search(qv[i], 10, exact=True, **kw)
+        plans.append(a.column("plan")[0].as_py() if a.num_rows else None)
+        ids_b = b.column("id").to_pylist()
+        recall.append(len(set(a.column("id").to_pylist()) & set(ids_b)) / max(1, len(ids_b)))
+        sa, sb = a.column("score").to_numpy(), b.column("score").to_numpy()
+        assert len(sa) == len(sb) and (sa <= sb + 1e-9).all()
+    assert plans.count("probe") >= 5, plans  # the probe plan is what is tested
+    assert np.mean(recall) >= 0.95, (opts, np.mean(recall), plans)
