@@ -19,7 +19,6 @@ __all__ = ["PARTITION_MIN", "refresh", "n_centroids"]
 
 #: rows below which a store keeps no partition (the probe plan needs more than 8,192 in force)
 PARTITION_MIN = 20_000
-_NONE = 0xFFFF
 #: the probe plan's allowance in standard deviations of a residual's projection (_allowance)
 Z_ALLOW = 6.0
 _CHUNK = 16_384
@@ -45,8 +44,7 @@ def refresh(state, minimum: int = PARTITION_MIN) -> None:
             core.clear_partition()
             state.partition_built_at = 0
         return
-    built = getattr(state, "partition_built_at", 0)
-    if C == 0 or (n >= 2 * built and n_centroids(n) > C):
+    if C == 0 or (n >= 2 * state.partition_built_at and n_centroids(n) > C):
         cents, delta = _centroids(core, n, n_centroids(n), state.dim)
         core.set_partition(cents, delta)
         state.partition_centroids = cents
@@ -66,9 +64,9 @@ def _nearest(x: np.ndarray, cents: np.ndarray, half_norm: np.ndarray) -> np.ndar
     return np.argmax(x @ cents.T - half_norm, axis=1).astype(np.uint16)
 
 
-def _centroids(core, n: int, C: int, dim: int, seed: int = 0x5EED) -> np.ndarray:
-    """C centroids of the stored vectors: k-means++ seeding on 8·C sampled rows, then three
-    Lloyd steps on 64·C (empty clusters keep their seed)."""
+def _centroids(core, n: int, C: int, dim: int, seed: int = 0x5EED) -> tuple[np.ndarray, float]:
+    """C centroids of the stored vectors and the probe's delta: k-means++ seeding on 8·C
+    sampled rows, then three Lloyd steps on 64·C (empty clusters keep their seed)."""
     rng = np.random.default_rng(seed)
     m = min(n, 64 * C)
     sample = core.vectors(np.sort(rng.choice(n, m, replace=False)).astype(np.uint32)).astype(np.float32)

@@ -86,8 +86,12 @@ class StoreState:
         self.log: _wal.LogWriter | None = None
         #: why writes are refused (opened read-only, closed), or None
         self.frozen: str | None = None
-        #: rows from which the store keeps the probe plan's partition (:mod:`._partition`)
+        #: rows from which the store keeps the probe plan's partition (:mod:`._partition`),
+        #: the store's size when its centroids were chosen, and those centroids (the core
+        #: holds them too; these assign new rows)
         self.partition_min = _partition.PARTITION_MIN
+        self.partition_built_at = 0
+        self.partition_centroids: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.core.size)

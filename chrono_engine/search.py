@@ -405,7 +405,7 @@ def citations(titles: Any, versions: Any, valid_from: np.ndarray, lang: str,
     if n == 0:
         return pa.array([], pa.string())
     enc = pc.dictionary_encode(ver)  # canonical form of each distinct version string once
-    canon = pa.array([format_version(parse_version(v)) for v in enc.dictionary.to_pylist()], pa.string())
+    canon = pa.array([_canonical_version(v) for v in enc.dictionary.to_pylist()], pa.string())
     ver = canon.take(enc.indices).fill_null("") if len(canon) else pa.nulls(n, pa.string()).fill_null("")
     vf = np.asarray(valid_from, dtype=np.int64)
     if tz is None or tz is _UTC:

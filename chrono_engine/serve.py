@@ -58,6 +58,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -251,7 +252,7 @@ def _status_of(e: BaseException) -> int:
     return 400 if isinstance(e, ChronoError) else 500
 
 
-_SNAPSHOT_NAME = __import__("re").compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+_SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 
 def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, limits: Limits | None = None,
@@ -520,12 +521,15 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         return snap_dir
 
     def copy_to(target: Path) -> None:
-        """Checkpoint the live store, then write a full copy to ``target`` (new)."""
+        """A full copy of the store as it is in memory, written to ``target`` (new)."""
         if target.exists():
             raise _HTTPError(409, "name", f"a snapshot named {target.name!r} exists")
         target.parent.mkdir(parents=True, exist_ok=True)
-        engine.save()
         engine.save(target)
+
+    def checkpoint_and_copy(target: Path) -> None:
+        engine.save()
+        copy_to(target)
 
     async def snapshot(request: Request) -> Response:
         collection(request)
@@ -533,7 +537,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         raw = await body_of(request)
         obj = parse_json(raw) if raw.strip() else {}
         snap = snapshot_name(obj.get("name", stamp()))
-        await run(copy_to, d / snap, read=False)
+        await run(checkpoint_and_copy, d / snap, read=False)
         return JSONResponse({"name": snap, "path": str(d / snap), "items": len(engine), "saved": str(engine.path)})
 
     async def snapshot_list(request: Request) -> Response:
@@ -553,7 +557,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         old = engine
         restored = Engine.open(src, read_only=True)  # verified before anything changes
         before = snap_dir / f"pre-restore-{stamp()}"
-        copy_to(before)
+        copy_to(before)  # no checkpoint first: the live store is about to be replaced
         live = Path(old.path)
         settings = {a: getattr(old, a) for a in ("coalesce_group", "coalesce_wait", "partition_min")}
         old.close()  # the writer lock is released; the old engine still answers reads

@@ -216,59 +216,39 @@ class NumpyPrefilter:
 
 
 # --------------------------------------------------------------------------------------
-# hnswlib with a Python filter, then a NumPy rerank
+# graph indexes with a filter, then a NumPy rerank: hnswlib (a Python filter), FAISS (a
+# native selector)
 # --------------------------------------------------------------------------------------
 
-class HnswlibFiltered:
-    """hnswlib (same M / ef_construction / vectors) with ``knn_query(filter=...)``.
+class _GraphPeer:
+    """What the filtered graph peers share: per query, the eligibility mask (transaction
+    time, validity, arbitration — NumPy, O(n)) by row, and the NumPy fused rerank of the
+    candidates the graph returns. Subclasses build the index and define ``_candidates``."""
 
-    Per query: the eligibility mask (transaction time, validity, arbitration — NumPy,
-    O(n)) becomes the filter; hnswlib returns ``ef`` candidates (fewer if fewer are
-    eligible); NumPy reranks them by fused score. The mask and rerank are timed too.
-    """
-
-    name = "hnswlib"
-
-    def __init__(self, w: Workload, *, M: int = 16, ef_construction: int = 200, threads: int = 1,
-                 oracle: NumpyExact | None = None, seed: int = 100) -> None:
-        import hnswlib
+    def __init__(self, w: Workload, oracle: NumpyExact | None) -> None:
         self.w = w
-        n, d = w.vectors.shape
-        self.index = hnswlib.Index(space="cosine", dim=d)
-        self.index.init_index(max_elements=max(n, 1), M=M, ef_construction=ef_construction, random_seed=seed)
-        t0 = time.perf_counter()
-        self.index.add_items(w.vectors, np.arange(n), num_threads=threads)
-        self.build_s = time.perf_counter() - t0
+        self.X = np.ascontiguousarray(w.vectors, np.float32)
         self.np = oracle or NumpyExact(w)
-        # the NumPy helper works in its stem order; map labels (rows) to its columns
-        self.col_of_row = np.empty(n, np.int64)
-        self.col_of_row[self.np.perm] = np.arange(n)
-        self.X = w.vectors
+        # the NumPy helper works in its stem order; map rows to its columns
+        self.col_of_row = np.empty(len(w), np.int64)
+        self.col_of_row[self.np.perm] = np.arange(len(w))
+
+    def _candidates(self, vector: np.ndarray, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+        raise NotImplementedError
 
     def search(self, q: Queries, ef: int) -> Answers:
-        """The top-k of every query among the ``ef`` filtered candidates hnswlib returns."""
-        self.index.set_ef(ef)
+        """The top-k of every query among the ``ef`` eligible candidates the graph returns."""
         ids_out, sc_out = [], []
         for i in range(len(q)):
             ok, pen = self.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau,
                                           q.future_penalty)
-            ok_rows = ok[self.col_of_row]  # by label (row)
-            n_ok = int(ok_rows.sum())
-            kq = min(ef, n_ok)
+            ok_rows = ok[self.col_of_row]  # by row
+            kq = min(ef, int(ok_rows.sum()))
             if kq == 0:
                 ids_out.append(np.zeros(0, np.uint64))
                 sc_out.append(np.zeros(0))
                 continue
-            allow = ok_rows.tolist()
-            labels = None
-            while labels is None:
-                try:
-                    labels, _ = self.index.knn_query(q.vectors[i], k=kq, num_threads=1, filter=allow.__getitem__)
-                except RuntimeError:  # the filtered walk found fewer than kq: ask for fewer
-                    if kq == 1:
-                        labels = np.zeros((1, 0), np.int64)
-                    kq = max(1, kq // 2)
-            rows = labels[0].astype(np.int64)
+            rows = self._candidates(q.vectors[i], ok_rows, kq, ef)
             colsel = self.col_of_row[rows]
             S = (self.X[rows] @ q.vectors[i])[None, :]
             V = self.np.validity(np.array([[q.t[i]]]), colsel)
@@ -277,15 +257,51 @@ class HnswlibFiltered:
         return Answers(ids_out, sc_out)
 
 
+class HnswlibFiltered(_GraphPeer):
+    """hnswlib (same M / ef_construction / vectors) with ``knn_query(filter=...)``.
 
-class FaissFiltered:
+    Per query: the eligibility mask (NumPy, O(n)) becomes the filter, a Python callable;
+    hnswlib returns ``ef`` candidates (fewer if fewer are eligible); NumPy reranks them by
+    fused score. The mask and rerank are timed too.
+    """
+
+    name = "hnswlib"
+
+    def __init__(self, w: Workload, *, M: int = 16, ef_construction: int = 200, threads: int = 1,
+                 oracle: NumpyExact | None = None, seed: int = 100) -> None:
+        import hnswlib
+        super().__init__(w, oracle)
+        n, d = w.vectors.shape
+        self.index = hnswlib.Index(space="cosine", dim=d)
+        self.index.init_index(max_elements=max(n, 1), M=M, ef_construction=ef_construction, random_seed=seed)
+        t0 = time.perf_counter()
+        self.index.add_items(w.vectors, np.arange(n), num_threads=threads)
+        self.build_s = time.perf_counter() - t0
+
+    def search(self, q: Queries, ef: int) -> Answers:
+        self.index.set_ef(ef)
+        return super().search(q, ef)
+
+    def _candidates(self, vector: np.ndarray, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+        allow = ok_rows.tolist()
+        while True:
+            try:
+                labels, _ = self.index.knn_query(vector, k=kq, num_threads=1, filter=allow.__getitem__)
+                return labels[0].astype(np.int64)
+            except RuntimeError:  # the filtered walk found fewer than kq: ask for fewer
+                if kq == 1:
+                    return np.zeros(0, np.int64)
+                kq = max(1, kq // 2)
+
+
+class FaissFiltered(_GraphPeer):
     """FAISS ``IndexHNSWFlat`` (inner product on the unit vectors) searched with an
     ``IDSelectorBitmap`` of the query's eligible rows, then the NumPy fused rerank.
 
     Per query: the eligibility mask (NumPy, O(n), as for the hnswlib peer) packed into a
     bitmap; FAISS walks its graph keeping only selected ids (a native filter, unlike the
     hnswlib peer's Python callable) and returns ``ef`` candidates; NumPy reranks them by
-    fused score. The mask, the bitmap and the rerank are timed too.
+    fused score. The mask, the bitmap and the rerank are timed too. One thread.
     """
 
     name = "faiss"
@@ -293,11 +309,9 @@ class FaissFiltered:
     def __init__(self, w: Workload, *, M: int = 16, ef_construction: int = 200, threads: int = 1,
                  oracle: NumpyExact | None = None) -> None:
         import faiss
+        super().__init__(w, oracle)
         self.faiss = faiss
-        self.w = w
-        n, d = w.vectors.shape
-        self.X = np.ascontiguousarray(w.vectors, np.float32)
-        self.index = faiss.IndexHNSWFlat(d, M, faiss.METRIC_INNER_PRODUCT)
+        self.index = faiss.IndexHNSWFlat(self.X.shape[1], M, faiss.METRIC_INNER_PRODUCT)
         self.index.hnsw.efConstruction = ef_construction
         old = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(max(1, threads))
@@ -305,37 +319,19 @@ class FaissFiltered:
         self.index.add(self.X)
         self.build_s = time.perf_counter() - t0
         faiss.omp_set_num_threads(old)
-        self.np = oracle or NumpyExact(w)
-        self.col_of_row = np.empty(n, np.int64)
-        self.col_of_row[self.np.perm] = np.arange(n)
 
     def search(self, q: Queries, ef: int) -> Answers:
-        """The top-k of every query among the ``ef`` eligible candidates FAISS returns (one
-        thread)."""
-        faiss = self.faiss
-        old = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(1)
-        ids_out, sc_out = [], []
+        old = self.faiss.omp_get_max_threads()
+        self.faiss.omp_set_num_threads(1)
         try:
-            for i in range(len(q)):
-                ok, pen = self.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau,
-                                              q.future_penalty)
-                ok_rows = ok[self.col_of_row]
-                kq = min(ef, int(ok_rows.sum()))
-                if kq == 0:
-                    ids_out.append(np.zeros(0, np.uint64))
-                    sc_out.append(np.zeros(0))
-                    continue
-                bitmap = np.packbits(ok_rows, bitorder="little")
-                params = faiss.SearchParametersHNSW(sel=faiss.IDSelectorBitmap(len(ok_rows), faiss.swig_ptr(bitmap)),
-                                                    efSearch=max(ef, kq))
-                _, labels = self.index.search(q.vectors[i:i + 1], kq, params=params)
-                rows = labels[0][labels[0] >= 0].astype(np.int64)
-                colsel = self.col_of_row[rows]
-                S = (self.X[rows] @ q.vectors[i])[None, :]
-                V = self.np.validity(np.array([[q.t[i]]]), colsel)
-                f = self.np.fuse(S, V, pen[colsel][None, :], q.fusion, q.alpha)
-                self.np.topk(f, q.k, ids_out, sc_out, cols=colsel)
+            return super().search(q, ef)
         finally:
-            faiss.omp_set_num_threads(old)
-        return Answers(ids_out, sc_out)
+            self.faiss.omp_set_num_threads(old)
+
+    def _candidates(self, vector: np.ndarray, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+        faiss = self.faiss
+        bitmap = np.packbits(ok_rows, bitorder="little")  # alive for the search below
+        params = faiss.SearchParametersHNSW(sel=faiss.IDSelectorBitmap(len(ok_rows), faiss.swig_ptr(bitmap)),
+                                            efSearch=max(ef, kq))
+        _, labels = self.index.search(vector[None, :], kq, params=params)
+        return labels[0][labels[0] >= 0].astype(np.int64)

@@ -47,6 +47,24 @@ def row_line(row: dict) -> str:
             f"recall {e['recall']:.3f} certified {e['certified']:.0%}{lat_s}; {r}")
 
 
+def _per_ef(rows: list, prefix: str, cfg: Config, title: str) -> None:
+    """A graph peer's figures per ef (peer keys ``<prefix><ef>``), one line per (regime,
+    mode, selectivity), under ``title``; nothing when the peer did not run."""
+    keys = [f"{prefix}{ef}" for ef in cfg.efs]
+    if not any(k in rows[0]["peers"] for k in keys):
+        return
+    print("\n" + title)
+    seen = set()
+    for row in rows:
+        key = (row["regime"], row["mode"], row["selectivity"])
+        if key in seen:
+            continue
+        seen.add(key)
+        cells = "  ".join(f"ef{k[len(prefix):]}: {row['peers'][k]['qps']:.0f}/{row['peers'][k]['recall']:.3f}"
+                          for k in keys if k in row["peers"])
+        print(f"  {row['regime']:<7}{row['mode']:<7}sel {row['selectivity']:<6} {cells}")
+
+
 def print_table(report: dict, cfg: Config, nslow: int) -> None:
     """The summary table of every row, the hnswlib per-ef figures, the engine's exactness and
     the target line; ``nslow`` is how many queries the slow (hnswlib) peer ran on."""
@@ -92,31 +110,12 @@ def print_table(report: dict, cfg: Config, nslow: int) -> None:
               f"{h_s:>24} | {ratio}")
     print("(recall in brackets; * = measured on one thread, the peer cannot use more; np-prefilt: as_of only;\n"
           f" hnswlib+rerank: the fastest ef reaching recall {RECALL_TARGET}, else the most accurate)")
-    if any(k in rows[0]["peers"] for k in hn):
-        print(f"\nhnswlib filtered search + NumPy rerank, per ef (QPS / recall@{cfg.k}); measured on the first "
-              f"{nslow} queries, one thread (its filter is a Python callable), reused for every thread row:")
-        seen = set()
-        for row in rows:
-            key = (row["regime"], row["mode"], row["selectivity"])
-            if key in seen:
-                continue
-            seen.add(key)
-            cells = "  ".join(f"ef{k[10:]}: {row['peers'][k]['qps']:.0f}/{row['peers'][k]['recall']:.3f}"
-                              for k in hn if k in row["peers"])
-            print(f"  {row['regime']:<7}{row['mode']:<7}sel {row['selectivity']:<6} {cells}")
-    fs = [f"faiss_ef{ef}" for ef in cfg.efs]
-    if any(k in rows[0]["peers"] for k in fs):
-        print(f"\nFAISS IndexHNSWFlat with an IDSelectorBitmap of the eligible rows + NumPy rerank, per ef "
-              f"(QPS / recall@{cfg.k}); the first {nslow} queries, one thread, reused for every thread row:")
-        seen = set()
-        for row in rows:
-            key = (row["regime"], row["mode"], row["selectivity"])
-            if key in seen:
-                continue
-            seen.add(key)
-            cells = "  ".join(f"ef{k[8:]}: {row['peers'][k]['qps']:.0f}/{row['peers'][k]['recall']:.3f}"
-                              for k in fs if k in row["peers"])
-            print(f"  {row['regime']:<7}{row['mode']:<7}sel {row['selectivity']:<6} {cells}")
+    _per_ef(rows, "hnswlib_ef", cfg, f"hnswlib filtered search + NumPy rerank, per ef (QPS / recall@{cfg.k}); "
+            f"measured on the first {nslow} queries, one thread (its filter is a Python callable), reused "
+            f"for every thread row:")
+    _per_ef(rows, "faiss_ef", cfg, f"FAISS IndexHNSWFlat with an IDSelectorBitmap of the eligible rows + NumPy "
+            f"rerank, per ef (QPS / recall@{cfg.k}); the first {nslow} queries, one thread, reused for every "
+            f"thread row:")
     exact_rows = [r for r in rows if "engine_exact" in r]
     bad = [r for r in rows if r["engine"]["certified_but_wrong"]]
     if exact_rows:

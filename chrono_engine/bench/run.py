@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ class Point:
     numpy_1thread_s: float
     prefilter_row: dict | None
     hnswlib_rows: dict
-    faiss_rows: dict | None = None
+    faiss_rows: dict = field(default_factory=dict)
 
 
 def run(cfg: Config) -> dict:
@@ -239,8 +239,8 @@ def measure_point(cfg: Config, rc: RegimeCorpus, con: Contenders, q: Queries, se
     pre_row = None
     if con.prefilter is not None and q.mode == "as_of":
         pre_row = time_prefilter(cfg, con.prefilter, q, exact)
-    hnsw_rows = time_hnswlib(cfg, con.hnswlib, q.subset(nslow), exact.subset(nslow)) if con.hnswlib else {}
-    faiss_rows = time_hnswlib(cfg, con.faiss, q.subset(nslow), exact.subset(nslow)) if con.faiss else {}
+    hnsw_rows = time_graph_peer(cfg, con.hnswlib, q.subset(nslow), exact.subset(nslow)) if con.hnswlib else {}
+    faiss_rows = time_graph_peer(cfg, con.faiss, q.subset(nslow), exact.subset(nslow)) if con.faiss else {}
     return Point(sel, measured_sel, q, exact, np1_s, pre_row, hnsw_rows, faiss_rows)
 
 
@@ -252,7 +252,7 @@ def time_prefilter(cfg: Config, peer: NumpyPrefilter, q: Queries, exact: Answers
             "same_topk": agreement(a, exact), "queries": cfg.queries, "threads": 1}
 
 
-def time_hnswlib(cfg: Config, peer: HnswlibFiltered | FaissFiltered, qs: Queries, exact_slow: Answers) -> dict:
+def time_graph_peer(cfg: Config, peer: HnswlibFiltered | FaissFiltered, qs: Queries, exact_slow: Answers) -> dict:
     """ef -> a graph peer's figures (hnswlib or FAISS) on the first queries only, one thread
     (hnswlib's filter is a Python callable, bound by the GIL; both build an O(n) mask per
     query)."""
@@ -284,7 +284,7 @@ def measure_row(cfg: Config, rc: RegimeCorpus, con: Contenders, point: Point, th
                                  "threads": th}
     for ef, r in point.hnswlib_rows.items():
         row["peers"][f"hnswlib_ef{ef}"] = dict(r)
-    for ef, r in (point.faiss_rows or {}).items():
+    for ef, r in point.faiss_rows.items():
         row["peers"][f"faiss_ef{ef}"] = dict(r)
     rate_row(row)
     return row

@@ -174,14 +174,15 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
 // (and per query the graph plan) for the others.
 inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                       const std::vector<std::size_t>& where) {
+  std::vector<char> applies(qs.size());
   bool any = false;
-  for (const Searcher& q : qs) any = any || probe_applies(q, st, qs.size());
+  for (std::size_t g = 0; g < qs.size(); ++g) any |= (applies[g] = probe_applies(qs[g], st, qs.size())) != 0;
   if (!any) { run_certified(qs, st, out, where); return; }
   std::vector<Searcher> rest;
   std::vector<std::size_t> rest_where;
   const std::size_t budget = st.meta().size() / 16 + 1024;
   for (std::size_t g = 0; g < qs.size(); ++g) {
-    if (probe_applies(qs[g], st, qs.size())) {
+    if (applies[g]) {
       Searcher trial = qs[g];
       if (probe(trial, st, budget)) { out[where[g]] = trial.finish(); continue; }
     }
