@@ -214,6 +214,16 @@ class Engine:
         mode, as_of, known_at, window, fusion, alpha, tau, deprecated, future,
         deprecation_penalty, arbitrate, fact_types, exact, explain, lang, verify).
         """
+        key, payload = self._prepare(vector, k, options, kwargs)
+        c = self._coalescer
+        c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
+        c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
+        return c.submit(key, payload, self._run_group)
+
+    def _prepare(self, vector: Any, k: Any, options: SearchOptions | None, kwargs: dict) -> tuple:
+        """One :meth:`search` call checked and resolved (its times, "now" included, fixed
+        when the call is made): its grouping key and its payload for :meth:`_group_table`.
+        Raises the call's QueryError."""
         try:
             v = _search._as_float32(vector)
         except (TypeError, ValueError) as e:
@@ -226,10 +236,7 @@ class Engine:
         k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
         times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
         self._state.type_mask(opts.fact_types)  # a bad name fails this call, not its group
-        c = self._coalescer
-        c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
-        c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
-        return c.submit((k, _search.options_key(opts)), (q[0], times, opts), self._run_group)
+        return (k, _search.options_key(opts)), (q[0], times, opts)
 
     async def asearch(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
                       **kwargs: Any) -> pa.Table:
@@ -261,19 +268,22 @@ class Engine:
         ``search_batch``, split back per call. A query the batch cannot answer (its
         similarity overflows float32) makes the group run its calls one by one, so that
         only that call fails."""
-        q = np.stack([r.payload[0] for r in batch])
-        times = tuple(np.concatenate([r.payload[1][i] for r in batch]) for i in range(4))
-        opts, k = batch[0].payload[2], batch[0].key[0]
         try:
-            table = _search.run(self._state, q, k, opts, self._planner(), self.threads, times)
+            table = self._group_table([r.payload for r in batch], batch[0].key[0])
         except QueryError:
             if len(batch) == 1:
                 raise
             return [_one(self._run_group, r) for r in batch]
-        qcol = table.column("query").to_numpy()
-        cuts = np.searchsorted(qcol, np.arange(len(batch) + 1))
+        cuts = query_cuts(table, len(batch))
         table = table.drop_columns(["query"])
         return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+    def _group_table(self, payloads: list, k: int) -> pa.Table:
+        """The calls prepared by :meth:`_prepare` with one key, as one ``search_batch``
+        table (its ``query`` column numbering the calls)."""
+        q = np.stack([p[0] for p in payloads])
+        times = tuple(np.concatenate([p[1][i] for p in payloads]) for i in range(4))
+        return _search.run(self._state, q, k, payloads[0][2], self._planner(), self.threads, times)
 
     def search_batch(self, vectors: Any, k: int = 10, options: SearchOptions | None = None, *,
                      threads: int | None = None, **kwargs: Any) -> pa.Table:
@@ -725,6 +735,12 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
+
+
+def query_cuts(table: pa.Table, n: int) -> np.ndarray:
+    """Where each of ``n`` queries' rows start in a ``search_batch`` table (ordered by
+    query), and its end: ``rows cuts[i]:cuts[i + 1]`` answer query ``i``."""
+    return np.searchsorted(table.column("query").to_numpy(), np.arange(n + 1))
 
 
 def _one(run: Callable[[list], list], request: Any) -> Any:

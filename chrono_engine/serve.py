@@ -3,9 +3,11 @@
 Why this stack: Starlette is a small, well-kept ASGI toolkit (routing, requests, responses,
 lifespan) with no model layer to fight, so bodies are checked by the engine's own rules
 (one set of error messages for Python, the CLI and HTTP); uvicorn is the reference ASGI
-server. One process holds one engine: searches run on a thread pool and are coalesced into
-planner groups by the engine (docs/search.md, "Coalescing"), writes are serialised by the
-engine's write lock and logged by its write-ahead log before they are acknowledged.
+server; bodies are parsed and written by orjson. One process holds one engine: concurrent
+single searches are gathered on the event loop into planner groups (the engine's
+coalescing policy, :class:`_SearchGroups`), each run and encoded on one worker thread;
+other reads run on a thread pool; writes are serialised by the engine's write lock and
+logged by its write-ahead log before they are acknowledged.
 
 Paths follow the vector databases' collection style; the one collection is the store::
 
@@ -67,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -154,9 +157,12 @@ def _json_default(x: Any) -> Any:
 
 
 def _dumps(obj: Any) -> bytes:
-    try:  # the common case: nothing to clean (allow_nan=False raises on NaN / inf)
-        return json.dumps(obj, default=_json_default, ensure_ascii=False, allow_nan=False).encode()
-    except ValueError:
+    """JSON bytes (orjson: NaN / inf become null, datetimes ISO 8601); what orjson refuses
+    (an integer beyond 64 bits, a lone surrogate in a string) goes through the standard
+    library, escaped to ASCII."""
+    try:
+        return orjson.dumps(obj, default=_json_default)
+    except TypeError:
         pass
 
     def clean(v: Any) -> Any:  # JSON has no NaN / inf: null
@@ -164,30 +170,58 @@ def _dumps(obj: Any) -> bytes:
             return None
         if isinstance(v, dict):
             return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, list):
+        if isinstance(v, (list, tuple)):
             return [clean(x) for x in v]
         return v
-    return json.dumps(clean(obj), default=_json_default, ensure_ascii=False, allow_nan=False).encode()
+    return json.dumps(clean(obj), default=_json_default, ensure_ascii=True, allow_nan=False).encode()
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_ISO_TENS = np.array([0, 2, 5, 8, 11, 14, 17])  # where each two-digit field of the ISO form starts
 
 
 def _iso_utc(col: Any) -> list:
     """A UTC microsecond timestamp column as ``datetime.isoformat()`` writes its values
     (``2024-03-01T00:00:00+00:00``; microseconds only when not zero), None for nulls,
-    without making a datetime per value (~10x faster)."""
+    without making a datetime per value: the digits are written by NumPy arithmetic
+    (``datetime_as_string`` for years outside 1-9999, which datetime cannot hold)."""
     a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     us = np.frombuffer(a.buffers()[1], np.int64, count=len(a), offset=a.offset * 8)  # nulls: any value
-    text = np.datetime_as_string(us.astype("datetime64[us]"), unit="us").tolist()
     nulls = a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None
-    out = [(x[:-7] if x.endswith(".000000") else x) + "+00:00" for x in text]
+    if len(us) <= 64:  # a search's few hits: datetime per value is cheaper than NumPy's fixed costs
+        try:
+            out = [(_EPOCH + _dt.timedelta(microseconds=v)).isoformat() for v in us.tolist()]
+            return [None if z else x for x, z in zip(out, nulls)] if nulls is not None else out
+        except OverflowError:  # a year outside 1-9999 (a null's slot may hold anything)
+            pass
+    t = us.astype("datetime64[us]")
+    years = t.astype("datetime64[Y]").astype(np.int64) + 1970
+    if len(us) and (years.min() < 1 or years.max() > 9999):
+        text = np.datetime_as_string(t, unit="us").tolist()
+        out = [(x[:-7] if x.endswith(".000000") else x) + "+00:00" for x in text]
+    else:
+        months = t.astype("datetime64[M]")
+        sec = us // 1_000_000
+        frac = us - sec * 1_000_000
+        day_s = sec % 86400
+        fields = np.stack([years // 100, years % 100, months.astype(np.int64) % 12 + 1,
+                           (t.astype("datetime64[D]") - months).astype(np.int64) + 1,
+                           day_s // 3600, day_s // 60 % 60, day_s % 60], axis=1)
+        buf = np.frombuffer(b"0000-00-00T00:00:00+00:00", np.uint8)[None, :].repeat(len(us), 0)
+        buf[:, _ISO_TENS] += (fields // 10).astype(np.uint8)  # every field is two digits
+        buf[:, _ISO_TENS + 1] += (fields % 10).astype(np.uint8)
+        out = [b.decode() for b in buf.view("S25").ravel().tolist()]
+        for i in np.flatnonzero(frac).tolist():  # microseconds: written only when not zero
+            out[i] = f"{out[i][:19]}.{int(frac[i]):06d}+00:00"
     if nulls is not None:
         out = [None if z else x for x, z in zip(out, nulls)]
     return out
 
 
-def _records(table: pa.Table) -> list[dict]:
-    """The table's rows as dicts, built column by column (3-4x faster than
-    ``Table.to_pylist`` on a search's few hits): floats as Python floats (NaN / inf as None),
-    timestamps as ISO strings, the rest as Arrow converts them."""
+def _columns(table: pa.Table) -> list[list]:
+    """The table's columns as Python lists, as a JSON answer carries them: floats as
+    Python floats (NaN / inf as None), UTC timestamps as ISO strings, the rest as Arrow
+    converts them (column-wise: 3-4x faster than ``Table.to_pylist``)."""
     cols = []
     for col in table.columns:
         t = col.type
@@ -201,8 +235,111 @@ def _records(table: pa.Table) -> list[dict]:
         else:
             vals = col.to_pylist()
         cols.append(vals)
+    return cols
+
+
+def _records(table: pa.Table) -> list[dict]:
+    """The table's rows as dicts (see :func:`_columns`)."""
     names = table.column_names
-    return [dict(zip(names, row)) for row in zip(*cols)]
+    return [dict(zip(names, row)) for row in zip(*_columns(table))]
+
+
+def _arrow_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def _group_bodies(table: pa.Table, arrow: list) -> list:
+    """One coalesced group's ``search_batch`` table as each call's response body: JSON
+    ``{"hits": [...]}`` (the table's columns converted once for the whole group), or an
+    Arrow IPC stream where ``arrow[i]``."""
+    from .engine import query_cuts
+    cuts = query_cuts(table, len(arrow)).tolist()
+    table = table.drop_columns(["query"])
+    names = table.column_names
+    cols = _columns(table) if not all(arrow) else None
+    out = []
+    for i, want_arrow in enumerate(arrow):
+        a, b = cuts[i], cuts[i + 1]
+        if want_arrow:
+            out.append(_arrow_bytes(table.slice(a, b - a)))
+        else:
+            out.append(_dumps({"hits": [dict(zip(names, row)) for row in zip(*[c[a:b] for c in cols])]}))
+    return out
+
+
+class _SearchGroups:
+    """Single searches of the service, coalesced on its event loop: a call that finds no
+    group running starts one at once, alone; calls that arrive while a group runs queue
+    up, and when it ends the next group takes up to ``max_group`` queued calls with the
+    oldest call's key (k and the options, as :meth:`Engine.search` groups them) and the
+    same engine. A group runs on one worker thread (the engine's ``threads`` inside it)
+    as :meth:`Engine._group_table` and encodes every call's body there: per call, only
+    the HTTP exchange, the body's parse and the call's checks are left on the loop. A
+    group the engine refuses (a query whose similarity overflows float32) runs its calls
+    one by one, so only that call fails: the answers of :meth:`Engine.search`."""
+
+    def __init__(self, max_group: Any) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chrono-serve-search")
+        self._queue: list = []   # (engine, key, payload, arrow, future)
+        self._busy = False
+        self._max_group = max_group
+
+    async def submit(self, engine: Any, key: Any, payload: Any, arrow: bool, timeout: float) -> bytes:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._queue.append((engine, key, payload, arrow, fut))
+        if not self._busy:
+            self._start(loop)
+        return await asyncio.wait_for(fut, timeout)  # a timed-out call's group still runs; its answer is dropped
+
+    def _start(self, loop: Any) -> None:
+        eng, key = self._queue[0][0], self._queue[0][1]
+        size = max(1, min(int(self._max_group()), 1024))
+        group, rest = [], []
+        for item in self._queue:
+            (group if len(group) < size and item[0] is eng and item[1] == key else rest).append(item)
+        self._queue = rest
+        self._busy = True
+        loop.run_in_executor(self._pool, self._work, group).add_done_callback(lambda f: self._done(loop, group, f))
+
+    @staticmethod
+    def _work(group: list) -> list:
+        eng, k = group[0][0], group[0][1][0]
+        arrow = [item[3] for item in group]
+        try:
+            return _group_bodies(eng._group_table([item[2] for item in group], k), arrow)
+        except QueryError:
+            if len(group) == 1:
+                raise
+        out = []
+        for item in group:
+            try:
+                out.append(_group_bodies(eng._group_table([item[2]], k), [item[3]])[0])
+            except QueryError as e:
+                out.append(e)
+        return out
+
+    def _done(self, loop: Any, group: list, f: Any) -> None:
+        exc = f.exception()
+        results = [exc] * len(group) if exc is not None else f.result()
+        for item, res in zip(group, results):
+            fut = item[4]
+            if fut.done():  # timed out
+                continue
+            if isinstance(res, BaseException):
+                fut.set_exception(res)
+            else:
+                fut.set_result(res)
+        self._busy = False
+        if self._queue:
+            self._start(loop)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
 
 
 class _Metrics:
@@ -277,6 +414,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     state = {"ready": True}
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(max_workers=max(1, int(engine.coalesce_group)), thread_name_prefix="chrono-serve")
+    searches = _SearchGroups(lambda: engine.coalesce_group)
     gate = threading.Lock()  # writes, snapshots and restores, one at a time
     snap_dir = Path(snapshots) if snapshots is not None else (
         Path(engine.path).with_name(Path(engine.path).name + ".snapshots") if engine.path is not None else None)
@@ -298,8 +436,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     def parse_json(raw: bytes) -> dict:
         try:
-            obj = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            obj = orjson.loads(raw)  # rejects NaN / Infinity, invalid UTF-8, nesting past 1024
+        except ValueError as e:
             raise _HTTPError(400, "body", f"body is not JSON ({type(e).__name__}: {str(e)[:120]})") from None
         if not isinstance(obj, dict):
             raise _HTTPError(400, "body", "body must be a JSON object")
@@ -342,10 +480,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     def hits(request: Request, table: pa.Table) -> Response:
         if ARROW in request.headers.get("accept", ""):
-            sink = io.BytesIO()
-            with ipc.new_stream(sink, table.schema) as w:
-                w.write_table(table)
-            return Response(sink.getvalue(), media_type=ARROW)
+            return Response(_arrow_bytes(table), media_type=ARROW)
         return Response(_dumps({"hits": _records(table)}), media_type="application/json")
 
     def collection(request: Request) -> None:
@@ -368,7 +503,14 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         obj = await json_of(request)
         vec, k = require(obj, "vector"), check_k(obj)
         kw = options(obj, ("vector", "k"))
-        return hits(request, await run(lambda: engine.search(vec, k, **kw)))
+        eng = engine
+        key, payload = eng._prepare(vec, k, None, kw)  # the call's own checks, its times fixed now
+        arrow = ARROW in request.headers.get("accept", "")
+        try:
+            body = await searches.submit(eng, key, payload, arrow, limits.timeout)
+        except asyncio.TimeoutError:
+            raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
+        return Response(body, media_type=ARROW if arrow else "application/json")
 
     async def search_batch(request: Request) -> Response:
         collection(request)
@@ -646,6 +788,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         if save_on_shutdown and engine.path is not None and getattr(engine, "_store", None) is not None:
             await asyncio.get_running_loop().run_in_executor(pool, engine.save)
         pool.shutdown(wait=True)
+        searches.shutdown()
 
     routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
     from contextlib import asynccontextmanager
@@ -660,10 +803,6 @@ def _presented(request: Any) -> bytes | None:
         return auth[7:].strip().encode("utf-8", "surrogateescape")
     key = request.headers.get("x-api-key")
     return key.encode("utf-8", "surrogateescape") if key else None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def openapi_spec(name: str) -> dict:

@@ -401,3 +401,69 @@ def test_snapshot_roles(served):
         assert c.post(f"{C}/snapshots/one/restore").status_code == 403
     with _client(srv, None) as c:
         assert c.get(f"{C}/snapshots").status_code == 401
+
+
+def _reference_hits(table):
+    """The JSON a search answer must carry, built the slow, obvious way."""
+    out = []
+    for row in table.to_pylist():
+        out.append({k: (v.isoformat() if hasattr(v, "isoformat") else
+                        None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()})
+    return out
+
+
+def test_single_search_json_and_arrow_equal_the_engine(served):
+    srv, eng, _ = served
+    q = np.random.default_rng(8).normal(size=(6, DIM)).astype(np.float32)
+    with _client(srv, READ) as c:
+        for i, (mode, kw) in enumerate([("as_of", {"as_of": "2024-06-15"}), ("latest", {}), ("all", {}),
+                                        ("window", {"window": ["2024-02-01", "2024-05-01"]}),
+                                        ("as_of", {"as_of": "2024-03-01T12:30:00.000250Z", "explain": True}),
+                                        ("latest", {"fusion": "linear", "alpha": 0.3})]):
+            body = {"vector": q[i].tolist(), "k": 7, "mode": mode, **kw}
+            want = eng.search(q[i], 7, mode=mode, **{k: tuple(v) if isinstance(v, list) else v
+                                                     for k, v in kw.items()})
+            r = c.post(f"{C}/search", json=body)
+            assert r.status_code == 200, r.text
+            assert r.json()["hits"] == _reference_hits(want)
+            r = c.post(f"{C}/search", json=body, headers={"Accept": ARROW})
+            assert r.status_code == 200 and r.headers["content-type"] == ARROW
+            assert ipc.open_stream(pa.py_buffer(r.content)).read_all().equals(want)
+
+
+def test_group_bodies_equal_per_call_answers():
+    from chrono_engine.serve import _group_bodies
+    eng = ce.Engine(dim=DIM)
+    eng.ingest(_rows(80, seed=3))
+    q = np.random.default_rng(4).normal(size=(9, DIM)).astype(np.float32)
+    table = eng.search_batch(q, 6, mode="all", explain=True)  # explain: NaN-free extra columns
+    arrow = [i % 3 == 0 for i in range(9)]
+    bodies = _group_bodies(table, arrow)
+    for i, (b, a) in enumerate(zip(bodies, arrow)):
+        want = table.filter(pa.compute.equal(table.column("query"), i)).drop_columns(["query"])
+        if a:
+            assert ipc.open_stream(pa.py_buffer(b)).read_all().equals(want)
+        else:
+            assert json.loads(b)["hits"] == _reference_hits(want)
+
+
+@pytest.mark.parametrize("n", [0, 3, 64, 65, 700])
+def test_iso_timestamps_equal_datetime_isoformat(n):
+    from chrono_engine.serve import _iso_utc
+    rng = np.random.default_rng(n)
+    lo, hi = -62135596800 * 10**6, 253402300799 * 10**6  # years 1 .. 9999
+    us = rng.integers(lo, hi, n)
+    us[::2] = us[::2] // 10**6 * 10**6  # whole seconds print without microseconds
+    if n:
+        us[0], us[-1] = lo, hi + 999_999
+    mask = rng.random(n) < 0.2
+    col = pa.array(us, pa.timestamp("us", tz="UTC"), mask=mask)
+    want = [None if m else x.isoformat() for x, m in zip(pa.array(np.where(mask, 0, us), col.type).to_pylist(), mask)]
+    assert _iso_utc(col) == want
+    assert _iso_utc(pa.chunked_array([col.slice(0, n // 2), col.slice(n // 2)])) == want
+    if n:
+        assert _iso_utc(col.slice(1)) == want[1:]
+    # beyond datetime's years: NumPy's form, never an error
+    far = pa.array([2**62, 0], pa.timestamp("us", tz="UTC"))
+    assert _iso_utc(far) == [np.datetime_as_string(np.datetime64(2**62, "us")) + "+00:00",
+                             "1970-01-01T00:00:00+00:00"]

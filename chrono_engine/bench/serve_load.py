@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -81,9 +82,11 @@ def start(cmd: list, url: str, log: Path, timeout: float = 900) -> subprocess.Po
 
 def closed_loop(url: str, bodies: list, conc: int, seconds: float, max_requests: int, pid: int) -> dict:
     """C clients, each one request after another on its own keep-alive connection, until the
-    time or the count is reached. The clients are asyncio tasks speaking plain HTTP/1.1 on
-    one event loop (a Python HTTP client library costs more per request than the servers
-    measured); each query's first answer is kept for the recall."""
+    time or the count is reached. The clients are callback-driven asyncio protocols speaking
+    plain HTTP/1.1 on one event loop (uvloop where installed): on a small machine the
+    clients share the cores with the server, and a Python HTTP client library (or asyncio
+    streams) would cost more per request than the servers measured. Each query's first
+    answer is kept for the recall."""
     import asyncio
     from urllib.parse import urlsplit
     u = urlsplit(url)
@@ -93,44 +96,76 @@ def closed_loop(url: str, bodies: list, conc: int, seconds: float, max_requests:
     lat: list = []
     answers: dict = {}
     errors = [0]
-    state = {"next": 0}
+    state = {"next": 0, "stop_at": 0.0}
 
-    async def client(stop_at: float) -> None:
-        reader, writer = await asyncio.open_connection(u.hostname, u.port)
-        try:
-            while True:
-                i = state["next"]
-                state["next"] += 1
-                if i >= max_requests or time.perf_counter() > stop_at:
-                    return
-                t0 = time.perf_counter()
-                writer.write(reqs[i % n])
-                head = await reader.readuntil(b"\r\n\r\n")
-                status = int(head.split(b" ", 2)[1])
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                body = await reader.readexactly(length)
-                dt = time.perf_counter() - t0
-                if status != 200:
-                    errors[0] += 1
-                    continue
+    class Client(asyncio.Protocol):
+        def __init__(self, finished: asyncio.Future) -> None:
+            self.finished, self.buf, self.i, self.t0, self.transport = finished, b"", -1, 0.0, None
+
+        def connection_made(self, transport: Any) -> None:
+            self.transport = transport
+            self.send()
+
+        def send(self) -> None:
+            i = state["next"]
+            state["next"] += 1
+            if i >= max_requests or time.perf_counter() > state["stop_at"]:
+                self.transport.close()
+                return
+            self.i, self.buf, self.t0 = i, b"", time.perf_counter()
+            self.transport.write(reqs[i % n])
+
+        def data_received(self, data: bytes) -> None:
+            self.buf += data
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buf[:end]
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:])
+            if len(self.buf) < end + 4 + length:
+                return
+            dt = time.perf_counter() - self.t0
+            body, self.buf = self.buf[end + 4:end + 4 + length], b""
+            if int(head.split(b" ", 2)[1]) != 200:
+                errors[0] += 1
+            else:
                 lat.append(dt)
-                if i % n not in answers:
-                    answers[i % n] = [h["id"] for h in json.loads(body)["hits"]]
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            errors[0] += 1
-        finally:
-            writer.close()
+                if self.i % n not in answers:
+                    answers[self.i % n] = [h["id"] for h in json.loads(body)["hits"]]
+            self.send()
+
+        def connection_lost(self, exc: Any) -> None:
+            if self.i >= 0 and self.buf and not self.finished.done():
+                errors[0] += 1  # closed with an answer half read
+            if not self.finished.done():
+                self.finished.set_result(None)
 
     async def run() -> float:
+        loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
-        await asyncio.gather(*[client(t0 + seconds) for _ in range(conc)])
+        state["stop_at"] = t0 + seconds
+        done = []
+        for _ in range(conc):
+            fut = loop.create_future()
+            try:
+                await loop.create_connection(lambda fut=fut: Client(fut), u.hostname, u.port)
+            except OSError:
+                errors[0] += 1
+                continue
+            done.append(fut)
+        await asyncio.wait_for(asyncio.gather(*done), seconds + 120)
         return time.perf_counter() - t0
 
+    try:
+        import uvloop
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
     cpu0 = cpu_seconds(pid)
-    wall = asyncio.run(run())
+    wall = runner(run())
     cpu = cpu_seconds(pid) - cpu0
     lat_a = np.array(lat) * 1e3
     return {"concurrency": conc, "requests": len(lat), "errors": errors[0], "seconds": wall,
