@@ -134,7 +134,7 @@ class SearchOptions:
     @classmethod
     def names(cls) -> tuple[str, ...]:
         """Every option's name, in order."""
-        return tuple(f.name for f in dataclasses.fields(cls))
+        return _OPTION_NAMES
 
     @classmethod
     def of(cls, options: SearchOptions | None = None, **overrides: Any) -> SearchOptions:
@@ -142,8 +142,9 @@ class SearchOptions:
         a QueryError listing the known ones."""
         if options is not None and not isinstance(options, SearchOptions):
             raise QueryError(f"options must be a SearchOptions, got {type(options).__name__}")
-        unknown = sorted(set(overrides) - set(cls.names()))
+        unknown = [n for n in overrides if n not in _OPTION_SET]
         if unknown:
+            unknown.sort()
             raise QueryError(f"unknown search option {unknown[0]!r} (known: {', '.join(cls.names())})")
         if options is None:
             return cls(**overrides)
@@ -152,6 +153,11 @@ class SearchOptions:
     def replace(self, **overrides: Any) -> SearchOptions:
         """A copy with some options changed (checked like a new one)."""
         return SearchOptions.of(self, **overrides)
+
+
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SearchOptions))
+_OPTION_SET = frozenset(_OPTION_NAMES)
+_KEY_NAMES = tuple(n for n in _OPTION_NAMES if n not in ("as_of", "known_at", "window"))
 
 
 def _pair(value: Any) -> bool:
@@ -271,7 +277,7 @@ def query_times(opts: SearchOptions, nq: int, now: int) -> tuple[np.ndarray, ...
 def options_key(opts: SearchOptions) -> tuple:
     """Every option but the per-query times (as_of, known_at, window): calls with equal keys
     can run as one batch, their times as arrays (the coalescer's grouping key)."""
-    return tuple(getattr(opts, name) for name in SearchOptions.names() if name not in ("as_of", "known_at", "window"))
+    return tuple([getattr(opts, name) for name in _KEY_NAMES])
 
 
 def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,

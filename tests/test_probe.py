@@ -99,6 +99,25 @@ def test_probe_is_the_same_in_a_small_batch(eng, corpus):
         assert part.column("id").to_pylist() == one.column("id").to_pylist()
 
 
+def test_a_group_probes_while_its_queries_outnumber_few_rows_in_force(eng, corpus):
+    # 40 queries, half the store in force: 40 * n <= 320 * F, so the group probes; answers
+    # reach the recall target against exact=True and carry only exact scores
+    qv = corpus.queries(40, seed=12)
+    T = syn.times_for_selectivity(corpus, 0.5, 40, seed=13)
+    t = eng.search_batch(qv, 10, as_of=T, explain=True)
+    x = eng.search_batch(qv, 10, as_of=T, exact=True)
+    plans = t.column("plan").to_numpy(zero_copy_only=False)
+    assert (plans == "probe").mean() >= 0.75
+    q_t, q_x = t.column("query").to_numpy(), x.column("query").to_numpy()
+    ids_t, ids_x = t.column("id").to_numpy(), x.column("id").to_numpy()
+    recall = [len(set(ids_t[q_t == i]) & set(ids_x[q_x == i])) / 10 for i in range(40)]
+    assert np.mean(recall) >= 0.95
+    exact_score = dict(zip(zip(q_x.tolist(), ids_x.tolist()), x.column("score").to_pylist()))
+    for key, s in zip(zip(q_t.tolist(), ids_t.tolist()), t.column("score").to_pylist()):
+        if key in exact_score:
+            assert s == pytest.approx(exact_score[key], rel=1e-9, abs=1e-12)
+
+
 def test_upkeep_on_ingest_open_and_threshold(tmp_path, corpus):
     e = ce.Engine(D, decay=policy_for(corpus.half_lives), threads=2)
     e.partition_min = 5_000
