@@ -54,6 +54,7 @@ Limits (:class:`Limits`): request body size (413), vectors per batch, rows per i
 from __future__ import annotations
 
 import asyncio
+import bisect
 import datetime as _dt
 import hmac
 import io
@@ -356,10 +357,7 @@ class _Metrics:
         with self._lock:
             self.count[(endpoint, status)] = self.count.get((endpoint, status), 0) + 1
             h = self.hist.setdefault(endpoint, [0] * (len(self._BUCKETS) + 1) + [0.0])
-            for i, b in enumerate(self._BUCKETS):
-                if seconds <= b:
-                    h[i] += 1
-            h[len(self._BUCKETS)] += 1
+            h[bisect.bisect_left(self._BUCKETS, seconds)] += 1  # its bucket; cumulated in text()
             h[-1] += seconds
 
     def text(self, items: int) -> str:
@@ -370,10 +368,13 @@ class _Metrics:
                 out.append(f'chrono_requests_total{{endpoint="{ep}",status="{st}"}} {n}')
             out += ["# HELP chrono_request_seconds Request latency.", "# TYPE chrono_request_seconds histogram"]
             for ep, h in sorted(self.hist.items()):
+                cum = 0
                 for i, b in enumerate(self._BUCKETS):
-                    out.append(f'chrono_request_seconds_bucket{{endpoint="{ep}",le="{b}"}} {h[i]}')
-                out.append(f'chrono_request_seconds_bucket{{endpoint="{ep}",le="+Inf"}} {h[len(self._BUCKETS)]}')
-                out.append(f'chrono_request_seconds_count{{endpoint="{ep}"}} {h[len(self._BUCKETS)]}')
+                    cum += h[i]
+                    out.append(f'chrono_request_seconds_bucket{{endpoint="{ep}",le="{b}"}} {cum}')
+                total = cum + h[len(self._BUCKETS)]
+                out.append(f'chrono_request_seconds_bucket{{endpoint="{ep}",le="+Inf"}} {total}')
+                out.append(f'chrono_request_seconds_count{{endpoint="{ep}"}} {total}')
                 out.append(f'chrono_request_seconds_sum{{endpoint="{ep}"}} {h[-1]:.6f}')
         out += ["# HELP chrono_items Items in the store.", "# TYPE chrono_items gauge", f"chrono_items {items}"]
         return "\n".join(out) + "\n"
@@ -776,9 +777,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             dt = time.perf_counter() - t0
             metrics.observe(endpoint, status, dt)
             if log is not None:
-                print(json.dumps({"ts": _dt.datetime.now(_dt.timezone.utc).isoformat(), "method": request.method,
-                                  "endpoint": endpoint, "status": status, "ms": round(dt * 1e3, 3)}),
-                      file=log, flush=True)
+                log.write(_dumps({"ts": _dt.datetime.now(_dt.timezone.utc), "method": request.method,
+                                  "endpoint": endpoint, "status": status, "ms": round(dt * 1e3, 3)}).decode() + "\n")
+                log.flush()
             return resp
         return endpoint_fn
 

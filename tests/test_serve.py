@@ -467,3 +467,34 @@ def test_iso_timestamps_equal_datetime_isoformat(n):
     far = pa.array([2**62, 0], pa.timestamp("us", tz="UTC"))
     assert _iso_utc(far) == [np.datetime_as_string(np.datetime64(2**62, "us")) + "+00:00",
                              "1970-01-01T00:00:00+00:00"]
+
+
+def test_request_log_and_metrics_histogram(tmp_path):
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(20))
+    log = io.StringIO()
+    srv = Server(make_app(eng, name="s", keys=Keys([ADMIN.encode()], []), log=log))
+    try:
+        with _client(srv) as c:
+            for i in range(7):
+                assert c.post(f"{C}/search", json={"vector": [1.0] * DIM, "k": 3}).status_code == 200
+            assert c.post(f"{C}/search", json={"vector": [1.0] * DIM, "k": 0}).status_code == 422
+            text = c.get("/metrics").text
+    finally:
+        srv.stop()
+        eng.close()
+    lines = [json.loads(x) for x in log.getvalue().splitlines()]
+    searches = [x for x in lines if x["endpoint"] == C.replace("/s", "/{c}") + "/search"]
+    assert [x["status"] for x in searches] == [200] * 7 + [422]
+    for x in searches:
+        assert x["method"] == "POST" and x["ms"] >= 0 and x["ts"].endswith("+00:00")
+        assert ADMIN not in json.dumps(x)
+    ep = '/v1/collections/{c}/search'
+    buckets = [(float(m.split('le="')[1].split('"')[0]), int(m.rsplit(" ", 1)[1])) for m in text.splitlines()
+               if m.startswith(f'chrono_request_seconds_bucket{{endpoint="{ep}"')]
+    counts = [n for _, n in buckets]
+    assert counts == sorted(counts) and counts[-1] == 8  # cumulative, +Inf holds every request
+    slowest = max(x["ms"] for x in searches) / 1e3
+    assert all(n == 8 for le, n in buckets if le >= slowest * 1.001)  # every request under its bound
+    assert f'chrono_request_seconds_count{{endpoint="{ep}"}} 8' in text
+    assert f'chrono_requests_total{{endpoint="{ep}",status="422"}} 1' in text
