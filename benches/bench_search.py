@@ -1,5 +1,6 @@
 """Fused temporal top-k search at the engine-core issue's size: the engine against NumPy
-batch exact, a NumPy pre-filter, a fused Numba scan and hnswlib with a filter + rerank.
+batch exact, a NumPy pre-filter, a fused Numba scan, and hnswlib, FAISS, USearch and
+LanceDB with a filter + rerank.
 
 A thin wrapper over :mod:`chrono_engine.bench` (``python -m chrono_engine.bench`` is the
 small built-in job) with larger defaults: N = 200,000 items, d = 384, 1,000 queries,
@@ -11,9 +12,10 @@ defaults::
     python benches/bench_search.py --regime gentle --json bench_search_gentle.json
     python benches/bench_search.py --n 1000000 --queries 500 --peers numpy,numba
 
-It builds the engine and an hnswlib index of the same size (minutes at this size) and
-needs a few GB of memory for the NumPy blocks. The hnswlib peer, whose filter is a Python
-callable, runs on the first ``--slow-queries`` queries only.
+It builds the engine and the peers' indexes of the same size (minutes at this size; the
+LanceDB table is written to a temporary directory) and needs a few GB of memory for the
+NumPy blocks. The filtered index peers (hnswlib, whose filter is a Python callable, FAISS,
+USearch, LanceDB) run on the first ``--slow-queries`` queries only.
 """
 from __future__ import annotations
 

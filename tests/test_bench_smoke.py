@@ -97,19 +97,74 @@ def test_engine_answers_and_recall_parse(setup):
     assert bench.recall_at_k(got, exp) == pytest.approx(ref.recall(got.ids, exp))
 
 
-@pytest.mark.parametrize("module, peer_class", [("hnswlib", "HnswlibFiltered"), ("faiss", "FaissFiltered")])
+@pytest.mark.parametrize("module, peer_class", [("hnswlib", "HnswlibFiltered"), ("faiss", "FaissFiltered"),
+                                                ("usearch", "UsearchOverfetch"), ("lancedb", "LanceDBPrefilter")])
 def test_graph_peers_reach_the_oracle_at_large_ef(setup, module, peer_class):
     pytest.importorskip(module)
     c, pol, _ = setup
     w = bench.workload_from_corpus(c, pol)
-    peer = getattr(bench, peer_class)(w, threads=2)
+    # USearch built on one thread: its parallel inserts may leave a few nodes unreachable, run to run
+    kwargs = {"lancedb": {}, "usearch": {"threads": 1}}.get(module, {"threads": 2})
+    peer = getattr(bench, peer_class)(w, **kwargs)
     for mode in ("as_of", "latest"):
         q = _queries(c, mode, "product", sel=0.1, n=6, seed=6)
         exp = bench.NumpyExact(w).search(q)
-        got = peer.search(q, ef=N)  # ef = N: the filtered walk can return every eligible item
+        got = peer.search(q, ef=N)  # ef = N: the filtered search can return every eligible item
         assert bench.recall_at_k(got, exp) >= 0.99
         for sc in got.scores:  # the rerank's scores, best first
             assert (np.diff(sc) <= 1e-12).all()
+
+
+def test_usearch_overfetch_grows_until_k_eligible(setup):
+    """With 1% of the items in force and ef = k, one search for ef × n / eligible
+    neighbours often holds fewer than k eligible ones: the over-fetch grows until it has
+    them, so every answer is as long as the oracle's, and holds eligible items only."""
+    pytest.importorskip("usearch")
+    c, pol, _ = setup
+    w = bench.workload_from_corpus(c, pol)
+    peer = bench.UsearchOverfetch(w, threads=1)  # one thread: the same graph every run
+    q = _queries(c, "as_of", "product", sel=0.01, n=20, seed=8)
+    exp = bench.NumpyExact(w).search(q)
+    got = peer.search(q, ef=q.k)
+    assert [len(i) for i in got.ids] == [len(i) for i in exp.ids]
+    for i, ids in enumerate(got.ids):  # ids are rows in this workload
+        ok, _ = peer.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau, q.future_penalty)
+        assert ok[peer.col_of_row][ids.astype(np.int64)].all()
+
+
+@pytest.mark.parametrize("mode, future, penalty", [("as_of", "exclude", 0.1), ("latest", "exclude", 0.1),
+                                                   ("latest", "penalize", 0.1), ("latest", "include", 0.1),
+                                                   ("latest", "exclude", 0.0)])
+def test_lancedb_sql_filter_is_the_per_row_definition(setup, mode, future, penalty):
+    """The LanceDB peer's SQL pre-filter selects exactly the rows known at the transaction
+    time whose penalty is above zero (in force; in latest mode also those no longer in
+    force where ``penalty`` > 0, and those not yet valid where ``future`` keeps them): a
+    superset of the eligible rows, which differ by per-stem arbitration only."""
+    pytest.importorskip("lancedb")
+    c, pol, _ = setup
+    w = bench.workload_from_corpus(c, pol)
+    peer = bench.LanceDBPrefilter(w)
+    q = _queries(c, mode, "product", sel=0.1, n=3, seed=9)
+    q.future, q.penalty = future, penalty
+    cols = {k: np.asarray(v) for k, v in w.cols.items()}
+    for i in range(len(q)):
+        T = int(q.t[i])
+        valid = (cols["valid_from"] <= T) & (T < cols["valid_to"])
+        K = int(np.median(cols["ingested_at"][valid]))  # half the rows in force are not yet known
+        q.known_at[i] = K
+        got = peer.table.search().where(peer.where(q, i)).select(["row"]).limit(N).to_arrow()
+        sel = np.zeros(N, bool)
+        sel[got.column("row").to_numpy()] = True
+        known = (cols["ingested_at"] <= K) & (K < cols["retracted_at"])
+        if mode == "as_of":
+            expect = known & valid
+        else:
+            in_force = valid & ~cols["deprecated"]
+            pen = np.where(in_force, 1.0, np.where(cols["valid_from"] > T, q.future_penalty, q.penalty))
+            expect = known & (pen > 0)
+        np.testing.assert_array_equal(sel, expect)
+        ok, _ = peer.np.eligibility(T, K, mode, q.penalty, q.tau, q.future_penalty)
+        assert not (ok[peer.col_of_row] & ~sel).any()
 
 
 @pytest.mark.slow
@@ -129,12 +184,13 @@ def test_numba_peer_matches_oracle(setup):
 
 def test_small_run_writes_json(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    peers = "numpy,numpy_prefilter" + (",hnswlib" if _has("hnswlib") else "")
+    peers = "numpy,numpy_prefilter" + "".join(f",{m}" for m in ("hnswlib", "usearch", "lancedb") if _has(m))
     report = bench.main(["--n", str(N), "--dim", str(DIM), "--queries", "16", "--slow-queries", "4",
                          "--selectivity", "0.5,0.05", "--threads", "1", "--ef", "64,256", "--min-time", "0",
                          "--peers", peers, "--json", str(out)])
     printed = capsys.readouterr().out
     assert "ratio" in printed and "engine" in printed
+    assert ("USearch HNSW" in printed) == ("usearch" in peers) and ("LanceDB exact" in printed) == ("lancedb" in peers)
     data = json.loads(out.read_text())
     assert data["config"]["n"] == N and data["config"]["dim"] == DIM
     rows = data["results"]
@@ -147,6 +203,12 @@ def test_small_run_writes_json(tmp_path, capsys):
         if "hnswlib" in peers:
             assert {"hnswlib_ef64", "hnswlib_ef256"} <= set(r["peers"])
             assert r["peers"]["hnswlib_ef64"]["queries"] == 4
+        if "usearch" in peers:
+            assert {"usearch_ef64", "usearch_ef256"} <= set(r["peers"])
+            assert r["peers"]["usearch_ef64"]["queries"] == 4 and r["peers"]["usearch_ef64"]["threads"] == 1
+        if "lancedb" in peers:  # ef is its over-fetch k'; it runs on its own thread pools
+            assert {"lancedb_k64", "lancedb_k256"} <= set(r["peers"])
+            assert r["peers"]["lancedb_k64"]["queries"] == 4 and r["peers"]["lancedb_k64"]["threads"] is None
         assert r["best_peer"] is not None and r["ratio"] > 0
     assert len(report["results"]) == len(rows)
     assert data["regimes"]["steep"]["engine_memory"]["metadata"] > 0

@@ -34,6 +34,18 @@ arbitration, decay, fused score, ties by id):
     FAISS ``IndexHNSWFlat`` (inner product, same M and ef_construction), searched with
     an ``IDSelectorBitmap`` of the query's eligible rows (a native filter) at several ef,
     the candidates reranked by NumPy; one thread, on the same fewer queries as hnswlib.
+``usearch``
+    A USearch HNSW ``Index`` (inner product, f32, connectivity M, expansion_add
+    ef_construction). Its Python search takes no predicate, so it over-fetches: it asks
+    for ef neighbours scaled by n / eligible rows at ``expansion_search`` = ef, drops the
+    ineligible, doubles the count until ef eligible remain (or n), and NumPy reranks the
+    first ef; one thread, on the same fewer queries as hnswlib.
+``lancedb``
+    An embedded LanceDB table (vector and time columns, in a temporary directory), searched
+    exactly (no vector index) with an SQL pre-filter on the time columns for the ef nearest
+    rows (ef is the over-fetch k'); the rows that per-stem arbitration rejects are dropped
+    and NumPy reranks the rest. Queries one at a time on LanceDB's own thread pools, on the
+    same fewer queries as hnswlib.
 
 QPS is per query, so peers measured on fewer queries are comparable; the output says
 which ran on fewer queries and on how many threads. Timings take the best of a few
@@ -46,7 +58,8 @@ The modules, one concern each:
 
 ``corpus``      the workload (vectors + metadata columns), queries, answers, regimes, policy
 ``definition``  the decay and arbitration pieces of the search definition the peers share
-``peers``       NumPy exact (the oracle), NumPy pre-filter, hnswlib filtered + rerank
+``peers``       NumPy exact (the oracle), NumPy pre-filter, filtered index + rerank (hnswlib,
+                FAISS, USearch, LanceDB)
 ``numba_scan``  the fused Numba scan peer (numba imported on first use)
 ``timing``      the best-of timing rule, BLAS thread control, machine info
 ``checks``      recall@k, top-k agreement, reading the engine's table, report sanity checks
@@ -54,8 +67,8 @@ The modules, one concern each:
 ``config``      :class:`Config` and the command line
 ``run``         :func:`run` in named steps, and :func:`main`
 
-This package is not imported by ``import chrono_engine``; numba, hnswlib and matplotlib
-are imported only when a run uses them.
+This package is not imported by ``import chrono_engine``; numba, hnswlib, faiss, usearch,
+lancedb and matplotlib are imported only when a run uses them.
 """
 from __future__ import annotations
 
@@ -65,7 +78,8 @@ from .corpus import (KNOWN_ALL, REGIMES, Answers, Queries, Workload, policy_for,
                      workload_from_engine)
 from .definition import decay_eval, decay_rows, static_rank
 from .numba_scan import NumbaScan
-from .peers import ALL_PEERS, FaissFiltered, HnswlibFiltered, NumpyExact, NumpyPrefilter, numpy_exact
+from .peers import (ALL_PEERS, FaissFiltered, HnswlibFiltered, LanceDBPrefilter, NumpyExact, NumpyPrefilter,
+                    UsearchOverfetch, numpy_exact)
 from .report import write_json
 from .run import main, run
 from .timing import best_time, blas_threads, machine_info
@@ -74,6 +88,7 @@ __all__ = [
     "ALL_PEERS",
     "FaissFiltered",
     "KNOWN_ALL",
+    "LanceDBPrefilter",
     "RECALL_TARGET",
     "REGIMES",
     "SCORE_TOL",
@@ -84,6 +99,7 @@ __all__ = [
     "NumpyExact",
     "NumpyPrefilter",
     "Queries",
+    "UsearchOverfetch",
     "Workload",
     "agreement",
     "answers_from_table",

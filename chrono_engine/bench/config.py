@@ -68,15 +68,17 @@ def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
     p.add_argument("--dim", type=int, default=d.dim, help="vector dimension")
     p.add_argument("--queries", type=int, default=d.queries, help="queries per (mode, selectivity)")
     p.add_argument("--slow-queries", type=int, default=d.slow_queries,
-                   help="queries for the slow hnswlib peer (the first ones of the same set)")
+                   help="queries for the slow filtered index peers: hnswlib, faiss, usearch, lancedb "
+                        "(the first ones of the same set)")
     p.add_argument("--selectivity", type=_floats, default=",".join(map(str, d.selectivity)),
                    help="fractions of items valid at T")
     p.add_argument("--regime", type=_words, default=",".join(d.regimes),
                    help="steep (14 d - 10 y half-lives, product fusion), gentle (1-20 y, linear alpha 0.75), or both")
     p.add_argument("--modes", type=_words, default=",".join(d.modes), help="as_of, latest")
     p.add_argument("--threads", type=_ints, default=",".join(map(str, d.threads)), help="search thread counts")
-    p.add_argument("--peers", type=_words, default=",".join(d.peers), help="numpy, numba, hnswlib")
-    p.add_argument("--ef", type=_ints, default=",".join(map(str, d.efs)), help="hnswlib ef values")
+    p.add_argument("--peers", type=_words, default=",".join(d.peers), help=", ".join(ALL_PEERS))
+    p.add_argument("--ef", type=_ints, default=",".join(map(str, d.efs)),
+                   help="hnswlib, faiss and usearch ef values; lancedb's over-fetch k' before the rerank")
     p.add_argument("--fusion", choices=["product", "linear"], default=d.fusion, help="override the regime's fusion")
     p.add_argument("--alpha", type=float, default=d.alpha, help="linear fusion weight")
     p.add_argument("--future", choices=["exclude", "penalize", "include"], default=d.future,

@@ -10,9 +10,18 @@
     A fused Numba scan; in its own module because it compiles a kernel.
 ``hnswlib`` (:class:`HnswlibFiltered`)
     The hnswlib Python package searched with its ``filter=`` callable, then a NumPy rerank.
+``faiss`` (:class:`FaissFiltered`)
+    FAISS ``IndexHNSWFlat`` searched with an ``IDSelectorBitmap``, then a NumPy rerank.
+``usearch`` (:class:`UsearchOverfetch`)
+    A USearch HNSW index (its Python search has no predicate): over-fetch, drop the
+    ineligible, NumPy rerank.
+``lancedb`` (:class:`LanceDBPrefilter`)
+    An embedded LanceDB table: exact vector search under an SQL pre-filter on the time
+    columns, then arbitration and the NumPy rerank.
 """
 from __future__ import annotations
 
+import tempfile
 import time
 
 import numpy as np
@@ -22,10 +31,11 @@ from ..errors import ConfigError
 from .corpus import Answers, Queries, Workload
 from .definition import decay_eval, decay_rows, static_rank
 
-__all__ = ["ALL_PEERS", "FaissFiltered", "HnswlibFiltered", "NumpyExact", "NumpyPrefilter", "numpy_exact"]
+__all__ = ["ALL_PEERS", "FaissFiltered", "HnswlibFiltered", "LanceDBPrefilter", "NumpyExact", "NumpyPrefilter",
+           "UsearchOverfetch", "numpy_exact"]
 
 #: every peer's name, in the order the harness builds and times them
-ALL_PEERS = ("numpy", "numpy_prefilter", "numba", "hnswlib", "faiss")
+ALL_PEERS = ("numpy", "numpy_prefilter", "numba", "hnswlib", "faiss", "usearch", "lancedb")
 
 
 # --------------------------------------------------------------------------------------
@@ -216,14 +226,15 @@ class NumpyPrefilter:
 
 
 # --------------------------------------------------------------------------------------
-# graph indexes with a filter, then a NumPy rerank: hnswlib (a Python filter), FAISS (a
-# native selector)
+# vector indexes with a filter, then a NumPy rerank: hnswlib (a Python filter), FAISS (a
+# native selector), USearch (over-fetch), LanceDB (an SQL pre-filter)
 # --------------------------------------------------------------------------------------
 
 class _GraphPeer:
-    """What the filtered graph peers share: per query, the eligibility mask (transaction
+    """What the filtered index peers share: per query, the eligibility mask (transaction
     time, validity, arbitration — NumPy, O(n)) by row, and the NumPy fused rerank of the
-    candidates the graph returns. Subclasses build the index and define ``_candidates``."""
+    candidates the index returns. Subclasses build the index and define ``_candidates``;
+    ``ef`` is the size of the candidate pool they hand to the rerank."""
 
     def __init__(self, w: Workload, oracle: NumpyExact | None) -> None:
         self.w = w
@@ -233,11 +244,13 @@ class _GraphPeer:
         self.col_of_row = np.empty(len(w), np.int64)
         self.col_of_row[self.np.perm] = np.arange(len(w))
 
-    def _candidates(self, vector: np.ndarray, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+    def _candidates(self, q: Queries, i: int, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+        """Rows of eligible candidates (``ok_rows``) for query ``i`` of ``q``: at most ``ef``,
+        ``kq`` = min(ef, eligible rows) wanted."""
         raise NotImplementedError
 
     def search(self, q: Queries, ef: int) -> Answers:
-        """The top-k of every query among the ``ef`` eligible candidates the graph returns."""
+        """The top-k of every query among the ``ef`` eligible candidates the index returns."""
         ids_out, sc_out = [], []
         for i in range(len(q)):
             ok, pen = self.np.eligibility(int(q.t[i]), int(q.known_at[i]), q.mode, q.penalty, q.tau,
@@ -248,7 +261,7 @@ class _GraphPeer:
                 ids_out.append(np.zeros(0, np.uint64))
                 sc_out.append(np.zeros(0))
                 continue
-            rows = self._candidates(q.vectors[i], ok_rows, kq, ef)
+            rows = self._candidates(q, i, ok_rows, kq, ef)
             colsel = self.col_of_row[rows]
             S = (self.X[rows] @ q.vectors[i])[None, :]
             V = self.np.validity(np.array([[q.t[i]]]), colsel)
@@ -282,11 +295,11 @@ class HnswlibFiltered(_GraphPeer):
         self.index.set_ef(ef)
         return super().search(q, ef)
 
-    def _candidates(self, vector: np.ndarray, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+    def _candidates(self, q: Queries, i: int, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
         allow = ok_rows.tolist()
         while True:
             try:
-                labels, _ = self.index.knn_query(vector, k=kq, num_threads=1, filter=allow.__getitem__)
+                labels, _ = self.index.knn_query(q.vectors[i], k=kq, num_threads=1, filter=allow.__getitem__)
                 return labels[0].astype(np.int64)
             except RuntimeError:  # the filtered walk found fewer than kq: ask for fewer
                 if kq == 1:
@@ -328,10 +341,110 @@ class FaissFiltered(_GraphPeer):
         finally:
             self.faiss.omp_set_num_threads(old)
 
-    def _candidates(self, vector: np.ndarray, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+    def _candidates(self, q: Queries, i: int, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
         faiss = self.faiss
         bitmap = np.packbits(ok_rows, bitorder="little")  # alive for the search below
         params = faiss.SearchParametersHNSW(sel=faiss.IDSelectorBitmap(len(ok_rows), faiss.swig_ptr(bitmap)),
                                             efSearch=max(ef, kq))
-        _, labels = self.index.search(vector[None, :], kq, params=params)
+        _, labels = self.index.search(q.vectors[i][None, :], kq, params=params)
         return labels[0][labels[0] >= 0].astype(np.int64)
+
+
+class UsearchOverfetch(_GraphPeer):
+    """USearch ``Index`` (HNSW, ``metric="ip"`` on the unit vectors, ``dtype="f32"``,
+    ``connectivity`` = M, ``expansion_add`` = ef_construction) with the filter applied to
+    an over-fetch, then the NumPy fused rerank.
+
+    USearch's Python ``Index.search`` (2.26) takes no filter or predicate argument, so per
+    query: the eligibility mask (NumPy, O(n), as for the other graph peers); a search with
+    ``expansion_search = ef`` for ``count`` neighbours, ``count`` starting at ``ef`` scaled
+    by n / eligible rows (the share the mask gives); the ineligible neighbours dropped, and
+    while fewer than ``ef`` eligible remain, ``count`` doubled (up to n, or until the graph
+    returns fewer than asked); the first ``ef`` eligible neighbours reranked by fused score.
+    The mask, the searches and the rerank are timed. One thread.
+    """
+
+    name = "usearch"
+
+    def __init__(self, w: Workload, *, M: int = 16, ef_construction: int = 200, threads: int = 1,
+                 oracle: NumpyExact | None = None) -> None:
+        from usearch.index import Index
+        super().__init__(w, oracle)
+        self.index = Index(ndim=self.X.shape[1], metric="ip", connectivity=M, expansion_add=ef_construction,
+                           dtype="f32")
+        t0 = time.perf_counter()
+        self.index.add(np.arange(len(self.X), dtype=np.uint64), self.X, threads=max(1, threads))
+        self.build_s = time.perf_counter() - t0
+
+    def search(self, q: Queries, ef: int) -> Answers:
+        self.index.expansion_search = ef
+        return super().search(q, ef)
+
+    def _candidates(self, q: Queries, i: int, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+        n = len(ok_rows)
+        count = min(n, -(-kq * n // int(np.count_nonzero(ok_rows))))
+        while True:
+            keys = self.index.search(q.vectors[i], count, threads=1).keys.astype(np.int64)
+            rows = keys[ok_rows[keys]]
+            if len(rows) >= kq or count >= n or len(keys) < count:
+                return rows[:kq]
+            count = min(n, 2 * count)
+
+
+class LanceDBPrefilter(_GraphPeer):
+    """An embedded LanceDB table (in a temporary directory) of row, vector (float32) and
+    the time columns valid_from, valid_to, ingested_at, retracted_at (int64 µs) and
+    deprecated, searched exactly (no vector index: a flat scan, ``distance_type("dot")``)
+    under an SQL pre-filter, then arbitration and the NumPy fused rerank.
+
+    Per query: the eligibility mask (NumPy, O(n), as for the graph peers); the SQL
+    ``where`` holds what is decided row by row (:meth:`where`: known at the transaction
+    time, in force or, in ``latest`` mode, penalised rather than excluded) with
+    ``prefilter=True``; LanceDB returns the ``ef`` rows most similar to the query among
+    those passing it (``ef`` is the over-fetch k'); the rows the mask rejects are dropped
+    (arbitration losers within a stem, which depend on the stem's other rows, and a validity
+    below τ, which needs the decay kernels); NumPy reranks the rest by fused score. The
+    mask, the search and the rerank are timed. LanceDB runs the scan on its own thread
+    pools (``LANCE_CPU_THREADS``); the queries go one at a time.
+    """
+
+    name = "lancedb"
+
+    def __init__(self, w: Workload, *, oracle: NumpyExact | None = None) -> None:
+        import lancedb
+        import pyarrow as pa
+        super().__init__(w, oracle)
+        c = w.cols
+        n, d = self.X.shape
+        data = pa.table({
+            "row": pa.array(np.arange(n, dtype=np.int64)),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(self.X.reshape(-1)), d),
+            **{k: pa.array(np.asarray(c[k], np.int64))
+               for k in ("valid_from", "valid_to", "ingested_at", "retracted_at")},
+            "deprecated": pa.array(np.asarray(c["deprecated"], bool)),
+        })
+        self._dir = tempfile.TemporaryDirectory(prefix="chrono-bench-lancedb-")  # removed with the peer
+        t0 = time.perf_counter()
+        self.table = lancedb.connect(self._dir.name).create_table("items", data=data)
+        self.build_s = time.perf_counter() - t0
+
+    @staticmethod
+    def where(q: Queries, i: int) -> str:
+        """The SQL filter of query ``i``: known at its transaction time, and in force at T
+        (``as_of``) or, in ``latest`` mode, with a penalty above zero (in force; valid from
+        T or before when ``penalty`` > 0; not yet valid when ``future`` keeps those)."""
+        T, K = int(q.t[i]), int(q.known_at[i])
+        known = f"ingested_at <= {K} AND {K} < retracted_at"
+        if q.mode == "as_of":
+            return f"{known} AND valid_from <= {T} AND {T} < valid_to"
+        cond = f"valid_from <= {T}" if q.penalty > 0 else \
+            f"(valid_from <= {T} AND {T} < valid_to AND NOT deprecated)"
+        if q.future_penalty > 0:
+            cond = f"({cond} OR valid_from > {T})"
+        return f"{known} AND {cond}"
+
+    def _candidates(self, q: Queries, i: int, ok_rows: np.ndarray, kq: int, ef: int) -> np.ndarray:
+        tab = (self.table.search(q.vectors[i]).distance_type("dot").where(self.where(q, i), prefilter=True)
+               .select(["row", "_distance"]).limit(ef).to_arrow())
+        rows = tab.column("row").to_numpy()
+        return rows[ok_rows[rows]]

@@ -47,9 +47,10 @@ def row_line(row: dict) -> str:
             f"recall {e['recall']:.3f} certified {e['certified']:.0%}{lat_s}; {r}")
 
 
-def _per_ef(rows: list, prefix: str, cfg: Config, title: str) -> None:
-    """A graph peer's figures per ef (peer keys ``<prefix><ef>``), one line per (regime,
-    mode, selectivity), under ``title``; nothing when the peer did not run."""
+def _per_ef(rows: list, prefix: str, cfg: Config, title: str, label: str = "ef") -> None:
+    """A filtered index peer's figures per ef (peer keys ``<prefix><ef>``; each cell named
+    ``<label><ef>``), one line per (regime, mode, selectivity), under ``title``; nothing
+    when the peer did not run."""
     keys = [f"{prefix}{ef}" for ef in cfg.efs]
     if not any(k in rows[0]["peers"] for k in keys):
         return
@@ -60,14 +61,15 @@ def _per_ef(rows: list, prefix: str, cfg: Config, title: str) -> None:
         if key in seen:
             continue
         seen.add(key)
-        cells = "  ".join(f"ef{k[len(prefix):]}: {row['peers'][k]['qps']:.0f}/{row['peers'][k]['recall']:.3f}"
+        cells = "  ".join(f"{label}{k[len(prefix):]}: {row['peers'][k]['qps']:.0f}/{row['peers'][k]['recall']:.3f}"
                           for k in keys if k in row["peers"])
         print(f"  {row['regime']:<7}{row['mode']:<7}sel {row['selectivity']:<6} {cells}")
 
 
 def print_table(report: dict, cfg: Config, nslow: int) -> None:
-    """The summary table of every row, the hnswlib per-ef figures, the engine's exactness and
-    the target line; ``nslow`` is how many queries the slow (hnswlib) peer ran on."""
+    """The summary table of every row, the filtered index peers' per-ef figures, the engine's
+    exactness and the target line; ``nslow`` is how many queries the slow (filtered index)
+    peers ran on."""
     if cfg.quiet:
         return
     rows = report["results"]
@@ -116,6 +118,12 @@ def print_table(report: dict, cfg: Config, nslow: int) -> None:
     _per_ef(rows, "faiss_ef", cfg, f"FAISS IndexHNSWFlat with an IDSelectorBitmap of the eligible rows + NumPy "
             f"rerank, per ef (QPS / recall@{cfg.k}); the first {nslow} queries, one thread, reused for every "
             f"thread row:")
+    _per_ef(rows, "usearch_ef", cfg, f"USearch HNSW (Python search has no predicate: over-fetch until ef eligible, "
+            f"ineligible dropped) + NumPy rerank, per ef (QPS / recall@{cfg.k}); the first {nslow} queries, one "
+            f"thread, reused for every thread row:")
+    _per_ef(rows, "lancedb_k", cfg, f"LanceDB exact search under an SQL pre-filter on the time columns, the k' "
+            f"nearest, arbitration + NumPy rerank, per k' (QPS / recall@{cfg.k}); the first {nslow} queries, "
+            f"one at a time on LanceDB's thread pools, reused for every thread row:", label="k")
     exact_rows = [r for r in rows if "engine_exact" in r]
     bad = [r for r in rows if r["engine"]["certified_but_wrong"]]
     if exact_rows:

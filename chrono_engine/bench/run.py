@@ -25,7 +25,8 @@ from .checks import RECALL_TARGET, agreement, answers_from_table, check_report, 
 from .config import Config, config_from_args, parser
 from .corpus import KNOWN_ALL, REGIMES, Answers, Queries, Workload, policy_for, workload_from_corpus
 from .numba_scan import NumbaScan, numba_kernel
-from .peers import ALL_PEERS, FaissFiltered, HnswlibFiltered, NumpyExact, NumpyPrefilter
+from .peers import (ALL_PEERS, FaissFiltered, HnswlibFiltered, LanceDBPrefilter, NumpyExact, NumpyPrefilter,
+                    UsearchOverfetch)
 from .report import log, plot, print_table, row_line, write_json
 from .timing import best_time, blas_available, blas_threads, machine_info
 
@@ -60,6 +61,8 @@ class Contenders:
     numba_prepare_s: float | None
     hnswlib: HnswlibFiltered | None
     faiss: FaissFiltered | None = None
+    usearch: UsearchOverfetch | None = None
+    lancedb: LanceDBPrefilter | None = None
 
 
 @dataclass
@@ -75,6 +78,8 @@ class Point:
     prefilter_row: dict | None
     hnswlib_rows: dict
     faiss_rows: dict = field(default_factory=dict)
+    usearch_rows: dict = field(default_factory=dict)
+    lancedb_rows: dict = field(default_factory=dict)
 
 
 def run(cfg: Config) -> dict:
@@ -101,8 +106,9 @@ def new_report(cfg: Config) -> dict:
 
 
 def available_peers(cfg: Config, report: dict) -> list:
-    """The asked-for peers whose package imports (numba, hnswlib are optional); a skipped one
-    is noted in the report. Defining the Numba kernel is timed here, compiling it later."""
+    """The asked-for peers whose package imports (numba, hnswlib, faiss, usearch, lancedb are
+    optional); a skipped one is noted in the report. Defining the Numba kernel is timed here,
+    compiling it later."""
     peers = [p for p in cfg.peers if p in ALL_PEERS]
     if "numba" in peers:
         try:
@@ -113,7 +119,7 @@ def available_peers(cfg: Config, report: dict) -> list:
             peers.remove("numba")
             report["notes"].append("numba is not installed: the Numba scan peer was skipped")
             log(cfg, "numba not installed: skipping the Numba peer")
-    for name in ("hnswlib", "faiss"):
+    for name in ("hnswlib", "faiss", "usearch", "lancedb"):
         if name in peers:
             try:
                 __import__(name)
@@ -213,8 +219,17 @@ def build_contenders(cfg: Config, rc: RegimeCorpus, peers: list, build_threads: 
     if "faiss" in peers:
         faiss_peer = FaissFiltered(w, M=cfg.M, ef_construction=cfg.ef_construction, threads=build_threads, oracle=oracle)
         log(cfg, f"faiss IndexHNSWFlat add {faiss_peer.build_s:.1f} s on {build_threads} threads")
+    usearch_peer = None
+    if "usearch" in peers:
+        usearch_peer = UsearchOverfetch(w, M=cfg.M, ef_construction=cfg.ef_construction, threads=build_threads,
+                                        oracle=oracle)
+        log(cfg, f"usearch Index add {usearch_peer.build_s:.1f} s on {build_threads} threads")
+    lancedb_peer = None
+    if "lancedb" in peers:
+        lancedb_peer = LanceDBPrefilter(w, oracle=oracle)
+        log(cfg, f"lancedb create_table {lancedb_peer.build_s:.1f} s (no vector index: exact search)")
     return Contenders(eng, ingest_s, mem, oracle, np_build_s, pre_peer, numba_peer, numba_build_s, hnsw_peer,
-                      faiss_peer)
+                      faiss_peer, usearch_peer, lancedb_peer)
 
 
 # --------------------------------------------------------------------------------------
@@ -241,7 +256,10 @@ def measure_point(cfg: Config, rc: RegimeCorpus, con: Contenders, q: Queries, se
         pre_row = time_prefilter(cfg, con.prefilter, q, exact)
     hnsw_rows = time_graph_peer(cfg, con.hnswlib, q.subset(nslow), exact.subset(nslow)) if con.hnswlib else {}
     faiss_rows = time_graph_peer(cfg, con.faiss, q.subset(nslow), exact.subset(nslow)) if con.faiss else {}
-    return Point(sel, measured_sel, q, exact, np1_s, pre_row, hnsw_rows, faiss_rows)
+    usearch_rows = time_graph_peer(cfg, con.usearch, q.subset(nslow), exact.subset(nslow)) if con.usearch else {}
+    lancedb_rows = (time_graph_peer(cfg, con.lancedb, q.subset(nslow), exact.subset(nslow), threads=None)
+                    if con.lancedb else {})
+    return Point(sel, measured_sel, q, exact, np1_s, pre_row, hnsw_rows, faiss_rows, usearch_rows, lancedb_rows)
 
 
 def time_prefilter(cfg: Config, peer: NumpyPrefilter, q: Queries, exact: Answers) -> dict:
@@ -252,14 +270,16 @@ def time_prefilter(cfg: Config, peer: NumpyPrefilter, q: Queries, exact: Answers
             "same_topk": agreement(a, exact), "queries": cfg.queries, "threads": 1}
 
 
-def time_graph_peer(cfg: Config, peer: HnswlibFiltered | FaissFiltered, qs: Queries, exact_slow: Answers) -> dict:
-    """ef -> a graph peer's figures (hnswlib or FAISS) on the first queries only, one thread
-    (hnswlib's filter is a Python callable, bound by the GIL; both build an O(n) mask per
-    query)."""
+def time_graph_peer(cfg: Config, peer: HnswlibFiltered | FaissFiltered | UsearchOverfetch | LanceDBPrefilter,
+                    qs: Queries, exact_slow: Answers, threads: int | None = 1) -> dict:
+    """ef -> a filtered index peer's figures (hnswlib, FAISS, USearch: ef; LanceDB: its
+    over-fetch k') on the first queries only, one query at a time (hnswlib's filter is a
+    Python callable, bound by the GIL; each builds an O(n) mask per query). ``threads``:
+    what the rows record (None for LanceDB, which runs on its own thread pools)."""
     rows = {}
     for ef in cfg.efs:
         s, a = best_time(lambda: peer.search(qs, ef), cfg.min_time, max_repeat=2, min_repeat=cfg.min_repeat)
-        rows[ef] = {"qps": len(qs) / s, "recall": recall_at_k(a, exact_slow), "queries": len(qs), "threads": 1}
+        rows[ef] = {"qps": len(qs) / s, "recall": recall_at_k(a, exact_slow), "queries": len(qs), "threads": threads}
     return rows
 
 
@@ -286,6 +306,10 @@ def measure_row(cfg: Config, rc: RegimeCorpus, con: Contenders, point: Point, th
         row["peers"][f"hnswlib_ef{ef}"] = dict(r)
     for ef, r in point.faiss_rows.items():
         row["peers"][f"faiss_ef{ef}"] = dict(r)
+    for ef, r in point.usearch_rows.items():
+        row["peers"][f"usearch_ef{ef}"] = dict(r)
+    for kk, r in point.lancedb_rows.items():
+        row["peers"][f"lancedb_k{kk}"] = dict(r)
     rate_row(row)
     return row
 
