@@ -304,7 +304,9 @@ def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
         assert proc.wait(60) == 0
         log = proc.stderr.read().decode()
         assert ADMIN not in log  # keys never logged
-        assert '"endpoint": "/v1/collections/{c}/ingest"' in log  # JSON-lines request log
+        lines = [json.loads(x) for x in log.splitlines() if x.startswith("{")]  # JSON-lines request log
+        assert {"method": "POST", "endpoint": "/v1/collections/{c}/ingest", "status": 200} in [
+            {k: x.get(k) for k in ("method", "endpoint", "status")} for x in lines]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -498,3 +500,34 @@ def test_request_log_and_metrics_histogram(tmp_path):
     assert all(n == 8 for le, n in buckets if le >= slowest * 1.001)  # every request under its bound
     assert f'chrono_request_seconds_count{{endpoint="{ep}"}} 8' in text
     assert f'chrono_requests_total{{endpoint="{ep}",status="422"}} 1' in text
+
+
+def test_a_search_the_engine_refuses_fails_alone_over_http():
+    """Under ip, a query whose similarity overflows float32 gets a 422, alone (run on the
+    event loop) or among concurrent requests (a group on the worker); the requests grouped
+    with it still get their answers."""
+    e = ce.Engine(dim=2, metric="ip", threads=1)
+    e.ingest({"vector": [[1e20, 0.0], [0.0, 1.0]], "valid_from": ["2024-01-01"] * 2})
+    srv = Server(make_app(e, name="s", allow_anonymous=True, log=False))
+    ok, bad = {"vector": [0.0, 1.0], "k": 1, "mode": "all"}, {"vector": [1e20, 0.0], "k": 1, "mode": "all"}
+
+    def answer(r):
+        return r.json()["hits"][0]["id"] if r.status_code == 200 else (r.status_code, "overflows" in r.text)
+    try:
+        with _client(srv, None) as c:
+            assert answer(c.post(f"{C}/search", json=bad)) == (422, True)
+            assert answer(c.post(f"{C}/search", json=ok)) == 1
+        out = [None] * 40
+
+        def work(j):
+            with _client(srv, None) as c:
+                for i in range(j, 40, 8):
+                    out[i] = answer(c.post(f"{C}/search", json=bad if i % 2 == 0 else ok))
+        ts = [threading.Thread(target=work, args=(j,)) for j in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert out == [(422, True) if i % 2 == 0 else 1 for i in range(40)]
+    finally:
+        srv.stop()
