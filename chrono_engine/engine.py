@@ -278,12 +278,14 @@ class Engine:
         table = table.drop_columns(["query"])
         return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
 
-    def _group_table(self, payloads: list, k: int) -> pa.Table:
+    def _group_table(self, payloads: list, k: int, *, table: bool = True) -> pa.Table | dict:
         """The calls prepared by :meth:`_prepare` with one key, as one ``search_batch``
-        table (its ``query`` column numbering the calls)."""
+        table (its ``query`` column numbering the calls); with ``table=False``, its result
+        columns before Arrow (:func:`chrono_engine.search.result_columns`) unless the calls
+        ask for the layer-3 gate (``verify``)."""
         q = np.stack([p[0] for p in payloads])
         times = tuple(np.concatenate([p[1][i] for p in payloads]) for i in range(4))
-        return _search.run(self._state, q, k, payloads[0][2], self._planner(), self.threads, times)
+        return _search.run(self._state, q, k, payloads[0][2], self._planner(), self.threads, times, table=table)
 
     def search_batch(self, vectors: Any, k: int = 10, options: SearchOptions | None = None, *,
                      threads: int | None = None, **kwargs: Any) -> pa.Table:

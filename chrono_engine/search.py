@@ -304,9 +304,12 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-        threads: int, times: tuple | None = None) -> pa.Table:
-    """:func:`core_search`, then its answer as the result table (and the layer-3 gate)."""
+        threads: int, times: tuple | None = None, *, table: bool = True) -> pa.Table | dict:
+    """:func:`core_search`, then its answer as the result table (and the layer-3 gate);
+    with ``table=False`` and no gate, as :func:`result_columns` (no Arrow)."""
     out, t = core_search(state, q, k, opts, planner, threads, times)
+    if not table and opts.verify is None:
+        return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
     table = result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
     if opts.verify is not None:
         table = _gate(table, opts.verify, q.shape[0])
@@ -319,40 +322,64 @@ def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: 
 _PLANS = np.array(["scan", "graph", "probe"], dtype=object)
 
 
+#: the result columns that come from the core's NumPy arrays, with their Arrow types
+NUMERIC_COLUMNS = {"query": pa.int32(), "rank": pa.int32(), "id": pa.uint64(), "score": pa.float64(),
+                   "similarity": pa.float32(), "validity": pa.float32(), "certified": pa.bool_(),
+                   "decay": pa.float32(), "penalty": pa.float32()}
+
+
 def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
     """The core's hits as the documented Arrow table (see Engine.search_batch)."""
+    return to_table(result_columns(state, out, explain, lang, t, mode))
+
+
+def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> dict:
+    """The result table's columns before Arrow (:func:`to_table` makes the table): NumPy
+    arrays for the :data:`NUMERIC_COLUMNS`, int64 µs for ``valid_from`` and ``valid_to``
+    (``OPEN_END`` when open), Arrow string arrays or lists of str for the text. A service
+    answering in JSON converts these without the round trip through Arrow."""
     rows = out["row"].astype(np.int64)
     strings = state.strings()  # read after the search: holds every row the core returned
     cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
     s = strings_at(strings, rows, ("title", "version", "content"))
     vf = cols["valid_from"]
-    vt = cols["valid_to"]
     version = s.column("version")
     title = s.column("title")
     data = {
-        "query": pa.array(out["query"], pa.int32()),
-        "rank": pa.array(out["rank"], pa.int32()),
-        "id": pa.array(out["id"], pa.uint64()),
-        "score": pa.array(out["score"], pa.float64()),
-        "similarity": pa.array(out["similarity"], pa.float32()),
-        "validity": pa.array(out["validity"], pa.float32()),
+        "query": out["query"], "rank": out["rank"], "id": out["id"], "score": out["score"],
+        "similarity": out["similarity"], "validity": out["validity"],
         "stem_id": state.stem_names(cols["stem"]),
         "version": version,
-        # int64 arrays viewed as timestamps: pa.array(..., timestamp) takes a pandas-compat
-        # path that costs ~4x more per call
-        "valid_from": pa.array(vf, pa.int64()).view(_TS),
-        "valid_to": pa.array(np.where(vt == OPEN_END, 0, vt), pa.int64(), mask=vt == OPEN_END).view(_TS),
+        "valid_from": vf,
+        "valid_to": cols["valid_to"],
         "title": title,
         "content": s.column("content"),
         "citation": citations(title, version, vf, lang),
-        "certified": pa.array(out["certified"][out["query"]], pa.bool_()),
+        "certified": out["certified"][out["query"]],
     }
     if explain:
-        data["decay"] = pa.array(out["decay"], pa.float32())
-        data["penalty"] = pa.array(out["penalty"], pa.float32())
-        data["plan"] = pa.array(_PLANS[out["plan"][out["query"]]], pa.string())
-        data["reason"] = pa.array(_reasons(out, cols, t, mode), pa.string())
-    return pa.table(data)
+        data["decay"] = out["decay"]
+        data["penalty"] = out["penalty"]
+        data["plan"] = _PLANS[out["plan"][out["query"]]].tolist()
+        data["reason"] = _reasons(out, cols, t, mode)
+    return data
+
+
+def to_table(data: dict) -> pa.Table:
+    """The Arrow result table of :func:`result_columns`."""
+    cols = {}
+    for name, v in data.items():
+        if name in NUMERIC_COLUMNS:
+            cols[name] = pa.array(v, NUMERIC_COLUMNS[name])
+        elif name == "valid_from":
+            # int64 arrays viewed as timestamps: pa.array(..., timestamp) takes a pandas-compat
+            # path that costs ~4x more per call
+            cols[name] = pa.array(v, pa.int64()).view(_TS)
+        elif name == "valid_to":
+            cols[name] = pa.array(np.where(v == OPEN_END, 0, v), pa.int64(), mask=v == OPEN_END).view(_TS)
+        else:
+            cols[name] = v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v, pa.string())
+    return pa.table(cols)
 
 
 def _reasons(out: dict, cols: dict, t: np.ndarray, mode: int) -> list[str]:

@@ -182,13 +182,18 @@ _ISO_TENS = np.array([0, 2, 5, 8, 11, 14, 17])  # where each two-digit field of 
 
 
 def _iso_utc(col: Any) -> list:
-    """A UTC microsecond timestamp column as ``datetime.isoformat()`` writes its values
-    (``2024-03-01T00:00:00+00:00``; microseconds only when not zero), None for nulls,
-    without making a datetime per value: the digits are written by NumPy arithmetic
-    (``datetime_as_string`` for years outside 1-9999, which datetime cannot hold)."""
+    """A UTC microsecond timestamp column (Arrow) as :func:`_iso_us` writes it."""
     a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     us = np.frombuffer(a.buffers()[1], np.int64, count=len(a), offset=a.offset * 8)  # nulls: any value
-    nulls = a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None
+    return _iso_us(us, a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None)
+
+
+def _iso_us(us: np.ndarray, nulls: np.ndarray | None) -> list:
+    """UTC microsecond times (int64) as ``datetime.isoformat()`` writes them
+    (``2024-03-01T00:00:00+00:00``; microseconds only when not zero), None where ``nulls``,
+    without making a datetime per value past a search's few hits: the digits are written
+    by NumPy arithmetic (``datetime_as_string`` for years outside 1-9999, which datetime
+    cannot hold)."""
     if len(us) <= 64:  # a search's few hits: datetime per value is cheaper than NumPy's fixed costs
         try:
             out = [(_EPOCH + _dt.timedelta(microseconds=v)).isoformat() for v in us.tolist()]
@@ -219,6 +224,37 @@ def _iso_utc(col: Any) -> list:
     return out
 
 
+def _floats(a: np.ndarray) -> list:
+    """Floats as Python floats, NaN / inf as None (JSON has neither)."""
+    vals = a.tolist()
+    if not np.isfinite(a).all():
+        vals = [v if math.isfinite(v) else None for v in vals]
+    return vals
+
+
+def _json_columns(data: dict) -> list[list]:
+    """:func:`chrono_engine.search.result_columns` as the Python lists :func:`_columns`
+    makes of the table, without building the table."""
+    from ._time import OPEN_END
+    from .search import NUMERIC_COLUMNS
+    cols = []
+    for name, v in data.items():
+        if name in NUMERIC_COLUMNS:
+            a = np.asarray(v, NUMERIC_COLUMNS[name].to_pandas_dtype())
+            cols.append(_floats(a) if a.dtype.kind == "f" else a.tolist())
+        elif name == "valid_from":
+            cols.append(_iso_us(np.asarray(v, np.int64), None))
+        elif name == "valid_to":
+            v = np.asarray(v, np.int64)
+            open_ = v == OPEN_END
+            cols.append(_iso_us(np.where(open_, 0, v), open_ if open_.any() else None))
+        elif isinstance(v, (pa.Array, pa.ChunkedArray)):
+            cols.append(v.to_pylist())
+        else:
+            cols.append(list(v))
+    return cols
+
+
 def _columns(table: pa.Table) -> list[list]:
     """The table's columns as Python lists, as a JSON answer carries them: floats as
     Python floats (NaN / inf as None), UTC timestamps as ISO strings, the rest as Arrow
@@ -227,10 +263,7 @@ def _columns(table: pa.Table) -> list[list]:
     for col in table.columns:
         t = col.type
         if pa.types.is_floating(t):
-            a = col.to_numpy(zero_copy_only=False)
-            vals = a.tolist()
-            if not np.isfinite(a).all():
-                vals = [v if math.isfinite(v) else None for v in vals]
+            vals = _floats(col.to_numpy(zero_copy_only=False))
         elif pa.types.is_timestamp(t) and t.unit == "us" and t.tz in ("UTC", "+00:00"):
             vals = _iso_utc(col)
         else:
@@ -252,15 +285,24 @@ def _arrow_bytes(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def _group_bodies(table: pa.Table, arrow: list) -> list:
-    """One coalesced group's ``search_batch`` table as each call's response body: JSON
-    ``{"hits": [...]}`` (the table's columns converted once for the whole group), or an
-    Arrow IPC stream where ``arrow[i]``."""
-    from .engine import query_cuts
-    cuts = query_cuts(table, len(arrow)).tolist()
-    table = table.drop_columns(["query"])
-    names = table.column_names
-    cols = _columns(table) if not all(arrow) else None
+def _group_bodies(answer: dict | pa.Table, arrow: list) -> list:
+    """One coalesced group's answer (result columns or the ``search_batch`` table, with
+    its ``query`` column) as each call's response body: JSON ``{"hits": [...]}`` (the
+    columns converted once for the whole group), or an Arrow IPC stream where
+    ``arrow[i]``."""
+    from .search import to_table
+    if isinstance(answer, dict):
+        q = np.asarray(answer["query"])
+        data = {name: v for name, v in answer.items() if name != "query"}
+        names = list(data)
+        table = to_table(data) if any(arrow) else None
+        cols = _json_columns(data) if not all(arrow) else None
+    else:
+        q = answer.column("query").to_numpy()
+        table = answer.drop_columns(["query"])
+        names = table.column_names
+        cols = _columns(table) if not all(arrow) else None
+    cuts = np.searchsorted(q, np.arange(len(arrow) + 1)).tolist()
     out = []
     for i, want_arrow in enumerate(arrow):
         a, b = cuts[i], cuts[i + 1]
@@ -327,14 +369,14 @@ class _SearchGroups:
         eng, k = group[0][0], group[0][1][0]
         arrow = [item[3] for item in group]
         try:
-            return _group_bodies(eng._group_table([item[2] for item in group], k), arrow)
+            return _group_bodies(eng._group_table([item[2] for item in group], k, table=False), arrow)
         except QueryError:
             if len(group) == 1:
                 raise
         out = []
         for item in group:
             try:
-                out.append(_group_bodies(eng._group_table([item[2]], k), [item[3]])[0])
+                out.append(_group_bodies(eng._group_table([item[2]], k, table=False), [item[3]])[0])
             except QueryError as e:
                 out.append(e)
         return out

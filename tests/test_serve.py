@@ -433,20 +433,29 @@ def test_single_search_json_and_arrow_equal_the_engine(served):
             assert ipc.open_stream(pa.py_buffer(r.content)).read_all().equals(want)
 
 
-def test_group_bodies_equal_per_call_answers():
+@pytest.mark.parametrize("opts", [{"mode": "all", "explain": True}, {"mode": "as_of", "as_of": "2024-05-02"},
+                                  {"mode": "latest", "lang": "zh", "verify": 0.5}])
+def test_group_bodies_equal_per_call_answers(opts):
     from chrono_engine.serve import _group_bodies
     eng = ce.Engine(dim=DIM)
-    eng.ingest(_rows(80, seed=3))
+    rows = _rows(80, seed=3)
+    rows[3]["title"] = None
+    rows[5]["valid_to"] = "2024-07-01T00:00:00.5Z"
+    eng.ingest(rows)
     q = np.random.default_rng(4).normal(size=(9, DIM)).astype(np.float32)
-    table = eng.search_batch(q, 6, mode="all", explain=True)  # explain: NaN-free extra columns
+    prepared = [eng._prepare(v, 6, None, opts) for v in q]
+    table = eng._group_table([p for _, p in prepared], 6)
+    columns = eng._group_table([p for _, p in prepared], 6, table=False)
+    assert isinstance(columns, pa.Table) == ("verify" in opts)  # the gate's columns come with the table
     arrow = [i % 3 == 0 for i in range(9)]
-    bodies = _group_bodies(table, arrow)
-    for i, (b, a) in enumerate(zip(bodies, arrow)):
-        want = table.filter(pa.compute.equal(table.column("query"), i)).drop_columns(["query"])
-        if a:
-            assert ipc.open_stream(pa.py_buffer(b)).read_all().equals(want)
-        else:
-            assert json.loads(b)["hits"] == _reference_hits(want)
+    for answer in (table, columns):
+        for i, (b, a) in enumerate(zip(_group_bodies(answer, arrow), arrow)):
+            want = table.filter(pa.compute.equal(table.column("query"), i)).drop_columns(["query"])
+            assert want.num_rows > 0
+            if a:
+                assert ipc.open_stream(pa.py_buffer(b)).read_all().equals(want)
+            else:
+                assert json.loads(b)["hits"] == _reference_hits(want)
 
 
 @pytest.mark.parametrize("n", [0, 3, 64, 65, 700])
