@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import datetime as _dt
+import gc
 import hmac
 import io
 import json
@@ -947,6 +948,10 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
                    snapshots=snapshots)
     server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
                                     timeout_graceful_shutdown=30))
+    # the engine's and the libraries' objects, made once, out of the cyclic collector's
+    # sight: its full collections would walk them all (p99 at 64 clients: ~80 -> ~45 ms)
+    gc.collect()
+    gc.freeze()
     try:
         server.run()
     finally:
