@@ -7,8 +7,8 @@ Two services, each its own process on 127.0.0.1:
 * the peer service (``chrono_engine.bench.peer_service``): the harness's fused Numba scan,
   one query per request, behind the same Starlette + uvicorn stack.
 
-For each service and each concurrency C, C clients (asyncio tasks speaking HTTP/1.1, each
-on its own keep-alive connection) each send ``POST search`` requests one after another (a
+For each service and each concurrency C, C clients (callback-driven asyncio protocols on
+uvloop speaking HTTP/1.1, each on its own keep-alive connection) each send ``POST search`` requests one after another (a
 closed loop) for ``--seconds`` or until
 ``--max-requests`` answers, on the same queries. Reported per row: QPS, p50 / p95 / p99
 latency, recall@10 against the NumPy oracle, and the server process's CPU use in cores (its
