@@ -13,6 +13,11 @@ once, :class:`Coalescer` gathers them into groups served by one ``search_batch``
 * with ``wait`` > 0, a leader that saw company in the previous group waits up to ``wait``
   seconds for its group to fill before it runs.
 
+:class:`AsyncCoalescer` is the same policy for asyncio tasks (:meth:`Engine.asearch`, the
+service): the calls queue on their event loop, where their Python runs, and each group runs
+on one worker thread; no thread waits per call, so no convoy of threads contends for the
+GIL when a group's answers come back.
+
 Each call's times (``as_of``, ``known_at``, a window; "now" included) are resolved when the
 call is made, so a coalesced call asks exactly what it would have asked alone; its answer
 is the same whenever the answer is certified (the ``certified`` column: the exact top-k of
@@ -21,12 +26,13 @@ each of its calls with the same error.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["Coalescer", "Request"]
+__all__ = ["AsyncCoalescer", "Coalescer", "Request"]
 
 
 class Request:
@@ -115,6 +121,88 @@ class Coalescer:
 
     def _count(self, key: Hashable) -> int:
         return sum(r.key == key for r in self._queue)
+
+
+class AsyncCoalescer:
+    """The coalescing policy for asyncio tasks of one event loop (module docstring).
+
+    A call that finds no group running starts one; calls that arrive while a group runs
+    queue up on the loop, and when it ends the next group takes up to ``max_group`` queued
+    calls with the oldest call's key. Groups run ``run(batch)`` (as :class:`Coalescer`'s)
+    on one worker thread, so the loop never blocks on a search; except with ``inline=True``
+    (the service), where a call that finds no group running lets the loop turn twice (calls
+    already received join it) and, still alone, runs at once on the loop: a lone caller
+    pays no hand-off to the thread and back. ``timeout`` (seconds, or None) drops the answer
+    of a call whose group runs too long (asyncio.TimeoutError); the group runs on."""
+
+    def __init__(self, *, inline: bool = False, max_group: int = 64, name: str = "chrono-groups") -> None:
+        from concurrent.futures import ThreadPoolExecutor
+        self.inline, self.max_group = inline, max_group
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._queue: list = []   # (Request, future)
+        self._busy = False
+        #: groups run and calls served (for tests and metrics)
+        self.groups = self.calls = 0
+
+    async def submit(self, key: Hashable, payload: Any, run: Callable[[list], list],
+                     timeout: float | None = None) -> Any:
+        loop = asyncio.get_running_loop()
+        req = Request(key, payload, run)
+        fut = loop.create_future()
+        self._queue.append((req, fut))
+        if self.inline and not self._busy and len(self._queue) == 1:
+            for _ in range(2):  # turns of the loop: calls already received join the queue
+                await asyncio.sleep(0)
+            if not self._busy and len(self._queue) == 1 and self._queue[0][0] is req:
+                self._queue.clear()
+                self.groups += 1
+                self.calls += 1
+                res = _run_batch([req])[0]
+                if isinstance(res, BaseException):
+                    raise res
+                return res
+        if not self._busy and self._queue:
+            self._start(loop)
+        return await (fut if timeout is None else asyncio.wait_for(fut, timeout))
+
+    def _start(self, loop: Any) -> None:
+        key = self._queue[0][0].key
+        size = max(1, min(int(self.max_group), 1024))
+        group, rest = [], []
+        for item in self._queue:
+            (group if len(group) < size and item[0].key == key else rest).append(item)
+        self._queue = rest
+        self._busy = True
+        self.groups += 1
+        self.calls += len(group)
+        reqs = [r for r, _ in group]
+        loop.run_in_executor(self._pool, _run_batch, reqs).add_done_callback(lambda f: self._done(loop, group, f))
+
+    def _done(self, loop: Any, group: list, f: Any) -> None:
+        results = f.result()  # _run_batch returns each call's result or error
+        for (_, fut), res in zip(group, results):
+            if fut.done():  # timed out (or its task was cancelled)
+                continue
+            if isinstance(res, BaseException):
+                fut.set_exception(res)
+            else:
+                fut.set_result(res)
+        self._busy = False
+        if self._queue:
+            self._start(loop)
+
+    def close(self) -> None:
+        """Let a running group finish and stop the worker thread."""
+        self._pool.shutdown(wait=True)
+
+
+def _run_batch(batch: list) -> list:
+    """``run(batch)`` of a group: one result or error per call (an error of the whole
+    group is every call's)."""
+    try:
+        return list(batch[0].run(batch))
+    except BaseException as e:  # noqa: BLE001 - every call of the group gets it
+        return [e] * len(batch)
 
 
 def _outcome(req: Request) -> Any:

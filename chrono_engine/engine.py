@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
-from ._coalesce import Coalescer
+from ._coalesce import AsyncCoalescer, Coalescer
 from ._args import count, id_array, shown, thread_count
 from ._state import ALL_KNOWN, StoreState, embed_content
 from ._time import OPEN_END, errors_as, now_us, scalar_us
@@ -116,7 +117,8 @@ class Engine:
         #: calls that arrive while a group runs form the next one). See docs/search.md.
         self.coalesce_group, self.coalesce_wait = 64, 0.0
         self._coalescer = Coalescer()  # given self._run_group per call: no cycle through it
-        self._executor: Any = None
+        self._async: dict = {}  # event loop -> AsyncCoalescer (asearch)
+        self._async_lock = threading.Lock()
         self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
         self._replayed = (0, -1)
         #: Text embedder :meth:`query` uses when no ``embed=`` is given: a callable
@@ -240,9 +242,11 @@ class Engine:
 
     async def asearch(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
                       **kwargs: Any) -> pa.Table:
-        """:meth:`search` for asyncio: runs on a worker thread (the engine's pool of
-        ``coalesce_group`` threads), so concurrent awaits are coalesced like concurrent
-        threads and the event loop never blocks.
+        """:meth:`search` for asyncio: the call's checks run on the event loop, then
+        concurrent awaits on one loop are coalesced there into groups that run on one
+        worker thread (:class:`~chrono_engine._coalesce.AsyncCoalescer`: the same groups
+        and answers as concurrent :meth:`search` calls, without a thread per call); the
+        event loop never blocks on a search.
 
         >>> import asyncio
         >>> eng = Engine(dim=2); _ = eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01"}])
@@ -250,18 +254,21 @@ class Engine:
         [0]
         """
         import asyncio
-        import functools
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool(), functools.partial(self.search, vector, k, options, **kwargs))
+        key, payload = self._prepare(vector, k, options, kwargs)
+        c = self._async_coalescer(asyncio.get_running_loop())
+        c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
+        return await c.submit(key, payload, self._run_group)
 
-    def _pool(self) -> Any:
-        if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-            with self._state.write:
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(max_workers=max(1, int(self.coalesce_group)),
-                                                        thread_name_prefix="chrono-asearch")
-        return self._executor
+    def _async_coalescer(self, loop: Any) -> AsyncCoalescer:
+        """This engine's coalescer for the calls of one event loop (asyncio futures belong
+        to their loop); those of closed loops are dropped."""
+        with self._async_lock:
+            c = self._async.get(loop)
+            if c is None:
+                for old in [lp for lp in self._async if lp.is_closed()]:
+                    self._async.pop(old).close()
+                c = self._async[loop] = AsyncCoalescer(name="chrono-asearch")
+        return c
 
     def _run_group(self, batch: list) -> list:
         """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one

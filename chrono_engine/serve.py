@@ -5,8 +5,8 @@ lifespan) with no model layer to fight, so bodies are checked by the engine's ow
 (one set of error messages for Python, the CLI and HTTP); uvicorn is the reference ASGI
 server; bodies are parsed and written by orjson. One process holds one engine: concurrent
 single searches are gathered on the event loop into planner groups (the engine's
-coalescing policy, :class:`_SearchGroups`), each run and encoded on one worker thread;
-other reads run on a thread pool; writes are serialised by the engine's write lock and
+coalescing policy, :class:`~chrono_engine._coalesce.AsyncCoalescer`), each run and encoded
+on one worker thread; other reads run on a thread pool; writes are serialised by the engine's write lock and
 logged by its write-ahead log before they are acknowledged.
 
 Paths follow the vector databases' collection style; the one collection is the store::
@@ -75,6 +75,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ._coalesce import AsyncCoalescer
 from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
 
 __all__ = ["Limits", "Keys", "make_app", "serve"]
@@ -314,91 +315,27 @@ def _group_bodies(answer: dict | pa.Table, arrow: list) -> list:
     return out
 
 
-class _SearchGroups:
-    """Single searches of the service, coalesced on its event loop.
-
-    A call that finds no group running lets the loop turn twice (requests already
-    received join the queue); still alone, it runs at once on the loop itself: a lone
-    client pays no hand-off to a thread and back (~0.3 ms measured), and no other search
-    waits on it. Otherwise calls queue up: a group runs on one worker thread (the
-    engine's ``threads`` inside it) as :meth:`Engine._group_table` and encodes every
-    call's body there, and when it ends the next group takes up to ``max_group`` queued
-    calls with the oldest call's key (k and the options, as :meth:`Engine.search` groups
-    them) and the same engine. Per call, only the HTTP exchange, the body's parse and the
-    call's checks are left on the loop. A group the engine refuses (a query whose
-    similarity overflows float32) runs its calls one by one, so only that call fails:
-    the answers of :meth:`Engine.search`. The request timeout drops the answer of a call
-    whose group runs too long (504); a lone call run on the loop answers when it ends."""
-
-    def __init__(self, max_group: Any) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chrono-serve-search")
-        self._queue: list = []   # (engine, key, payload, arrow, future)
-        self._busy = False
-        self._max_group = max_group
-
-    async def submit(self, engine: Any, key: Any, payload: Any, arrow: bool, timeout: float) -> bytes:
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        item = (engine, key, payload, arrow, fut)
-        self._queue.append(item)
-        if not self._busy and len(self._queue) == 1:
-            for _ in range(2):  # turns of the loop: requests already received join the queue
-                await asyncio.sleep(0)
-            if not self._busy and self._queue == [item]:  # still alone: run here, no thread hand-off
-                self._queue.clear()
-                res = self._work([item])[0]
-                if isinstance(res, BaseException):
-                    raise res
-                return res
-        if not self._busy and self._queue:
-            self._start(loop)
-        return await asyncio.wait_for(fut, timeout)  # a timed-out call's group still runs; its answer is dropped
-
-    def _start(self, loop: Any) -> None:
-        eng, key = self._queue[0][0], self._queue[0][1]
-        size = max(1, min(int(self._max_group()), 1024))
-        group, rest = [], []
-        for item in self._queue:
-            (group if len(group) < size and item[0] is eng and item[1] == key else rest).append(item)
-        self._queue = rest
-        self._busy = True
-        loop.run_in_executor(self._pool, self._work, group).add_done_callback(lambda f: self._done(loop, group, f))
-
-    @staticmethod
-    def _work(group: list) -> list:
-        eng, k = group[0][0], group[0][1][0]
-        arrow = [item[3] for item in group]
+def _search_group(batch: list) -> list:
+    """The service's coalesced searches (:class:`~chrono_engine._coalesce.AsyncCoalescer`
+    requests keyed by (engine, the call's key), each with its payload and whether it wants
+    Arrow): one group through :meth:`Engine._group_table` (its result columns), then
+    every call's response body. A group the engine refuses (a query whose similarity
+    overflows float32) runs its calls one by one, so only that call fails: the answers of
+    :meth:`Engine.search`."""
+    eng, k = batch[0].key[0], batch[0].key[1][0]
+    try:
+        return _group_bodies(eng._group_table([r.payload[0] for r in batch], k, table=False),
+                             [r.payload[1] for r in batch])
+    except QueryError:
+        if len(batch) == 1:
+            raise
+    out = []
+    for r in batch:
         try:
-            return _group_bodies(eng._group_table([item[2] for item in group], k, table=False), arrow)
-        except QueryError:
-            if len(group) == 1:
-                raise
-        out = []
-        for item in group:
-            try:
-                out.append(_group_bodies(eng._group_table([item[2]], k, table=False), [item[3]])[0])
-            except QueryError as e:
-                out.append(e)
-        return out
-
-    def _done(self, loop: Any, group: list, f: Any) -> None:
-        exc = f.exception()
-        results = [exc] * len(group) if exc is not None else f.result()
-        for item, res in zip(group, results):
-            fut = item[4]
-            if fut.done():  # timed out
-                continue
-            if isinstance(res, BaseException):
-                fut.set_exception(res)
-            else:
-                fut.set_result(res)
-        self._busy = False
-        if self._queue:
-            self._start(loop)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True)
+            out.append(_group_bodies(eng._group_table([r.payload[0]], k, table=False), [r.payload[1]])[0])
+        except QueryError as e:
+            out.append(e)
+    return out
 
 
 class _Metrics:
@@ -473,7 +410,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     state = {"ready": True}
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(max_workers=max(1, int(engine.coalesce_group)), thread_name_prefix="chrono-serve")
-    searches = _SearchGroups(lambda: engine.coalesce_group)
+    # single searches coalesced on the loop, groups on one worker thread, a lone one on the loop
+    searches = AsyncCoalescer(inline=True, name="chrono-serve-search")
     gate = threading.Lock()  # writes, snapshots and restores, one at a time
     snap_dir = Path(snapshots) if snapshots is not None else (
         Path(engine.path).with_name(Path(engine.path).name + ".snapshots") if engine.path is not None else None)
@@ -565,8 +503,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         eng = engine
         key, payload = eng._prepare(vec, k, None, kw)  # the call's own checks, its times fixed now
         arrow = ARROW in request.headers.get("accept", "")
+        searches.max_group = eng.coalesce_group
         try:
-            body = await searches.submit(eng, key, payload, arrow, limits.timeout)
+            body = await searches.submit((eng, key), (payload, arrow), _search_group, limits.timeout)
         except asyncio.TimeoutError:
             raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
         return Response(body, media_type=ARROW if arrow else "application/json")
@@ -847,7 +786,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         if save_on_shutdown and engine.path is not None and getattr(engine, "_store", None) is not None:
             await asyncio.get_running_loop().run_in_executor(pool, engine.save)
         pool.shutdown(wait=True)
-        searches.shutdown()
+        searches.close()
 
     routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
     from contextlib import asynccontextmanager

@@ -226,3 +226,113 @@ def test_a_dropped_engine_is_freed_at_once(tmp_path):
         ce.Engine.open(tmp_path / "s").close()  # would raise StoreLockedError
     finally:
         gc.enable()
+
+
+def test_asearch_groups_form_and_answers_equal_one_by_one(eng):
+    """Concurrent awaits on one loop are coalesced (fewer groups than calls) and every
+    answer, errors included, equals the same call made alone."""
+    calls = _calls(3, 160)
+
+    async def one(v, kw):
+        kw = dict(kw)
+        k = kw.pop("k")
+        try:
+            return await eng.asearch(v, k, exact=True, **kw)
+        except QueryError as err:
+            return ("QueryError", str(err))
+
+    async def main():
+        got = await asyncio.gather(*[one(v, kw) for v, kw in calls])
+        return got, asyncio.get_running_loop()
+    got, loop = asyncio.run(main())
+    assert all(_same(a, _one(eng, c)) for a, c in zip(got, calls))
+    c = eng._async[loop]
+    assert c.calls == len(calls) - sum(isinstance(x, tuple) for x in got)
+    assert c.groups < c.calls  # coalesced
+
+
+def test_asearch_from_several_event_loops():
+    """Each event loop (here one per thread) gets its own coalescer; the answers are those
+    of search(), and the coalescers of closed loops are dropped."""
+    e = ce.Engine(dim=DIM, threads=1)
+    rng = np.random.default_rng(2)
+    e.ingest({"vector": rng.normal(size=(200, DIM)).astype(np.float32), "valid_from": T0 + np.arange(200) * DAY})
+    qs = rng.normal(size=(40, DIM)).astype(np.float32)
+    want = [e.search(q, 5, mode="all").column("id").to_pylist() for q in qs]
+    out = {}
+
+    def work(j):
+        async def main():
+            return await asyncio.gather(*[e.asearch(q, 5, mode="all") for q in qs[j::4]])
+        out[j] = [t.column("id").to_pylist() for t in asyncio.run(main())]
+    ts = [threading.Thread(target=work, args=(j,)) for j in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert [out[i % 4][i // 4] for i in range(40)] == want
+    assert 1 <= len(e._async) <= 4
+    asyncio.run(e.asearch(qs[0], 5, mode="all"))  # a new loop: the closed loops' coalescers go
+    assert len(e._async) == 1
+
+
+def test_asearch_a_query_that_fails_in_a_group_fails_alone():
+    e = ce.Engine(dim=2, metric="ip", threads=1)
+    e.ingest({"vector": [[1e20, 0.0], [0.0, 1.0]], "valid_from": ["2024-01-01"] * 2})
+    ok, bad = np.array([0.0, 1.0], np.float32), np.array([1e20, 0.0], np.float32)
+
+    async def one(v):
+        try:
+            return (await e.asearch(v, 1, mode="all")).column("id").to_pylist()
+        except QueryError as err:
+            return "overflow" if "overflows" in str(err) else str(err)
+
+    async def main():
+        return await asyncio.gather(*[one(bad if i % 2 == 0 else ok) for i in range(20)])
+    assert asyncio.run(main()) == ["overflow" if i % 2 == 0 else [1] for i in range(20)]
+
+
+def test_async_coalescer_inline_timeout_and_group_errors():
+    """The service's mode (inline=True): a lone call runs on the loop's thread, concurrent
+    ones on the worker; a timed-out call raises TimeoutError while its group runs on; an
+    error of the whole group is every call's."""
+    import time
+    from chrono_engine._coalesce import AsyncCoalescer
+    seen = []
+
+    def run(batch):
+        seen.append((threading.current_thread().name, len(batch)))
+        if batch[0].key == "slow":
+            time.sleep(0.3)
+        if batch[0].key == "boom":
+            raise RuntimeError("boom")
+        return [r.payload * 2 for r in batch]
+
+    async def main():
+        c = AsyncCoalescer(inline=True, name="test-groups")
+        alone = await c.submit("k", 1, run)
+        many = await asyncio.gather(*[c.submit("k", i, run) for i in range(10)])
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.gather(c.submit("slow", 0, run, timeout=0.05), c.submit("slow", 1, run, timeout=0.05))
+        after = await c.submit("k", 5, run, timeout=5)  # queued behind the slow group, then served
+        errs = await asyncio.gather(*[c.submit("boom", i, run) for i in range(3)], return_exceptions=True)
+        c.close()
+        return alone, many, after, errs
+    alone, many, after, errs = asyncio.run(main())
+    assert alone == 2 and many == [2 * i for i in range(10)] and after == 10
+    assert all(isinstance(x, RuntimeError) for x in errs)
+    assert seen[0] == ("MainThread", 1)  # the lone call, on the loop
+    assert any(name.startswith("test-groups") and n > 1 for name, n in seen)  # a group on the worker
+
+
+def test_a_dropped_engine_after_asearch_is_freed_at_once(tmp_path):
+    import gc
+    gc.disable()
+    try:
+        e = ce.Engine.create(tmp_path / "s", 2)
+        e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
+        asyncio.run(e.asearch([1, 0]))
+        del e
+        ce.Engine.open(tmp_path / "s").close()  # would raise StoreLockedError
+    finally:
+        gc.enable()
