@@ -6,8 +6,8 @@ lifespan) with no model layer to fight, so bodies are checked by the engine's ow
 server; bodies are parsed and written by orjson. One process holds one engine: concurrent
 single searches are gathered on the event loop into planner groups (the engine's
 coalescing policy, :class:`~chrono_engine._coalesce.AsyncCoalescer`), each run and encoded
-on one worker thread; other reads run on a thread pool; writes are serialised by the engine's write lock and
-logged by its write-ahead log before they are acknowledged.
+on one worker thread; other reads run on a thread pool; writes are serialised by the
+engine's write lock and logged by its write-ahead log before they are acknowledged.
 
 Paths follow the vector databases' collection style; the one collection is the store::
 

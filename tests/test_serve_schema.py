@@ -3,7 +3,6 @@ HTTP on loopback): whatever a body that fits (or nearly fits) the schema holds, 
 answers with no 5xx."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
