@@ -218,7 +218,7 @@ class Engine:
         """
         key, payload = self._prepare(vector, k, options, kwargs)
         c = self._coalescer
-        c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
+        c.max_group = self._max_group()
         c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
         return c.submit(key, payload, self._run_group)
 
@@ -256,8 +256,11 @@ class Engine:
         import asyncio
         key, payload = self._prepare(vector, k, options, kwargs)
         c = self._async_coalescer(asyncio.get_running_loop())
-        c.max_group = count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
+        c.max_group = self._max_group()
         return await c.submit(key, payload, self._run_group)
+
+    def _max_group(self) -> int:
+        return count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
 
     def _async_coalescer(self, loop: Any) -> AsyncCoalescer:
         """This engine's coalescer for the calls of one event loop (asyncio futures belong
@@ -272,18 +275,31 @@ class Engine:
 
     def _run_group(self, batch: list) -> list:
         """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one
-        ``search_batch``, split back per call. A query the batch cannot answer (its
-        similarity overflows float32) makes the group run its calls one by one, so that
-        only that call fails."""
+        ``search_batch``, split back per call (:meth:`_answers`)."""
+        def split(table: pa.Table, calls: Any) -> list:
+            cuts = query_cuts(table.column("query").to_numpy(), len(calls))
+            table = table.drop_columns(["query"])
+            return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
+        return self._answers([r.payload for r in batch], batch[0].key[0], split)
+
+    def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool = True) -> list:
+        """The answers of calls prepared by :meth:`_prepare` with one key:
+        ``finish(answer, calls)`` turns the :meth:`_group_table` answer of the calls
+        ``calls`` (indices into ``payloads``) into one result per call. A query the batch
+        cannot answer (its similarity overflows float32) makes the group run its calls one
+        by one, so that only that call fails (its result is its QueryError)."""
         try:
-            table = self._group_table([r.payload for r in batch], batch[0].key[0])
+            return finish(self._group_table(payloads, k, table=table), range(len(payloads)))
         except QueryError:
-            if len(batch) == 1:
+            if len(payloads) == 1:
                 raise
-            return [_one(self._run_group, r) for r in batch]
-        cuts = query_cuts(table, len(batch))
-        table = table.drop_columns(["query"])
-        return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
+        out = []
+        for i, p in enumerate(payloads):
+            try:
+                out += finish(self._group_table([p], k, table=table), [i])
+            except QueryError as e:
+                out.append(e)
+        return out
 
     def _group_table(self, payloads: list, k: int, *, table: bool = True) -> pa.Table | dict:
         """The calls prepared by :meth:`_prepare` with one key, as one ``search_batch``
@@ -746,18 +762,10 @@ class Engine:
         return self._state.core.vectors(rows.astype(np.uint32))
 
 
-def query_cuts(table: pa.Table, n: int) -> np.ndarray:
-    """Where each of ``n`` queries' rows start in a ``search_batch`` table (ordered by
-    query), and its end: ``rows cuts[i]:cuts[i + 1]`` answer query ``i``."""
-    return np.searchsorted(table.column("query").to_numpy(), np.arange(n + 1))
-
-
-def _one(run: Callable[[list], list], request: Any) -> Any:
-    """One call of a coalesced group run alone: its table, or the QueryError it raises."""
-    try:
-        return run([request])[0]
-    except QueryError as e:
-        return e
+def query_cuts(query: np.ndarray, n: int) -> np.ndarray:
+    """Where each of ``n`` queries' rows start in a ``search_batch`` answer (its ``query``
+    column, ordered), and its end: rows ``cuts[i]:cuts[i + 1]`` answer query ``i``."""
+    return np.searchsorted(query, np.arange(n + 1))
 
 
 def _seconds(value: Any, name: str, most: float) -> float:

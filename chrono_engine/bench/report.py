@@ -112,18 +112,18 @@ def print_table(report: dict, cfg: Config, nslow: int) -> None:
               f"{h_s:>24} | {ratio}")
     print("(recall in brackets; * = measured on one thread, the peer cannot use more; np-prefilt: as_of only;\n"
           f" hnswlib+rerank: the fastest ef reaching recall {RECALL_TARGET}, else the most accurate)")
-    _per_ef(rows, "hnswlib_ef", cfg, f"hnswlib filtered search + NumPy rerank, per ef (QPS / recall@{cfg.k}); "
-            f"measured on the first {nslow} queries, one thread (its filter is a Python callable), reused "
-            f"for every thread row:")
-    _per_ef(rows, "faiss_ef", cfg, f"FAISS IndexHNSWFlat with an IDSelectorBitmap of the eligible rows + NumPy "
-            f"rerank, per ef (QPS / recall@{cfg.k}); the first {nslow} queries, one thread, reused for every "
-            f"thread row:")
-    _per_ef(rows, "usearch_ef", cfg, f"USearch HNSW (Python search has no predicate: over-fetch until ef eligible, "
-            f"ineligible dropped) + NumPy rerank, per ef (QPS / recall@{cfg.k}); the first {nslow} queries, one "
-            f"thread, reused for every thread row:")
-    _per_ef(rows, "lancedb_k", cfg, f"LanceDB exact search under an SQL pre-filter on the time columns, the k' "
-            f"nearest, arbitration + NumPy rerank, per k' (QPS / recall@{cfg.k}); the first {nslow} queries, "
-            f"one at a time on LanceDB's thread pools, reused for every thread row:", label="k")
+    per_query = f"(QPS / recall@{cfg.k}); the first {nslow} queries"
+    for prefix, what, label in (
+            ("hnswlib_ef", f"hnswlib filtered search + NumPy rerank, per ef {per_query}, one thread (its filter "
+                           f"is a Python callable)", "ef"),
+            ("faiss_ef", f"FAISS IndexHNSWFlat with an IDSelectorBitmap of the eligible rows + NumPy rerank, per "
+                         f"ef {per_query}, one thread", "ef"),
+            ("usearch_ef", f"USearch HNSW (Python search has no predicate: over-fetch until ef eligible, "
+                           f"ineligible dropped) + NumPy rerank, per ef {per_query}, one thread", "ef"),
+            ("lancedb_k", f"LanceDB exact search under an SQL pre-filter on the time columns, the k' nearest, "
+                          f"arbitration + NumPy rerank, per k' {per_query}, one at a time on LanceDB's thread "
+                          f"pools", "k")):
+        _per_ef(rows, prefix, cfg, what + ", reused for every thread row:", label=label)
     exact_rows = [r for r in rows if "engine_exact" in r]
     bad = [r for r in rows if r["engine"]["certified_but_wrong"]]
     if exact_rows:
