@@ -42,8 +42,10 @@ def strings_at(strings: pa.Table | None, rows: np.ndarray, columns: tuple = STRI
     if strings is None or not len(rows):
         return pa.table({c: pa.array([], pa.string()) for c in columns})
     rows = np.asarray(rows, np.int64)
-    if strings.column(columns[0]).num_chunks == 1:  # one take of the table: one index array
-        return strings.select(list(columns)).combine_chunks().take(pa.array(rows))
+    cols = [strings.column(name) for name in columns]
+    if all(c.num_chunks == 1 for c in cols):  # one index array for every column
+        idx = pa.array(rows)
+        return pa.table([c.chunk(0).take(idx) for c in cols], names=list(columns))
     return pa.table({name: take_rows(strings.column(name), rows) for name in columns})
 
 

@@ -454,6 +454,8 @@ def array_us(value: Any, n: int, name: str, default: int | None = None) -> np.nd
         if default is None:
             _fail("is required for this mode", name, None, "null in required column")
         return np.full(n, default, dtype=np.int64)
+    if type(value) is int and -(1 << 63) <= value < (1 << 63):  # the common call: int µs
+        return np.full(n, value, dtype=np.int64)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (np.ndarray, list, tuple, pa.Array, pa.ChunkedArray)) or is_series(value):

@@ -275,7 +275,12 @@ class Engine:
 
     def _run_group(self, batch: list) -> list:
         """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one
-        ``search_batch``, split back per call (:meth:`_answers`)."""
+        ``search_batch``, split back per call (:meth:`_answers`); a lone call's table is
+        made without the ``query`` column and the split."""
+        if len(batch) == 1 and batch[0].payload[2].verify is None:
+            cols = self._group_table([batch[0].payload], batch[0].key[0], table=False)
+            del cols["query"]
+            return [_search.to_table(cols)]
         def split(table: pa.Table, calls: Any) -> list:
             cuts = query_cuts(table.column("query").to_numpy(), len(calls))
             table = table.drop_columns(["query"])

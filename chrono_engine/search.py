@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ._args import K_MAX, count, shown
 from ._state import ALL_KNOWN, StoreState, strings_at
-from ._time import MIN_TIME_US, OPEN_END, array_us, errors_as, from_us, now_us, scalar_us
+from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
 from .schema import _check_and_normalise, format_version, parse_version
 
@@ -290,17 +290,37 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
     settings). ``times``: (T, known_at, window start, window end) per query, already
     resolved (:func:`query_times`), instead of reading them from ``opts``."""
     k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
-    p = {name: count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items()}
+    ef, ef_max, scan_limit, seed_ef, seed_min, group, scan = planner_args(planner)
     t, ka, ws, we = query_times(opts, q.shape[0], now_us()) if times is None else times
     mask = state.type_mask(opts.fact_types)
     out = state.core.search_batch(
         q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
         OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate), mask, k,
-        bool(opts.exact), max(p["ef"], 4 * k), p["ef_max"], p["scan_limit"], p["seed_ef"],
-        p["seed_min"], p["group"], choice(planner["scan"], SCAN_ORDERS, "scan"), max(int(threads), 1))
+        bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min, group, scan, max(int(threads), 1))
     _overflowed(out, state.metric)
     out["known_at"] = ka  # per query: the result table shows each hit as known then
     return out, t
+
+
+def planner_args(planner: dict) -> tuple:
+    """The planner settings (an Engine's ``_planner()``) checked, as the core takes them:
+    ef, ef_max, scan_limit, seed_ef, seed_min, group, the scan order's code; a bad one is a
+    ConfigError naming it. Settings seen before are not checked again (one dict lookup)."""
+    key = tuple([(name, type(v), v) for name, v in planner.items()])  # True is not 1 here
+    try:
+        return _PLANNER_SEEN[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable setting, checked (and refused) below
+        pass
+    args = tuple(count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items())
+    args += (choice(planner["scan"], SCAN_ORDERS, "scan"),)
+    if len(_PLANNER_SEEN) >= 64:
+        _PLANNER_SEEN.clear()
+    _PLANNER_SEEN[key] = args
+    return args
+
+
+#: checked planner settings by their values (``planner_args``)
+_PLANNER_SEEN: dict = {}
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
@@ -376,7 +396,9 @@ def to_table(data: dict) -> pa.Table:
             # path that costs ~4x more per call
             cols[name] = pa.array(v, pa.int64()).view(_TS)
         elif name == "valid_to":
-            cols[name] = pa.array(np.where(v == OPEN_END, 0, v), pa.int64(), mask=v == OPEN_END).view(_TS)
+            open_ = v == OPEN_END
+            cols[name] = (pa.array(np.where(open_, 0, v), pa.int64(), mask=open_) if open_.any()
+                          else pa.array(v, pa.int64())).view(_TS)
         else:
             cols[name] = v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v, pa.string())
     return pa.table(cols)
@@ -462,10 +484,16 @@ def _canonical_version(v: str) -> str:
     return format_version(parse_version(v))
 
 
+@functools.lru_cache(maxsize=65536)
+def _day_text(day: int) -> str:
+    """Day ``day`` since the epoch as ``YYYY-MM-DD`` (NumPy's text, as the Arrow path's)."""
+    return str(np.datetime64(day, "D"))
+
+
 def _few_citations(titles: list, versions: list, valid_from: Any, lang: str) -> pa.Array:
-    days = np.asarray(valid_from, dtype=np.int64).astype("datetime64[us]").astype("datetime64[D]").astype(str)
+    days = [_day_text(d) for d in (np.asarray(valid_from, dtype=np.int64) // US_PER_DAY).tolist()]
     out = []
-    for t, v, day in zip(titles, versions, days.tolist()):
+    for t, v, day in zip(titles, versions, days):
         ver = "" if v is None else _canonical_version(v)
         if lang == "zh":
             out.append(f"依据《{'未命名文档' if t is None else t}》{ver}（{day} 起施行）")

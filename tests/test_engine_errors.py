@@ -383,6 +383,23 @@ def test_unknown_scan_order(eng, value):
     assert search().equals(before)
 
 
+@pytest.mark.parametrize("name, good, bad", [("ef", 1, True), ("seed_ef", 0, False), ("scan_limit", 5, 5.0),
+                                             ("group", 1, np.bool_(True))])
+def test_planner_setting_equal_to_a_good_one_is_still_checked(eng, name, good, bad):
+    """Checked planner settings are remembered by value: a bad setting that compares equal
+    to a good one seen before (True == 1, 5.0 == 5) must still be refused, named."""
+    search = lambda: eng.search(QUERIES[0], mode="as_of", as_of="2024-06-01")  # noqa: E731
+    old = getattr(eng, name)
+    try:
+        setattr(eng, name, good)
+        search()
+        setattr(eng, name, bad)
+        with pytest.raises(ce.errors.ConfigError, match=name):
+            search()
+    finally:
+        setattr(eng, name, old)
+
+
 def test_window_mode_without_window(eng):
     reject_query(eng, lambda e: e.search(QUERIES[0], mode="window"), words=("window",))
 
