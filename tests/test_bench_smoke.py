@@ -271,3 +271,25 @@ def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     assert [r["concurrency"] for r in rows] == [1, 4]
     assert all(r["requests"] > 0 and r["errors"] == 0 and r["recall"] >= 0.95 for r in rows)
     assert json.loads(out.read_text())["in_process"]["search_batch_qps"] > 0
+
+
+def test_planner_sweep_bench_runs_and_reuses_its_store(tmp_path, capsys):
+    """benches/bench_planner_sweep.py on a tiny store: every point's default search reaches
+    recall 1 against exact=True here (no point is approximate at this size), the JSON has
+    every row, and a second run opens the saved store instead of building it."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "benches" / "bench_planner_sweep.py"
+    spec = importlib.util.spec_from_file_location("bench_planner_sweep", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    store, out = tmp_path / "s", tmp_path / "sweep.json"
+    args = ["--n", "3000", "--dim", "16", "--queries", "16", "--peer-queries", "4", "--share", "0.5,0.1",
+            "--store", str(store), "--json", str(out)]
+    assert mod.main(args) == 0
+    assert "built" in capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["mode"], r["share"]) for r in rows] == [("as_of", 0.5), ("as_of", 0.1), ("latest", 0.5), ("latest", 0.1)]
+    assert all(r["recall"] == 1.0 and r["default_qps"] > 0 and r["exact_qps"] > 0 and r["numba_qps"] > 0 for r in rows)
+    assert mod.main(args) == 0
+    assert "opened" in capsys.readouterr().out

@@ -100,8 +100,9 @@ def test_probe_is_the_same_in_a_small_batch(eng, corpus):
 
 
 def test_a_group_probes_while_its_queries_outnumber_few_rows_in_force(eng, corpus):
-    # 40 queries, half the store in force: 40 * n <= 320 * F, so the group probes; answers
-    # reach the recall target against exact=True and carry only exact scores
+    # 40 queries, half the store in force: a probe (~n per query) is estimated cheaper than
+    # the group's share of the scan (F * (150 / 40 + 6) per query), so the group probes;
+    # answers reach the recall target against exact=True and carry only exact scores
     qv = corpus.queries(40, seed=12)
     T = syn.times_for_selectivity(corpus, 0.5, 40, seed=13)
     t = eng.search_batch(qv, 10, as_of=T, explain=True)
@@ -195,3 +196,38 @@ def test_probe_with_every_option_against_exact(eng, corpus, opts):
         assert len(sa) == len(sb) and (sa <= sb + 1e-9).all()
     assert plans.count("probe") >= 5, plans  # the probe plan is what is tested
     assert np.mean(recall) >= 0.95, (opts, np.mean(recall), plans)
+
+
+@pytest.mark.parametrize("mode", ["as_of", "latest"])
+@pytest.mark.parametrize("sel", [0.5, 0.15, 0.02])
+def test_a_partitioned_store_never_walks_the_graph(eng, corpus, mode, sel):
+    """Past scan_limit a query the probe does not take stays on the certified scan (the
+    filtered walk cost up to 2x the scan at 1M rows): with scan_limit=0 every answer is a
+    probe or a certified scan, and the scans equal exact=True."""
+    qv = corpus.queries(64, seed=21)
+    T = syn.times_for_selectivity(corpus, sel, 64, seed=22)
+    old = eng.scan_limit
+    eng.scan_limit = 0
+    try:
+        t = eng.search_batch(qv, 10, mode=mode, as_of=T, explain=True)
+    finally:
+        eng.scan_limit = old
+    x = eng.search_batch(qv, 10, mode=mode, as_of=T, exact=True)
+    plans = np.asarray(t.column("plan").to_pylist())
+    assert set(plans) <= {"probe", "scan"}, set(plans)
+    assert t.column("certified").to_numpy(zero_copy_only=False)[plans == "scan"].all()
+    q_t, q_x = t.column("query").to_numpy(), x.column("query").to_numpy()
+    for i in np.unique(q_t[plans == "scan"]):
+        assert t.column("id").to_numpy()[q_t == i].tolist() == x.column("id").to_numpy()[q_x == i].tolist()
+
+
+def test_an_l2_store_still_walks_the_graph_past_scan_limit(corpus):
+    """l2 stores keep no partition: past scan_limit the graph plan answers (not certified)."""
+    e = ce.Engine(D, metric="l2", decay=policy_for(corpus.half_lives), threads=2)
+    data = corpus.to_dict()
+    e.ingest({k: v[:4000] for k, v in data.items()})
+    e.scan_limit = 0
+    qv = corpus.queries(4, seed=23)
+    t = e.search_batch(qv, 10, mode="all", explain=True)
+    assert set(t.column("plan").to_pylist()) == {"graph"}
+    assert not any(t.column("certified").to_pylist())

@@ -152,16 +152,16 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
 // (below that, the bounds order's best-first start raises theta sooner than the storage
 // order does; measured at 200k rows: ~2k rows per group at 1% selectivity favour bounds by
 // 10-20%, ~20k at 10% favour similarity by 1.3-1.5x). Stage 0 also needs the rows to be
-// scanned anyway (exact, or no more than scan_limit of them); beyond that the bounds
-// order's per-query candidate counts after the bound pass decide which queries walk the
-// graph instead.
+// scanned anyway (exact, no more than scan_limit of them, or a store where the graph plan
+// is not taken: Searcher::graph_plan_allowed); beyond that the bounds order's per-query
+// candidate counts after the bound pass decide which queries walk the graph instead.
 inline bool similarity_first(const GroupContext& c, int stage) {
   constexpr std::size_t kSimilarityMinRows = 8192;
   const SearchParams& p0 = c.p0;
   const std::size_t n = c.buf.rows.size();
   if (!c.dense || p0.scan == ScanOrder::Bounds) return false;
   if (p0.scan == ScanOrder::Similarity) return true;
-  return n >= kSimilarityMinRows && (stage == 1 || p0.exact || n <= p0.scan_limit);
+  return n >= kSimilarityMinRows && (stage == 1 || p0.exact || n <= p0.scan_limit || !c.qs[0].graph_plan_allowed());
 }
 
 // Run the certified plan for a group of queries (at most 64): seeds, stage 0 (rows that can
@@ -181,10 +181,17 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   std::vector<Searcher> rest;
   std::vector<std::size_t> rest_where;
   const std::size_t budget = st.meta().size() / 16 + 1024;
+  // A probe over its budget is wasted work (the query then scans). Where probes fail (a
+  // partition whose clusters do not separate the queries, as at low dimension, where the
+  // allowance delta is large) they fail for the group's similar queries too: once the
+  // group's failed probes are as many as its answered ones, its other queries scan at once.
+  // At 30k x 64 every probe failed, and the group of 64 cost 2.3x its certified scan.
+  std::size_t answered = 0, failed = 0;
   for (std::size_t g = 0; g < qs.size(); ++g) {
-    if (applies[g]) {
+    if (applies[g] && (failed == 0 || failed < answered)) {
       Searcher trial = qs[g];
-      if (probe(trial, st, budget)) { out[where[g]] = trial.finish(); continue; }
+      if (probe(trial, st, budget)) { out[where[g]] = trial.finish(); ++answered; continue; }
+      ++failed;
     }
     rest.push_back(qs[g]);
     rest_where.push_back(where[g]);

@@ -14,13 +14,21 @@
 //
 // Taken only with exact=False, a dense metric, a partitioned store and more than
 // kProbeMinRows rows in force (below that the certified scan is as cheap, and a probe
-// would read many clusters before k rows in force raise theta); and only in a group of at
-// most kProbeMaxGroup queries, or of G queries with G * n <= kProbeGroupRatio * (rows in
-// force): a group's certified scan shares each row in force among its queries, while each
-// probe reads up to n / 16 rows alone. The ratio is measured, not derived: at 200k x 384
-// (steep, as_of, one thread) the probe beat the group's certified scan at every group
-// size up to 64 with half the store in force (208 against 733 us per query at 64), and up
-// to about 32 with a tenth (336 against 297 us at 64); 320 * F / n puts the crossing there.
+// would read many clusters before k rows in force raise theta), and only when its estimated
+// cost per query is below the certified scan's (probe_cheaper): a probe reads a share of
+// the store's clusters alone, about kProbeNsPerRow per row of the store (n) whatever the
+// group; the certified scan reads every row in force (F), each row's load shared by the
+// group's G queries, then a compact dot per query:
+//   probe ~ kProbeNsPerRow * n      scan ~ F * (kScanNsPerRow / G + kScanNsPerDot)
+// per query. The rates are measured (steep, as_of and latest, one thread, d = 384, on the
+// development machine): the probe read ~1 ns per store row at 200k and at 1M rows
+// (0.2-0.34 ms and ~0.8 ms per query); the scan cost ~8-9 ns per row in force and query in
+// groups of 64 (0.89 ms at 1M with a tenth in force, 0.73 ms at 200k with half), and
+// ~100-270 ns alone (rows in force are scattered in storage: each costs its cache misses).
+// The crossing is then F / n = 0.12 in a group of 64, 0.06 in 16, 0.007 alone; measured:
+// at 200k with a tenth in force the scan won at 64 (297 against 336 us per query), at 1M
+// with a fifth the probe won at 64 (~0.8 against 2.2 ms). Only speed depends on the rates:
+// every plan scores each row it returns exactly.
 // A query whose probe reads more than its budget gives up and runs the certified plan
 // from a fresh start.
 #pragma once
@@ -34,9 +42,18 @@
 
 namespace chrono {
 
-constexpr std::size_t kProbeMaxGroup = 4;
-constexpr std::size_t kProbeGroupRatio = 320;
 constexpr std::size_t kProbeMinRows = 8192;
+constexpr double kProbeNsPerRow = 1.0;    // the probe, per query and row of the store
+constexpr double kScanNsPerRow = 150.0;   // the certified scan, per row in force, shared by the group
+constexpr double kScanNsPerDot = 6.0;     // the certified scan, per row in force and query
+
+// Whether a probe (per query) is estimated cheaper than the certified scan's share, for a
+// group of G queries, a store of n rows and f rows in force.
+inline bool probe_cheaper(std::size_t G, std::size_t n, std::size_t f) {
+  const double probe = kProbeNsPerRow * static_cast<double>(n);
+  const double scan = static_cast<double>(f) * (kScanNsPerRow / static_cast<double>(std::max<std::size_t>(G, 1)) + kScanNsPerDot);
+  return probe < scan;
+}
 
 inline bool probe_applies(const Searcher& q, const Store& st, std::size_t group_size) {
   const SearchParams& p = q.params();
@@ -46,8 +63,7 @@ inline bool probe_applies(const Searcher& q, const Store& st, std::size_t group_
     return false;  // the tree path's sizes already rule it out (no endpoint read)
   const std::size_t f = q.in_force_count();
   if (f <= kProbeMinRows) return false;
-  return group_size <= kProbeMaxGroup ||
-         static_cast<double>(group_size) * static_cast<double>(st.meta().size()) <= kProbeGroupRatio * static_cast<double>(f);
+  return probe_cheaper(group_size, st.meta().size(), f);
 }
 
 // Run the probe plan on q; false (q left in an undefined state) when it read more than
