@@ -7,9 +7,10 @@ only makes the probe stop sooner. So this module may be approximate and fast: k-
 seeding on a small sample, three Lloyd steps on a larger one, then each row to its nearest
 centroid (NumPy/BLAS, in chunks).
 
-The partition is derived data, not saved: built when a store reaches ``partition_min``
-rows (on ingest or open), extended to new rows on every write, rebuilt with more centroids
-when the store has doubled. Cosine and ip only.
+The partition is derived data: built when a store reaches ``partition_min`` rows (on
+ingest, or on open of a store saved before format 4), extended to new rows on every write,
+rebuilt with more centroids when the store has doubled, saved with the store
+(``storage._partition_tables``) so that an open reproduces it. Cosine and ip only.
 """
 from __future__ import annotations
 

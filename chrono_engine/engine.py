@@ -552,10 +552,16 @@ class Engine:
         for attempt in range(20 if retry else 1):
             seal = storage.current(root)
             try:
-                snap = storage.read_snapshot(root, key, seal=seal)
-                eng = cls._from_snapshot(snap, threads)
-                eng._replayed = storage.replay(eng._state, snap)
-                eng._state.refresh_partition()
+                snap = storage.read_snapshot(root, key, seal=seal, check_files=False)
+                check = storage.FileCheck(snap)  # the checksums, while the files load
+                try:
+                    eng = cls._from_snapshot(snap, threads)
+                    eng._replayed = storage.replay(eng._state, snap)
+                    eng._state.refresh_partition()
+                except BaseException:
+                    check.result()  # a file that fails its checksum is the error to report
+                    raise
+                check.result()
                 return eng, snap
             except StorageError:
                 try:

@@ -48,7 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
-FILES = ("CURRENT", "manifest.json", "graph.bin", "meta.arrow", "amend.arrow", "log.wal")
+FILES = ("CURRENT", "manifest.json", "graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow",
+         "log.wal")
 KEY = b"mutation-campaign-key"
 
 

@@ -293,8 +293,8 @@ def test_store_layout(engine, saved):
     seal = json.loads((saved / "CURRENT").read_text())
     assert seal["snapshot"] == snaps[0] and seal["format"] == "chrono_engine.store"
     snap = saved / snaps[0]
-    assert sorted(p.name for p in snap.iterdir()) == ["amend.arrow", "graph.bin", "log.wal", "manifest.json",
-                                                      "meta.arrow"]
+    assert sorted(p.name for p in snap.iterdir()) == ["amend.arrow", "centroids.arrow", "graph.bin", "log.wal",
+                                                      "manifest.json", "meta.arrow", "partition.arrow"]
     assert seal["manifest_sha256"] == hashlib.sha256((snap / "manifest.json").read_bytes()).hexdigest()
     manifest = json.loads((snap / "manifest.json").read_text())
     assert manifest["format"] == "chrono_engine.store"
@@ -302,7 +302,7 @@ def test_store_layout(engine, saved):
     assert manifest["dim"] == DIM and manifest["metric"] == "cosine"
     assert manifest["rows"] == len(engine)
     assert ce.DecayPolicy.from_dict(manifest["decay"]) == engine.decay
-    assert set(manifest["files"]) == {"graph.bin", "meta.arrow", "amend.arrow"}
+    assert set(manifest["files"]) == {"graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow"}
     for name, digest in manifest["files"].items():
         assert digest == hashlib.sha256((snap / name).read_bytes()).hexdigest()
     with pa.memory_map(str(snap / "meta.arrow")) as src:
@@ -593,7 +593,7 @@ def test_bad_manifest_json(copy_of, text):
     _expect_corrupt(copy_of, "manifest.json")
 
 
-@pytest.mark.parametrize("version", [1, 4, 0, "2", "3", None, 2.5, 3.0])
+@pytest.mark.parametrize("version", [1, 5, 0, "2", "3", "4", None, 2.5, 3.0, 4.0])
 def test_unknown_format_version(copy_of, version):
     _set_manifest(copy_of, format_version=version)
     _expect_corrupt(copy_of, "version")
@@ -757,3 +757,22 @@ def test_save_to_a_path_that_is_a_file(tmp_path, engine):
             engine.save(f)
     finally:
         assert f.read_text() == "x"
+
+
+@pytest.mark.parametrize("dim, metric", [(3, "l2"), (16, "cosine"), (97, "ip")])
+def test_core_vector_fingerprints_equal_the_numpy_reference(dim, metric):
+    """The fingerprints that bind meta.arrow to graph.bin, computed by the core on several
+    threads, equal the NumPy definition (bit patterns x weights mod 2**64), for more rows
+    than one thread's chunk, negative zeros, subnormals and huge values included."""
+    rng = np.random.default_rng(dim)
+    n = 9000
+    x = rng.normal(size=(n, dim)).astype(np.float32)
+    x[0] = -0.0 if metric != "cosine" else x[0]
+    x[1, 0] = np.float32(1e-40) if metric != "cosine" else x[1, 0]
+    x[2] *= np.float32(1e30) if metric == "l2" else 1
+    e = ce.Engine(dim, metric=metric, threads=2)
+    e.ingest({"vector": x, "valid_from": np.full(n, 0, np.int64), "content": ["c"] * n})
+    got = storage_module._vector_hashes(e._state)
+    want = storage_module._vector_hashes_numpy(e._state, n)
+    assert got.dtype == np.uint64 and len(got) == n
+    np.testing.assert_array_equal(got, want)

@@ -329,10 +329,12 @@ def test_a_format_2_store_opens(pristine, tmp_path):
     """Stores saved before lifecycle events had their own file (format 2) still open."""
     path = copy_store(pristine, tmp_path / "s")
     snap = snap_dir(path)
-    (snap / "amend.arrow").unlink()
     m = json.loads((snap / "manifest.json").read_text())
+    for name in ("amend.arrow", "partition.arrow", "centroids.arrow"):
+        (snap / name).unlink()
+        del m["files"][name]
+    del m["partition"]
     m["format_version"] = 2
-    del m["files"]["amend.arrow"]
     (snap / "manifest.json").write_text(json.dumps(m))
     reseal(path, files=False)
     eng = ce.Engine.open(path, read_only=True)

@@ -364,6 +364,38 @@ struct PyStore {
     return out;
   }
 
+  // Per row, the fingerprint storage.py checks a store's vectors against: the sum over j
+  // of bits(x_j) * w_j modulo 2^64 (bits: the float32 bit pattern as an unsigned integer),
+  // for rows [0, n). `weights`: at least dim of them. The GIL is released; rows are split
+  // over `threads` workers (the sum is exact modular arithmetic: any order gives the same).
+  py::array_t<std::uint64_t> vector_hashes(carray<std::uint64_t> weights, int threads) {
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    const std::size_t d = s->dim(), n = s->meta().size();
+    if (weights.ndim() != 1 || static_cast<std::size_t>(weights.size()) < d)
+      throw std::invalid_argument("vector_hashes: need at least dim weights");
+    py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(n));
+    std::uint64_t* o = out.mutable_data();
+    const std::uint64_t* w = weights.data();
+    {
+      py::gil_scoped_release nogil;
+      constexpr std::size_t kChunk = 4096;
+      parallel_for((n + kChunk - 1) / kChunk, std::max(threads, 1), [&](std::size_t c) {
+        const std::size_t hi = std::min(n, (c + 1) * kChunk);
+        for (std::size_t r = c * kChunk; r < hi; ++r) {
+          const float* x = s->ann().vector(static_cast<std::uint32_t>(r));
+          std::uint64_t h = 0;
+          for (std::size_t j = 0; j < d; ++j) {
+            std::uint32_t b;
+            std::memcpy(&b, x + j, sizeof b);
+            h += static_cast<std::uint64_t>(b) * w[j];
+          }
+          o[r] = h;
+        }
+      });
+    }
+    return out;
+  }
+
   py::array_t<std::uint32_t> rows_valid_at(std::int64_t t) {
     std::shared_lock<std::shared_mutex> g(s->mutex());
     std::vector<std::uint32_t> rows;
@@ -481,6 +513,7 @@ void bind_store(py::module_& m) {
            py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
            py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "", py::arg("fut_pen") = py::none())
       .def("vectors", &PyStore::vectors, py::arg("rows"))
+      .def("vector_hashes", &PyStore::vector_hashes, py::arg("weights"), py::arg("threads"))
       .def("set_partition", [](PyStore& p, carray<float> centroids, double delta) {
         // new centroids (C, dim) and delta for the probe plan; every row unassigned
         if (centroids.ndim() != 2 || static_cast<std::size_t>(centroids.shape(1)) != p.s->dim())

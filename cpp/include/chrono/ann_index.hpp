@@ -205,9 +205,13 @@ class AnnIndex {
     h->setEf(16);
     huge_vector<std::int8_t> c8(n_rows * dim_);  // the compact copy, built aside
     std::vector<float> c8_scale(n_rows), c8_err(n_rows);
-    for (std::size_t r = 0; r < n_rows; ++r)
-      compact_into(reinterpret_cast<const float*>(h->getDataByInternalId(g.iid_of_row[r])), 1, dim_,
-                   c8.data() + r * dim_, c8_scale.data() + r, c8_err.data() + r);
+    constexpr std::size_t kChunk = 4096;  // rows per task; every core quantises (pure per row)
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    parallel_for((n_rows + kChunk - 1) / kChunk, cores, [&](std::size_t c) {
+      for (std::size_t r = c * kChunk; r < std::min(n_rows, (c + 1) * kChunk); ++r)
+        compact_into(reinterpret_cast<const float*>(h->getDataByInternalId(g.iid_of_row[r])), 1, dim_,
+                     c8.data() + r * dim_, c8_scale.data() + r, c8_err.data() + r);
+    });
     // commit (nothing below throws); the old index goes with `h`
     hnsw_.swap(h);
     huge_block_ = block;
