@@ -86,6 +86,7 @@ def make_seeds(root: Path, key: bytes | None) -> list[Path]:
         eng = ce.Engine.create(path, 8, metric=metric, threads=1, M=4 + 2 * i, key=key,
                                decay=ce.DecayPolicy({"news": ce.Exponential(half_life=30.0)},
                                                     default=ce.HalfLife(365.0)))
+        eng.partition_min = 16  # a probe partition in the snapshot (partition.arrow, centroids.arrow); l2: none
         eng.ingest({"vector": rng.normal(size=(n, 8)).astype(np.float32),
                     "valid_from": np.datetime64("2024-01-01", "us") + np.arange(n).astype("timedelta64[D]"),
                     "stem_id": [f"s{j % 7}" if j % 3 else None for j in range(n)],
