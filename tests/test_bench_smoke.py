@@ -293,3 +293,28 @@ def test_planner_sweep_bench_runs_and_reuses_its_store(tmp_path, capsys):
     assert all(r["recall"] == 1.0 and r["default_qps"] > 0 and r["exact_qps"] > 0 and r["numba_qps"] > 0 for r in rows)
     assert mod.main(args) == 0
     assert "opened" in capsys.readouterr().out
+
+
+def test_scale_bench_builds_in_resumable_increments(tmp_path, capsys):
+    """benches/bench_scale.py: a build stopped after its first checkpoint resumes from it
+    (the store then holds exactly --n rows, every chunk's stems apart), and measure opens
+    the store and reports every row with recall against exact=True."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "benches" / "bench_scale.py"
+    spec = importlib.util.spec_from_file_location("bench_scale", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    store = str(tmp_path / "s")
+    assert mod.main(["build", "--path", store, "--n", "3000", "--dim", "8", "--chunk", "3000"]) == 0
+    assert mod.main(["build", "--path", store, "--n", "5000", "--dim", "8", "--chunk", "1500"]) == 0
+    out = capsys.readouterr().out
+    assert "resuming" in out and "3,000 rows" in out and "rows       5,000" in out
+    e = ce.Engine.open(store, read_only=True)
+    assert len(e) == 5000 and len(set(e.columns()["stem"].tolist()) - {-1}) > 0
+    assert len(e.stems) == len(set(e.stems))
+    e.close()
+    out_json = tmp_path / "scale.json"
+    assert mod.main(["measure", "--path", store, "--queries", "16", "--peer-queries", "2", "--json", str(out_json)]) == 0
+    rows = json.loads(out_json.read_text())["rows"]
+    assert len(rows) == 6 and all(r["recall"] >= 0.95 and r["numba_qps"] > 0 for r in rows)

@@ -1,0 +1,172 @@
+"""A large store built in saved increments, then opened and searched (issue 23: 10M items
+in 24 GiB).
+
+Building a graph of 10M rows on 2 cores does not fit one sitting, so ``build`` appends
+synthetic rows (the search bench's steep regime) in chunks to a store on disk and
+checkpoints after each: a stopped build resumes where its last checkpoint left it. Every
+chunk prints its rows, seconds, the rate, and the process's RSS and peak RSS. ``measure``
+opens the store (open seconds, RSS right after open), then runs ``search_batch`` (groups of
+64, one thread) at 50%, 10% and 1% in force, default and ``exact=True``, with recall@10
+against exact, and the Numba peer (the harness's fused scan: it holds its own copy of the
+vectors, which a 24 GiB machine fits at d = 128) on ``--peer-queries`` queries, printing
+each ratio. Peak RSS is the process's high-water mark::
+
+    python benches/bench_scale.py build --path /tmp/s10m --n 10000000 --dim 128
+    python benches/bench_scale.py measure --path /tmp/s10m
+    python benches/bench_scale.py build --path /tmp/s30k --n 30000 --dim 16 --chunk 10000   # smoke
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import chrono_engine as ce
+from chrono_engine import synthetic as syn
+from chrono_engine.bench import machine_info, write_json
+from chrono_engine.bench.corpus import KNOWN_ALL, Queries, policy_for, workload_from_engine
+
+
+def rss_mb() -> dict:
+    """The process's resident set and its peak (MB), from /proc (Linux); {} elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            d = dict(line.split(":", 1) for line in f if ":" in line)
+        return {"rss": int(d["VmRSS"].split()[0]) // 1024, "peak": int(d["VmHWM"].split()[0]) // 1024}
+    except (OSError, KeyError, ValueError):
+        return {}
+
+
+def chunk_rows(start: int, n: int, dim: int, seed: int) -> tuple[dict, np.ndarray]:
+    """Rows [start, start + n) of the synthetic store: a corpus of its own per chunk (seeded
+    by its start), stems renamed so that chunks share none. Returns (rows, 8 queries)."""
+    c = syn.make_corpus(n, dim, half_lives=syn.STEEP_HALF_LIVES, seed=seed + start)
+    d = c.to_dict()
+    d["stem_id"] = np.char.add(f"c{start}-", d["stem_id"].astype(str)).astype(object)
+    return d, c.queries(8, seed=1)
+
+
+def build(args) -> int:
+    path = args.path
+    if os.path.exists(os.path.join(path, "CURRENT")):
+        eng = ce.Engine.open(path, threads=os.cpu_count() or 1)
+        print(f"resuming {path}: {len(eng):,} rows", flush=True)
+    else:
+        eng = ce.Engine.create(path, args.dim, decay=policy_for(syn.STEEP_HALF_LIVES), M=args.M,
+                               ef_construction=args.ef_construction, threads=os.cpu_count() or 1)
+        print(f"new store {path}: d = {args.dim}, M = {args.M}, ef_construction = {args.ef_construction}", flush=True)
+    qfile = path + ".queries.npy"
+    t_all = time.perf_counter()
+    while len(eng) < args.n:
+        start = len(eng)
+        n = min(args.chunk, args.n - start)
+        rows, q = chunk_rows(start, n, eng.dim, args.seed)
+        if start == 0:
+            np.save(qfile, q)
+        t0 = time.perf_counter()
+        eng.ingest(rows)
+        t1 = time.perf_counter()
+        eng.save()  # checkpoint: a stopped build resumes here
+        t2 = time.perf_counter()
+        del rows
+        print(f"rows {len(eng):>11,}: ingest {t1 - t0:7.1f} s ({n / (t1 - t0):7.0f} rows/s), "
+              f"checkpoint {t2 - t1:5.1f} s, MB {rss_mb()}", flush=True)
+    print(f"done: {len(eng):,} rows in {time.perf_counter() - t_all:.0f} s this run; MB {rss_mb()}", flush=True)
+    eng.close()
+    return 0
+
+
+def timed(f):
+    t0 = time.perf_counter()
+    r = f()
+    return time.perf_counter() - t0, r
+
+
+def recall(x, d, nq: int) -> float:
+    def by_query(t):
+        out = [set() for _ in range(nq)]
+        for a, b in zip(t.column("query").to_numpy().tolist(), t.column("id").to_numpy().tolist()):
+            out[a].add(b)
+        return out
+    return float(np.mean([len(a & b) / max(1, len(a)) for a, b in zip(by_query(x), by_query(d))]))
+
+
+class _Spans:
+    def __init__(self, c: dict) -> None:
+        self.valid_from, self.valid_to = c["valid_from"], c["valid_to"]
+        self.start = int(np.datetime64("2015-01-01", "us").astype(np.int64))
+        self.end = int(np.datetime64("2026-01-01", "us").astype(np.int64))
+
+
+def measure(args) -> int:
+    t_open, eng = timed(lambda: ce.Engine.open(args.path, read_only=True, threads=1))
+    after_open = rss_mb()
+    print(f"store {args.path}: {len(eng):,} rows x {eng.dim}; open {t_open:.1f} s; MB after open {after_open}",
+          flush=True)
+    q8 = np.load(args.path + ".queries.npy")
+    rng = np.random.default_rng(2)
+    qv = q8[rng.integers(0, len(q8), args.queries)]
+    qv = qv + rng.normal(0, 0.3 / np.sqrt(eng.dim), qv.shape).astype(np.float32)
+    qv = np.ascontiguousarray(qv / np.linalg.norm(qv, axis=1, keepdims=True), np.float32)
+    spans = _Spans(eng.columns())
+    peer = None
+    if args.peer_queries:
+        try:
+            from chrono_engine.bench.numba_scan import NumbaScan
+            peer = NumbaScan(workload_from_engine(eng))
+            peer.search(Queries(qv[:1], np.zeros(1, np.int64), np.full(1, KNOWN_ALL, np.int64), k=10))  # compile
+        except (ImportError, MemoryError) as e:
+            print(f"Numba peer could not run: {type(e).__name__}: {e}")
+    rows = []
+    for mode in ("as_of", "latest"):
+        for share in (0.5, 0.1, 0.01):
+            T = syn.times_for_selectivity(spans, share, args.queries, seed=2)
+            kw = dict(mode=mode, as_of=T, known_at=KNOWN_ALL, threads=1)
+            s_x, x = timed(lambda: eng.search_batch(qv, 10, exact=True, **kw))
+            s_d, d = timed(lambda: eng.search_batch(qv, 10, **kw))
+            row = {"mode": mode, "share": share, "default_qps": args.queries / s_d,
+                   "exact_qps": args.queries / s_x, "recall": recall(x, d, args.queries)}
+            line = (f"{mode:7s} {share:4.0%}: default {row['default_qps']:8.1f} QPS, exact {row['exact_qps']:8.1f} "
+                    f"QPS, recall {row['recall']:.3f}")
+            if peer is not None:
+                m = args.peer_queries
+                pq = Queries(qv[:m], T[:m].astype(np.int64), np.full(m, KNOWN_ALL, np.int64), mode=mode, k=10)
+                s_p, _ = timed(lambda: peer.search(pq))
+                row["numba_qps"] = m / s_p
+                line += f", Numba {row['numba_qps']:.2f} QPS -> {row['default_qps'] / row['numba_qps']:.0f}x"
+            rows.append(row)
+            print(line, flush=True)
+    peak = rss_mb()
+    print(f"MB at the end (peak includes the Numba peer's copy of the vectors): {peak}")
+    if args.json:
+        write_json(args.json, {"bench": "scale", "rows_in_store": len(eng), "dim": eng.dim, "open_s": t_open,
+                               "mb_after_open": after_open, "mb_end": peak, "machine": machine_info(),
+                               "rows": rows})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="append chunks to the store, checkpointing after each")
+    b.add_argument("--path", required=True)
+    b.add_argument("--n", type=int, default=10_000_000)
+    b.add_argument("--dim", type=int, default=128)
+    b.add_argument("--chunk", type=int, default=1_000_000)
+    b.add_argument("--M", type=int, default=16)
+    b.add_argument("--ef-construction", type=int, default=200)
+    b.add_argument("--seed", type=int, default=0)
+    m = sub.add_parser("measure", help="open the store and search it")
+    m.add_argument("--path", required=True)
+    m.add_argument("--queries", type=int, default=200)
+    m.add_argument("--peer-queries", type=int, default=4)
+    m.add_argument("--json", default="")
+    args = p.parse_args(argv)
+    return build(args) if args.cmd == "build" else measure(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
