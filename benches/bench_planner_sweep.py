@@ -18,6 +18,7 @@ ingest is paid once)::
 
     python benches/bench_planner_sweep.py                                  # 200k x 384
     python benches/bench_planner_sweep.py --n 1000000 --store /tmp/sweep-1m
+    python benches/bench_planner_sweep.py --regime gentle --fusion linear --store /tmp/sweep-gentle
     python benches/bench_planner_sweep.py --n 30000 --dim 64 --queries 64 --share 0.5,0.1   # smoke
 """
 from __future__ import annotations
@@ -46,7 +47,8 @@ def open_or_build(args) -> tuple[ce.Engine, syn.Corpus | None, float]:
         t0 = time.perf_counter()
         eng = ce.Engine.open(store, read_only=True, threads=1)
         return eng, None, time.perf_counter() - t0
-    corpus = syn.make_corpus(args.n, args.dim, half_lives=syn.STEEP_HALF_LIVES, seed=args.seed)
+    half_lives = syn.STEEP_HALF_LIVES if args.regime == "steep" else syn.GENTLE_HALF_LIVES
+    corpus = syn.make_corpus(args.n, args.dim, half_lives=half_lives, seed=args.seed)
     eng = ce.Engine(args.dim, decay=policy_for(corpus.half_lives), threads=os.cpu_count() or 1)
     t0 = time.perf_counter()
     eng.ingest(corpus.to_dict())
@@ -89,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--peer-queries", type=int, default=20, help="queries timed for the Numba peer (0: none)")
     p.add_argument("--share", default=",".join(map(str, SHARES)), help="shares of the store in force")
     p.add_argument("--modes", default="as_of,latest")
+    p.add_argument("--fusion", choices=["product", "linear"], default="product",
+                   help="product (the steep regime's) or linear (the gentle regime's, alpha 0.75)")
+    p.add_argument("--regime", choices=["steep", "gentle"], default="steep", help="the corpus' half-lives, when built")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--store", default="", help="where the store is saved and reused ('' = nowhere)")
@@ -125,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in args.modes.split(","):
         for share in (float(s) for s in args.share.split(",")):
             T = syn.times_for_selectivity(spans, share, args.queries, seed=2)
-            kw = dict(mode=mode, as_of=T, threads=1, known_at=KNOWN_ALL)
+            kw = dict(mode=mode, as_of=T, threads=1, known_at=KNOWN_ALL, fusion=args.fusion)
             eng.search_batch(qv[:8], args.k, **{**kw, "as_of": T[:8]})  # warm
             s_x, x = timed(lambda: eng.search_batch(qv, args.k, exact=True, **kw))
             s_d, d = timed(lambda: eng.search_batch(qv, args.k, **kw))
@@ -139,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
                    "recall": recall, "certified": cert, "plans": dict(plans)}
             if peer is not None:
                 m = min(args.peer_queries, args.queries)
-                q = Queries(qv[:m], T[:m].astype(np.int64), np.full(m, KNOWN_ALL, np.int64), mode=mode, k=args.k)
-                peer.search(Queries(qv[:1], T[:1].astype(np.int64), np.full(1, KNOWN_ALL, np.int64), mode=mode, k=args.k))
+                q = Queries(qv[:m], T[:m].astype(np.int64), np.full(m, KNOWN_ALL, np.int64), mode=mode,
+                            fusion=args.fusion, k=args.k)
+                peer.search(Queries(qv[:1], T[:1].astype(np.int64), np.full(1, KNOWN_ALL, np.int64), mode=mode,
+                                    fusion=args.fusion, k=args.k))
                 s_p, _ = timed(lambda: peer.search(q))
                 row["numba_qps"] = m / s_p
             rows.append(row)
