@@ -34,7 +34,9 @@ import numpy as np
 import chrono_engine as ce
 from chrono_engine import synthetic as syn
 from chrono_engine.bench import machine_info, write_json
-from chrono_engine.bench.corpus import KNOWN_ALL, Queries, policy_for, workload_from_engine
+from chrono_engine.bench.checks import answers_from_table, recall_at_k
+from chrono_engine.bench.corpus import KNOWN_ALL, Queries, policy_for, validity_spans, workload_from_engine
+from chrono_engine.bench.timing import best_time
 
 SHARES = (0.5, 0.3, 0.2, 0.15, 0.1, 0.05, 0.02, 0.01)
 
@@ -59,30 +61,6 @@ def open_or_build(args) -> tuple[ce.Engine, syn.Corpus | None, float]:
     return eng, corpus, built
 
 
-class _Times:
-    """The validity columns and span that :func:`syn.times_for_selectivity` reads."""
-
-    def __init__(self, eng: ce.Engine) -> None:
-        c = eng.columns()
-        self.valid_from, self.valid_to = c["valid_from"], c["valid_to"]
-        self.start = int(np.datetime64("2015-01-01", "us").astype(np.int64))  # make_corpus's span
-        self.end = int(np.datetime64("2026-01-01", "us").astype(np.int64))
-
-
-def timed(f) -> tuple[float, object]:
-    t0 = time.perf_counter()
-    r = f()
-    return time.perf_counter() - t0, r
-
-
-def ids_by_query(tab, nq: int) -> list[set]:
-    q, ids = tab.column("query").to_numpy(), tab.column("id").to_numpy()
-    out = [set() for _ in range(nq)]
-    for a, b in zip(q.tolist(), ids.tolist()):
-        out[a].add(b)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=200_000)
@@ -102,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     eng, corpus, setup_s = open_or_build(args)
     print(f"store: {len(eng):,} rows x {eng.dim}; {'opened' if corpus is None else 'built'} in {setup_s:.1f} s")
-    spans = corpus if corpus is not None else _Times(eng)
+    spans = corpus if corpus is not None else validity_spans(eng)
     qfile = args.store + ".queries.npy" if args.store else ""
     if corpus is not None:
         qv = corpus.queries(max(args.queries, 1000), seed=1)
@@ -132,14 +110,14 @@ def main(argv: list[str] | None = None) -> int:
             T = syn.times_for_selectivity(spans, share, args.queries, seed=2)
             kw = dict(mode=mode, as_of=T, threads=1, known_at=KNOWN_ALL, fusion=args.fusion)
             eng.search_batch(qv[:8], args.k, **{**kw, "as_of": T[:8]})  # warm
-            s_x, x = timed(lambda: eng.search_batch(qv, args.k, exact=True, **kw))
-            s_d, d = timed(lambda: eng.search_batch(qv, args.k, **kw))
+            s_x, x = best_time(lambda: eng.search_batch(qv, args.k, exact=True, **kw), 0.0, max_repeat=1)
+            s_d, d = best_time(lambda: eng.search_batch(qv, args.k, **kw), 0.0, max_repeat=1)
             e = eng.search_batch(qv, args.k, explain=True, **kw)
             first = e.column("rank").to_numpy() == 1
             plans = collections.Counter(np.asarray(e.column("plan").to_pylist())[first].tolist())
-            gx, gd = ids_by_query(x, args.queries), ids_by_query(d, args.queries)
-            recall = float(np.mean([len(a & b) / max(1, len(a)) for a, b in zip(gx, gd)]))
-            cert = float(d.column("certified").to_numpy(zero_copy_only=False)[d.column("rank").to_numpy() == 1].mean())
+            got, certified = answers_from_table(d, args.queries)
+            recall = recall_at_k(got, answers_from_table(x, args.queries)[0])
+            cert = float(certified.mean())
             row = {"mode": mode, "share": share, "default_qps": args.queries / s_d, "exact_qps": args.queries / s_x,
                    "recall": recall, "certified": cert, "plans": dict(plans)}
             if peer is not None:
@@ -148,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                             fusion=args.fusion, k=args.k)
                 peer.search(Queries(qv[:1], T[:1].astype(np.int64), np.full(1, KNOWN_ALL, np.int64), mode=mode,
                                     fusion=args.fusion, k=args.k))
-                s_p, _ = timed(lambda: peer.search(q))
+                s_p, _ = best_time(lambda: peer.search(q), 0.0, max_repeat=1)
                 row["numba_qps"] = m / s_p
             rows.append(row)
             nb = f"{row['numba_qps']:8.1f} {row['default_qps'] / row['numba_qps']:9.1f}x" if "numba_qps" in row else f"{'-':>8s} {'-':>10s}"

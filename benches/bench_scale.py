@@ -27,7 +27,9 @@ import numpy as np
 import chrono_engine as ce
 from chrono_engine import synthetic as syn
 from chrono_engine.bench import machine_info, write_json
-from chrono_engine.bench.corpus import KNOWN_ALL, Queries, policy_for, workload_from_engine
+from chrono_engine.bench.checks import answers_from_table, recall_at_k
+from chrono_engine.bench.corpus import KNOWN_ALL, Queries, policy_for, validity_spans, workload_from_engine
+from chrono_engine.bench.timing import best_time
 
 
 def rss_mb() -> dict:
@@ -79,30 +81,8 @@ def build(args) -> int:
     return 0
 
 
-def timed(f):
-    t0 = time.perf_counter()
-    r = f()
-    return time.perf_counter() - t0, r
-
-
-def recall(x, d, nq: int) -> float:
-    def by_query(t):
-        out = [set() for _ in range(nq)]
-        for a, b in zip(t.column("query").to_numpy().tolist(), t.column("id").to_numpy().tolist()):
-            out[a].add(b)
-        return out
-    return float(np.mean([len(a & b) / max(1, len(a)) for a, b in zip(by_query(x), by_query(d))]))
-
-
-class _Spans:
-    def __init__(self, c: dict) -> None:
-        self.valid_from, self.valid_to = c["valid_from"], c["valid_to"]
-        self.start = int(np.datetime64("2015-01-01", "us").astype(np.int64))
-        self.end = int(np.datetime64("2026-01-01", "us").astype(np.int64))
-
-
 def measure(args) -> int:
-    t_open, eng = timed(lambda: ce.Engine.open(args.path, read_only=True, threads=1))
+    t_open, eng = best_time(lambda: ce.Engine.open(args.path, read_only=True, threads=1), 0.0, max_repeat=1)
     after_open = rss_mb()
     print(f"store {args.path}: {len(eng):,} rows x {eng.dim}; open {t_open:.1f} s; MB after open {after_open}",
           flush=True)
@@ -111,7 +91,7 @@ def measure(args) -> int:
     qv = q8[rng.integers(0, len(q8), args.queries)]
     qv = qv + rng.normal(0, 0.3 / np.sqrt(eng.dim), qv.shape).astype(np.float32)
     qv = np.ascontiguousarray(qv / np.linalg.norm(qv, axis=1, keepdims=True), np.float32)
-    spans = _Spans(eng.columns())
+    spans = validity_spans(eng)
     peer = None
     if args.peer_queries:
         try:
@@ -125,16 +105,17 @@ def measure(args) -> int:
         for share in (0.5, 0.1, 0.01):
             T = syn.times_for_selectivity(spans, share, args.queries, seed=2)
             kw = dict(mode=mode, as_of=T, known_at=KNOWN_ALL, threads=1)
-            s_x, x = timed(lambda: eng.search_batch(qv, 10, exact=True, **kw))
-            s_d, d = timed(lambda: eng.search_batch(qv, 10, **kw))
+            s_x, x = best_time(lambda: eng.search_batch(qv, 10, exact=True, **kw), 0.0, max_repeat=1)
+            s_d, d = best_time(lambda: eng.search_batch(qv, 10, **kw), 0.0, max_repeat=1)
             row = {"mode": mode, "share": share, "default_qps": args.queries / s_d,
-                   "exact_qps": args.queries / s_x, "recall": recall(x, d, args.queries)}
+                   "exact_qps": args.queries / s_x,
+                   "recall": recall_at_k(answers_from_table(d, args.queries)[0], answers_from_table(x, args.queries)[0])}
             line = (f"{mode:7s} {share:4.0%}: default {row['default_qps']:8.1f} QPS, exact {row['exact_qps']:8.1f} "
                     f"QPS, recall {row['recall']:.3f}")
             if peer is not None:
                 m = args.peer_queries
                 pq = Queries(qv[:m], T[:m].astype(np.int64), np.full(m, KNOWN_ALL, np.int64), mode=mode, k=10)
-                s_p, _ = timed(lambda: peer.search(pq))
+                s_p, _ = best_time(lambda: peer.search(pq), 0.0, max_repeat=1)
                 row["numba_qps"] = m / s_p
                 line += f", Numba {row['numba_qps']:.2f} QPS -> {row['default_qps'] / row['numba_qps']:.0f}x"
             rows.append(row)

@@ -277,15 +277,18 @@ class Engine:
         """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one
         ``search_batch``, split back per call (:meth:`_answers`); a lone call's table is
         made without the ``query`` column and the split."""
-        if len(batch) == 1 and batch[0].payload[2].verify is None:
-            cols = self._group_table([batch[0].payload], batch[0].key[0], table=False)
-            del cols["query"]
-            return [_search.to_table(cols)]
+        payloads = [r.payload for r in batch]
+        if len(batch) == 1 and payloads[0][2].verify is None:
+            def alone(cols: dict, calls: Any) -> list:
+                del cols["query"]
+                return [_search.to_table(cols)]
+            return self._answers(payloads, batch[0].key[0], alone, table=False)
+
         def split(table: pa.Table, calls: Any) -> list:
             cuts = query_cuts(table.column("query").to_numpy(), len(calls))
             table = table.drop_columns(["query"])
             return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
-        return self._answers([r.payload for r in batch], batch[0].key[0], split)
+        return self._answers(payloads, batch[0].key[0], split)
 
     def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool = True) -> list:
         """The answers of calls prepared by :meth:`_prepare` with one key:

@@ -305,22 +305,9 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
 def planner_args(planner: dict) -> tuple:
     """The planner settings (an Engine's ``_planner()``) checked, as the core takes them:
     ef, ef_max, scan_limit, seed_ef, seed_min, group, the scan order's code; a bad one is a
-    ConfigError naming it. Settings seen before are not checked again (one dict lookup)."""
-    key = tuple([(name, type(v), v) for name, v in planner.items()])  # True is not 1 here
-    try:
-        return _PLANNER_SEEN[key]
-    except (KeyError, TypeError):  # TypeError: an unhashable setting, checked (and refused) below
-        pass
+    ConfigError naming it."""
     args = tuple(count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items())
-    args += (choice(planner["scan"], SCAN_ORDERS, "scan"),)
-    if len(_PLANNER_SEEN) >= 64:
-        _PLANNER_SEEN.clear()
-    _PLANNER_SEEN[key] = args
-    return args
-
-
-#: checked planner settings by their values (``planner_args``)
-_PLANNER_SEEN: dict = {}
+    return args + (choice(planner["scan"], SCAN_ORDERS, "scan"),)
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,

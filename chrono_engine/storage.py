@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -471,7 +472,6 @@ class FileCheck:
     files (a FIFO, device or link in place of one is refused at once, as before)."""
 
     def __init__(self, snap: Snapshot) -> None:
-        import threading
         for fname in snap.files:  # regular files only, before anything maps one (a FIFO would block)
             try:
                 os.close(_open_regular(snap.path / fname, snap.root))
@@ -791,20 +791,9 @@ def _vector_hashes(state: StoreState) -> np.ndarray:
     """A 64-bit fingerprint of each row's stored vector: a random linear form of its float32
     bit patterns, modulo 2**64 (any change of a row's bits changes it with probability about
     1 - 2**-63; not a MAC — the key's HMAC is). Computed by the core on every core (GIL
-    released; ~0.2 s at 1M x 384 against ~2 s in NumPy blocks): the same numbers as
-    :func:`_vector_hashes_numpy`, its reference."""
+    released; ~0.2 s at 1M x 384 against ~2 s in NumPy blocks); tests/test_persistence.py
+    holds the NumPy reference."""
     return state.core.vector_hashes(_hash_weights(), os.cpu_count() or 1)
-
-
-def _vector_hashes_numpy(state: StoreState, n: int) -> np.ndarray:
-    """:func:`_vector_hashes` in NumPy, in blocks of rows to bound memory (the reference)."""
-    w = _hash_weights()[:state.dim]
-    out = np.empty(n, np.uint64)
-    for lo in range(0, n, 8192):
-        rows = np.arange(lo, min(n, lo + 8192), dtype=np.uint32)
-        bits = state.core.vectors(rows).view(np.uint32).astype(np.uint64)
-        out[lo:lo + len(rows)] = (bits * w).sum(axis=1)
-    return out
 
 
 # ----------------------------------------------------------------------------- the log

@@ -38,3 +38,26 @@ def copy_store(src: Path, dst: Path) -> Path:
     """A copy of the store at ``src`` (tests that damage a store work on one)."""
     shutil.copytree(src, dst)
     return dst
+
+
+def as_format(path: Path, version: int) -> dict:
+    """Rewrite the (format 4) store at ``path`` as an older format saved it: the files
+    and manifest fields that format did not have removed, re-sealed. Returns the manifest
+    written, for tests that edit it further (then :func:`write_manifest`)."""
+    gone = {3: ("partition.arrow", "centroids.arrow"),
+            2: ("partition.arrow", "centroids.arrow", "amend.arrow")}[version]
+    snap = snap_dir(path)
+    m = json.loads((snap / "manifest.json").read_text())
+    for name in gone:
+        (snap / name).unlink()
+        del m["files"][name]
+    del m["partition"]
+    m["format_version"] = version
+    write_manifest(path, m)
+    return m
+
+
+def write_manifest(path: Path, m: dict) -> None:
+    """Replace the store's manifest with ``m`` and re-seal it (data files untouched)."""
+    (snap_dir(path) / "manifest.json").write_text(json.dumps(m))
+    reseal(path, files=False)

@@ -16,7 +16,7 @@ import chrono_engine._partition as partition_module
 from chrono_engine import synthetic as syn
 from chrono_engine.bench.corpus import policy_for
 from chrono_engine.errors import CorruptStoreError
-from storefiles import copy_store, reseal, snap_dir
+from storefiles import as_format, copy_store, reseal, snap_dir, write_manifest
 
 N, D = 21_000, 16
 
@@ -151,20 +151,11 @@ def test_a_format_3_store_opens_and_builds_its_partition(live, tmp_path):
     on open as it was then."""
     eng, src, _ = live
     path = copy_store(src, tmp_path / "s")
-    snap = snap_dir(path)
-    m = json.loads((snap / "manifest.json").read_text())
-    for name in ("partition.arrow", "centroids.arrow"):
-        (snap / name).unlink()
-        del m["files"][name]
-    del m["partition"]
-    m["format_version"] = 3
-    (snap / "manifest.json").write_text(json.dumps(m))
-    reseal(path, files=False)
+    m = as_format(path, 3)
     back = ce.Engine.open(path, read_only=True)
     C, covered, _ = back._state.core.partition_info()
     assert C == eng._state.core.partition_info()[0] and covered == N
     # a format-3 manifest with a partition field, or a format-4 one without, is refused
     m["partition"] = None
-    (snap / "manifest.json").write_text(json.dumps(m))
-    reseal(path, files=False)
+    write_manifest(path, m)
     _refused(path, "partition")

@@ -773,6 +773,8 @@ def test_core_vector_fingerprints_equal_the_numpy_reference(dim, metric):
     e = ce.Engine(dim, metric=metric, threads=2)
     e.ingest({"vector": x, "valid_from": np.full(n, 0, np.int64), "content": ["c"] * n})
     got = storage_module._vector_hashes(e._state)
-    want = storage_module._vector_hashes_numpy(e._state, n)
+    w = storage_module._hash_weights()[:dim]
+    bits = e._state.core.vectors(np.arange(n, dtype=np.uint32)).view(np.uint32).astype(np.uint64)
+    want = (bits * w).sum(axis=1)  # the definition: bit patterns x weights, mod 2**64
     assert got.dtype == np.uint64 and len(got) == n
     np.testing.assert_array_equal(got, want)

@@ -22,7 +22,7 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine.errors import CorruptStoreError
-from storefiles import copy_store, reseal, snap_dir
+from storefiles import as_format, copy_store, reseal, snap_dir, write_manifest
 
 DIM = 8
 
@@ -328,20 +328,11 @@ def test_lifecycle_events_file_is_checked(amended, tmp_path, edit, word):
 def test_a_format_2_store_opens(pristine, tmp_path):
     """Stores saved before lifecycle events had their own file (format 2) still open."""
     path = copy_store(pristine, tmp_path / "s")
-    snap = snap_dir(path)
-    m = json.loads((snap / "manifest.json").read_text())
-    for name in ("amend.arrow", "partition.arrow", "centroids.arrow"):
-        (snap / name).unlink()
-        del m["files"][name]
-    del m["partition"]
-    m["format_version"] = 2
-    (snap / "manifest.json").write_text(json.dumps(m))
-    reseal(path, files=False)
+    m = as_format(path, 2)
     eng = ce.Engine.open(path, read_only=True)
     assert len(eng) == 60
     np.testing.assert_array_equal(eng.columns()["id"], ce.Engine.open(pristine, read_only=True).columns()["id"])
     # a format-2 manifest that lists amend.arrow, or a format-3 one that does not, is refused
     m["files"]["amend.arrow"] = "0" * 64
-    (snap / "manifest.json").write_text(json.dumps(m))
-    reseal(path, files=False)
+    write_manifest(path, m)
     _refused(path, "files")

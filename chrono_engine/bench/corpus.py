@@ -13,8 +13,8 @@ import numpy as np
 
 from .._time import OPEN_END
 
-__all__ = ["KNOWN_ALL", "REGIMES", "Answers", "Queries", "Workload", "policy_for", "workload_from_corpus",
-           "workload_from_engine"]
+__all__ = ["KNOWN_ALL", "REGIMES", "Answers", "Queries", "Workload", "policy_for", "validity_spans",
+           "workload_from_corpus", "workload_from_engine"]
 
 #: a transaction time after everything: the bitemporal filter passes every item
 KNOWN_ALL = np.iinfo(np.int64).max - 1
@@ -125,3 +125,22 @@ def workload_from_engine(eng) -> Workload:
     vecs = eng.vectors()
     names = list(eng.fact_types) or ["general"]
     return Workload(np.ascontiguousarray(vecs, np.float32), cols, eng.decay.kernel_table(names))
+
+
+@dataclass
+class ValiditySpans:
+    """What :func:`chrono_engine.synthetic.times_for_selectivity` reads of a corpus: the
+    validity columns and the span the corpus was generated over (µs)."""
+
+    valid_from: np.ndarray
+    valid_to: np.ndarray
+    start: int
+    end: int
+
+
+def validity_spans(eng, start: str = "2015-01-01", end: str = "2026-01-01") -> ValiditySpans:
+    """The validity columns of an engine's rows (a synthetic store reopened, its corpus no
+    longer at hand), over ``make_corpus``'s default span, for query times at a share in force."""
+    c = eng.columns()
+    us = lambda d: int(np.datetime64(d, "us").astype(np.int64))  # noqa: E731
+    return ValiditySpans(c["valid_from"], c["valid_to"], us(start), us(end))
