@@ -14,10 +14,21 @@ each ratio. Peak RSS is the process's high-water mark::
     python benches/bench_scale.py build --path /tmp/s10m --n 10000000 --dim 128
     python benches/bench_scale.py measure --path /tmp/s10m
     python benches/bench_scale.py build --path /tmp/s30k --n 30000 --dim 16 --chunk 10000   # smoke
+
+``append`` measures what a write costs in a large store (issue 23, item 4): on a scratch
+copy of the store (data files hard-linked, the log and the seal copied), opened writable, it
+appends batches of ``--rows`` new rows with ``ingest`` (each written to the write-ahead log,
+synced, before the call returns: no checkpoint), and the same vectors to hnswlib's own
+``Index`` loaded from the store's ``graph.bin`` (the same graph, hnswlib's format) with
+``add_items`` on as many threads; then it reopens the store and reports the open time with
+the appended rows in the log against the open before::
+
+    python benches/bench_scale.py append --path /tmp/s1m --scratch /tmp/s1m-append --rows 1000 10000
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -129,6 +140,72 @@ def measure(args) -> int:
     return 0
 
 
+def _scratch_copy(src: str, dst: str) -> None:
+    """A writable copy of the store ``src`` at ``dst``: the snapshot's data files
+    hard-linked (a store never rewrites them), its log, the seal and the lock copied."""
+    import shutil
+
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+
+    def link_or_copy(a: str, b: str) -> None:
+        if os.path.basename(a) in ("log.wal", "CURRENT", "LOCK", "manifest.json"):
+            shutil.copy2(a, b)
+        else:
+            os.link(a, b)
+    shutil.copytree(src, dst, copy_function=link_or_copy)
+
+
+def append(args) -> int:
+    import hnswlib
+
+    threads = args.threads or os.cpu_count() or 1
+    _scratch_copy(args.path, args.scratch)
+    t_open0, eng = best_time(lambda: ce.Engine.open(args.scratch, threads=threads), 0.0, max_repeat=1)
+    n0, dim, metric = len(eng), eng.dim, eng.metric
+    with open(os.path.join(args.scratch, "CURRENT")) as f:
+        graph = os.path.join(args.scratch, json.load(f)["snapshot"], "graph.bin")
+    total = sum(args.rows)
+    peer = hnswlib.Index(space="ip" if metric != "l2" else "l2", dim=dim)
+    t0 = time.perf_counter()
+    peer.load_index(graph, max_elements=n0 + total)
+    t_peer_load = time.perf_counter() - t0
+    peer.set_num_threads(threads)
+    print(f"store {args.path}: {n0:,} rows x {dim} ({metric}); writable open of the copy {t_open0:.1f} s; "
+          f"hnswlib load_index {t_peer_load:.1f} s; {threads} threads; MB {rss_mb()}", flush=True)
+    out = []
+    for r in args.rows:
+        start = len(eng)
+        rows, _ = chunk_rows(start, r, dim, args.seed + 7)
+        vec = np.ascontiguousarray(rows["vector"], np.float32)
+        if metric != "l2":
+            vec = vec / np.linalg.norm(vec, axis=1, keepdims=True)
+        t0 = time.perf_counter()
+        eng.ingest(rows)
+        t_eng = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        peer.add_items(vec, np.arange(start, start + r))
+        t_hnsw = time.perf_counter() - t0
+        found = peer.knn_query(vec[:20], k=1)[0][:, 0]
+        if not np.array_equal(found, np.arange(start, start + min(r, 20))):  # the same graph, read by hnswlib
+            print(f"warning: hnswlib does not find the appended rows as their own nearest ({found})")
+        row = {"store_rows": start, "rows": r, "engine_s": t_eng, "hnswlib_s": t_hnsw,
+               "engine_rows_per_s": r / t_eng, "ratio": t_eng / t_hnsw}
+        out.append(row)
+        print(f"append {r:>7,} rows into {start:>10,}: engine ingest {t_eng:6.2f} s ({r / t_eng:7.0f} rows/s, "
+              f"logged and synced), hnswlib add_items {t_hnsw:6.2f} s -> {t_eng / t_hnsw:.2f}x", flush=True)
+    eng.close()
+    t_open1, eng = best_time(lambda: ce.Engine.open(args.scratch, read_only=True, threads=threads), 0.0,
+                             max_repeat=1)
+    print(f"reopen with {total:,} rows in the log: {t_open1:.1f} s (before: {t_open0:.1f} s); "
+          f"{len(eng):,} rows", flush=True)
+    eng.close()
+    if args.json:
+        write_json(args.json, {"bench": "scale-append", "rows_in_store": n0, "dim": dim, "threads": threads,
+                               "open_s": t_open0, "reopen_s": t_open1, "machine": machine_info(), "rows": out})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -145,8 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--queries", type=int, default=200)
     m.add_argument("--peer-queries", type=int, default=4)
     m.add_argument("--json", default="")
+    a = sub.add_parser("append", help="append batches to a scratch copy of the store, beside hnswlib add_items")
+    a.add_argument("--path", required=True)
+    a.add_argument("--scratch", required=True, help="where the copy goes (replaced; same file system)")
+    a.add_argument("--rows", type=int, nargs="+", default=[1000, 10000])
+    a.add_argument("--threads", type=int, default=0, help="0: all cores")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--json", default="")
     args = p.parse_args(argv)
-    return build(args) if args.cmd == "build" else measure(args)
+    return {"build": build, "measure": measure, "append": append}[args.cmd](args)
 
 
 if __name__ == "__main__":
