@@ -411,3 +411,77 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
             assert e.start is None or e.end is None or e.start < e.end
     intent = ce.parse_temporal_intent("yesterday at noon", now="0001-01-01T00:00:00", tz="Pacific/Pago_Pago")
     assert intent.mode in ("as_of", "window", "latest")
+
+
+# -- misreads seen in real questions (issue 24): names, bands, old years, tokenised dates --
+def _found(text, now="2026-06-01"):
+    return [(e.text, e.start.date().isoformat() if e.start else None,
+             e.end.date().isoformat() if e.end else None) for e in parse_time(text, now=now)]
+
+
+@pytest.mark.parametrize("text", [
+    "Which paintings did Jan van Eyck make?",   # "Jan" a person's name, not January
+    "When did Jan Smith join the club?",
+    "Which works were painted by Jan van Eyck?",  # not an open interval ending in February
+    "Who did March Fong Eu succeed?",
+    "What did Sun Microsystems sell?",          # "Sun" a company, not Sunday
+    "Who coached Sun Yang?",                    # "Sun" a surname
+    "Which label signed 2AM?",                  # "2AM" a band, not 02:00 today
+    "May I ask what this is for?",              # the verb
+    "This may take longer than expected.",
+])
+def test_names_and_words_are_not_times(text):
+    assert _found(text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Who coached Sun Yang from 2004 to 2005?", [("from 2004 to 2005", "2004-01-01", "2006-01-01")]),
+    ("Which label signed 2AM in 2010?", [("2010", "2010-01-01", "2011-01-01")]),
+    ("What did Sun Microsystems release in March 2001?", [("March 2001", "2001-03-01", "2001-04-01")]),
+    ("Sales in March fell", [("March", "2026-03-01", "2026-04-01")]),  # a preposition: the month
+    ("It may be in May", [("May", "2026-05-01", "2026-06-01")]),
+    ("meet at 3pm", [("3pm", "2026-06-01", "2026-06-01")]),
+])
+def test_names_beside_real_times(text, expected):
+    assert _found(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Who ruled England from 1136 to 1348?", [("from 1136 to 1348", "1136-01-01", "1349-01-01")]),
+    ("between 800 AD and 900 AD", [("between 800 AD and 900 AD", "0800-01-01", "0901-01-01")]),
+    ("from 1490 to 1510", [("from 1490 to 1510", "1490-01-01", "1511-01-01")]),
+    ("the battle in the year 1066", [("the year 1066", "1066-01-01", "1067-01-01")]),
+    ("the Battle of Hastings in 1066 AD", [("1066 AD", "1066-01-01", "1067-01-01")]),
+    ("从1136年到1348年", [("从1136年到1348年", "1136-01-01", "1349-01-01")]),
+    # numbers, not years
+    ("from 100 to 500 employees", []),
+    ("from 1200 to 1300 people", []),
+    ("between 1200 to 1300", []),
+])
+def test_years_before_1500_in_explicit_ranges(text, expected):
+    assert _found(text) == expected
+
+
+@pytest.mark.parametrize("text, day", [
+    ("What happened on August 24 , 2017?", "2017-08-24"),   # tokenised text
+    ("Eli Lilly sold IVAC on Dec. 31 , 1994", "1994-12-31"),
+    ("Eli Lilly sold IVAC on Dec31 , 1994", "1994-12-31"),
+    ("the 3rd of March , 2020", "2020-03-03"),
+])
+def test_tokenised_dates(text, day):
+    (e,) = parse_time(text, now="2026-06-01")
+    assert (e.start.date().isoformat(), e.grain) == (day, "day")
+    assert e.end - e.start == timedelta(days=1)
+
+
+@pytest.mark.parametrize("query, window", [
+    # the range is the constraint; the birth year describes the person
+    ("Who was born in 1961 and played for X from 1996 to 1998?", ("1996-01-01", "1999-01-01")),
+    ("Born in 1961, which club did he join after 2010?", ("2011-01-01", None)),
+    # no range or bound: the expressions' hull, as before
+    ("What was X in 2019 and 2020?", ("2019-01-01", "2021-01-01")),
+])
+def test_intent_takes_the_range_or_bound_over_other_expressions(query, window):
+    i = parse_temporal_intent(query, now="2026-06-01")
+    assert i.mode == "window"
+    assert tuple(t.date().isoformat() if t else None for t in i.window) == window

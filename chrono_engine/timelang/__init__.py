@@ -41,6 +41,16 @@ Missing fields
   * Slash dates with the year last are month first (3/7/2024 = March 7) unless the first
     number exceeds 12; dotted ones are day first (07.03.2024 = 7 March); "2/2013" is a
     month. Bare numbers 1500–2100 are years unless a unit follows (2000 元, 2023版).
+    Earlier years count where written as years: in explicit ranges ("from 1136 to 1348",
+    "between 800 AD and 900 AD", 从1136年到1348年), "the year 1066", "1066 AD".
+  * Tokenised dates read whole: "August 24 , 2017", "Dec31 , 1994".
+Names and words that look like times
+  * A bare month or weekday word followed by a name particle ("Jan van Eyck") or by a
+    capitalised word that is not a time word ("Jan Smith", "Sun Microsystems", "March Fong
+    Eu") is a name, unless a date preposition precedes it ("in March Sales fell"). "May I",
+    "this may" are the verb. A whole-hour English clock time with no day next to it counts
+    only after a word that introduces times (at, by, until, from, the, meet, call me, ...):
+    "signed 2AM in 2010" (the band) gives only 2010.
 Relative expressions
   * 今天 / 昨天 / 前天 / 明天 / 后天, today / yesterday / tomorrow: that whole day.
   * last / this / next week, month, quarter, year, decade and 上 / 本 / 下 + 周, 月, 季度,

@@ -38,6 +38,15 @@ _WEEKDAY_CLOSE = re.compile(r"\s*[)）]")
 # -- clock attachment ---------------------------------------------------------------------
 _GAP_DAY_CLOCK = re.compile(r"\s*(?:的|,|，|at|@|on|around|about|from)?\s*$", _IA)
 _GAP_CLOCK_DAY = re.compile(r"\s*(?:on|,|，)?\s*$", _IA)
+#: an English word right before a whole-hour clock time that has no day next to it; a word
+#: other than these makes it a name or a number ("signed 2AM in 2010": the band), dropped
+_WORD_BEFORE = re.compile(r"\b(?P<w>[A-Za-z']+)\s*$", _IA)
+_LONE_CLOCK_CUES = frozenset(
+    "at around about by until till til from to before after since between and or past of in on "
+    "approximately approx ca circa is was it's its be back the each every than instead due "
+    "today tonight tomorrow yesterday morning afternoon evening night noon midnight week day "
+    "weekend daily starts start ends end begins begin opens open closes close meet call leave "
+    "arrive come go get up wake set me us you him her them am pm o'clock oclock".split())
 
 # -- ranges ---------------------------------------------------------------------------------
 _CONNECT = re.compile(r"\s*(?P<w>至|到|~|～|-|—|–|－|to|until|till|til|through|thru|and|&|和|与|跟)\s*$",
@@ -196,6 +205,10 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 out.append(c)
                 i += 1
             elif c.cls == "clock":
+                w = _WORD_BEFORE.search(text, max(0, c.b - 24), c.b) if c.clock[3] == "hour" else None
+                if w is not None and w.group("w").lower() not in _LONE_CLOCK_CUES:
+                    i += 1
+                    continue  # "Which label signed 2AM in 2010": not a time of day
                 out.append(attach_clock_to_day(c, ctx.today, ctx))
             i += 1
             continue

@@ -81,6 +81,48 @@ def _plain_month_ok(m) -> bool:
     return len(tok) > 4 and tok.lower() not in ("march",)
 
 
+#: a person's or company's name after a month or weekday word: "Jan van Eyck", "Jan Smith",
+#: "Sun Yang", "Sun Microsystems", "March Fong Eu" (a name particle, or a capitalised word
+#: that is not itself a time word)
+_NAME_PARTICLE = re.compile(r"\s+(?:van|von|de|der|den|del|della|da|di|du|le|la|bin|ibn|al|el|ten|ter)\s",
+                            re.ASCII)
+_CAP_WORD = re.compile(r"\s+(?P<w>[A-Z][a-z]+)\b", re.ASCII)
+_TIME_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
+    "saturday sunday mon tue tues wed thu thur thurs fri sat sun day days week weeks month "
+    "months year years quarter morning afternoon evening night noon midnight eve holiday "
+    "holidays break term session semester meeting meetings report reports issue edition".split())
+#: words before a month or weekday that make it a date whatever follows ("in March Sales ...")
+_DATE_PREP = re.compile(r"(?:\b(?:in|on|since|until|till|during|from|to|of|for|at|before|after"
+                        r"|early|late|mid|last|next|this|every|each|through|between|and)\s+)$",
+                        re.IGNORECASE | re.ASCII)
+#: "May I ask", "May we": the verb, not the month
+_MAY_VERB = re.compile(r"\s+(?:I|we|you|he|she|it|they|this|that|there|be|not|also|have|well)\b",
+                       re.IGNORECASE | re.ASCII)
+
+
+def _is_name(m, group: str) -> bool:
+    """Whether the month or weekday word of group ``group`` names a person or a company
+    rather than a time: followed by a name particle ("Jan van Eyck"), or by a capitalised
+    word that is not a time word while no date preposition precedes it ("Jan Smith", "Sun
+    Microsystems"; not "in March Sales fell"); "May I" / "May we" is the verb."""
+    text, b, e = m.string, m.start(group), m.end(group)
+    if text[e - 1:e] == ".":
+        return False
+    tok = text[b:e]
+    if tok.lower() == "may" and _MAY_VERB.match(text, e):
+        return True
+    if not tok[:1].isupper():
+        return False
+    if _NAME_PARTICLE.match(text, e):
+        return True
+    w = _CAP_WORD.match(text, e)
+    if w is None or w.group("w").lower() in _TIME_WORDS:
+        return False
+    return _DATE_PREP.search(text, max(0, b - 12), b) is None
+
+
 def _year4(s: str | None, ctx) -> int | None:
     if not s:
         return None
@@ -88,8 +130,8 @@ def _year4(s: str | None, ctx) -> int | None:
     return year_of_two_digits(y, ctx) if len(s.lstrip("'")) == 2 else y
 
 
-@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}\s+(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\b"
-      rf"(?:,?\s*(?P<y>\d{{4}})\b)?", _I,
+@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}(?:\s+(?:the\s+)?|(?<=[a-z.])(?=\d))(?P<d>\d{{1,2}}){_ORD}\b"
+      rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
       lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def month_day(m, ctx):
     """March 7, March 7th 2024, Mon, Mar 7, 2024."""
@@ -98,7 +140,7 @@ def month_day(m, ctx):
 
 
 @rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}(?![a-z])"
-      rf"(?:,?\s*(?P<y>\d{{4}})\b)?", _I,
+      rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
       lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def day_month(m, ctx):
     """7 Mar 2024, the 7th of March."""
@@ -116,11 +158,11 @@ def _day(m, ctx, y, mo, d):
 
 
 @rule(rf"\b{_MON}\s+(?P<d1>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|thru|until|till)\s*"
-      rf"(?P<d2>\d{{1,2}}){_ORD}\b(?:,?\s*(?P<y>\d{{4}})\b)?"
+      rf"(?P<d2>\d{{1,2}}){_ORD}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
       rf"|\b(?P<d3>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|until|till)\s*(?P<d4>\d{{1,2}}){_ORD}\s+"
       rf"(?:of\s+)?(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
       rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-      rf"(?:,?\s*(?P<y2>\d{{4}})\b)?", _I,
+      rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
       lead=r"\dadfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def day_range(m, ctx):
     """March 7-9, 2024 / 7 to 9 March: a range of days in one month."""
@@ -139,7 +181,7 @@ def day_range(m, ctx):
     return c
 
 
-@rule(rf"\b{_MON}(?![a-z])(?:,?\s*(?:of\s+)?(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
+@rule(rf"\b{_MON}(?![a-z])(?:\s*,?\s*(?:of\s+)?(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
       r"|(?P<ry>this|last|next|previous)\s+year\b))?(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
       lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def month(m, ctx):
@@ -147,7 +189,7 @@ def month(m, ctx):
     y = _year4(m.group("y"), ctx) or _year4(m.group("yy"), ctx)
     if y is None and m.group("ry"):
         y = ctx.year + RELATIVE_YEAR[m.group("ry").lower()]
-    if y is None and not _plain_month_ok(m):
+    if y is None and (not _plain_month_ok(m) or _is_name(m, "mon")):
         return None
     mo = _month(m)
     tz = ctx.tz
@@ -223,6 +265,8 @@ def weekday(m, ctx):
     rel = (m.group("rel") or "").lower()
     if len(tok) <= 4 and not tok[0].isupper() and not rel:
         return None  # "sun", "wed" ... as plain words
+    if not rel and _is_name(m, "wd"):
+        return None  # "Sun Yang", "Sun Microsystems"
     wd = _WEEKDAYS[tok[:3].lower()]
     today = ctx.today
     if rel in ("last", "past", "previous"):
@@ -245,6 +289,8 @@ def weekday(m, ctx):
 def relative_month_name(m, ctx):
     """last March = the most recent March before this month; next March = the first one
     after it; this March = the current year's."""
+    if m.group("mon") == "may":
+        return None  # "this may take longer": the verb
     mo = _month(m)
     rel = m.group("rel").lower()
     y = ctx.year
@@ -449,9 +495,9 @@ def to_date(m, ctx):
     return c
 
 
-@rule(rf"\b(?:the\s+)?(?P<o>{_ORDINAL_RE})\s+(?:of\s+)?{_MON}(?![a-z])(?:,?\s*(?P<y>\d{{4}})\b)?"
+@rule(rf"\b(?:the\s+)?(?P<o>{_ORDINAL_RE})\s+(?:of\s+)?{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
       rf"|\b{_MON.replace('mon', 'mon2')}\s+(?:the\s+)?(?P<o2>{_ORDINAL_RE})\b"
-      rf"(?:,?\s*(?P<y2>\d{{4}})\b)?", _I,
+      rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
       lead="tfsenmadjo", words=MON_WORDS)
 def ordinal_day(m, ctx):
     """the first of March, March twenty-first 2024."""
@@ -477,6 +523,41 @@ def weekday_of_week(m, ctx):
     return cal(m.start(), m.end(), s, e, "day")
 
 
-RULES = (ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+_ERA = r"(?:\s*(?:AD|A\.D\.|CE|C\.E\.))?"
+_NOT_UNIT = (r"(?!\s*(?:%|percent|dollars?|usd|eur|people|persons|employees|users|units|items|pages|words"
+             r"|rows|records|km|kg|miles|meters|metres|feet|times|points|votes|men|soldiers|troops)\b)")
+
+
+@rule(r"\b(?P<pre>from|between)\s+(?:the\s+years?\s+)?(?P<a>1[0-4]\d\d|[1-9]\d{2}(?=\s*(?:AD|A\.D\.|CE|C\.E\.)))"
+      + _ERA + r"\s*(?P<w>-|–|—|to|until|till|through|and)\s*(?P<b>[1-9]\d{2,3})" + _ERA + r"\b" + _NOT_UNIT,
+      _I, lead="fb", words="fro bet")
+def old_year_range(m, ctx):
+    """from 1136 to 1348, between 800 AD and 900 AD: explicit ranges of years before 1500
+    (a bare 1136 stays a number; bare years from 1500 on are ``formats.bare_year``). The
+    second year must follow the first by at most a thousand years, and "between" needs
+    "and"."""
+    a, b = int(m.group("a")), int(m.group("b"))
+    if not a <= b <= min(a + 1000, 2100) or (m.group("pre").lower() == "between") != (m.group("w").lower() == "and"):
+        return None
+    s, _ = P.month_span(a, 1, ctx.tz, 12)
+    _, e = P.month_span(b, 1, ctx.tz, 12)
+    c = Cand(m.start(), m.end(), s, e, "year", "span", "span")
+    c.role = "range"
+    c.inner = (s, e)
+    return c
+
+
+@rule(r"\bthe\s+year\s+(?P<y>[1-9]\d{2,3})" + _ERA + r"\b|\b(?P<y2>[1-9]\d{2,3})\s*(?:AD|A\.D\.|CE|C\.E\.)(?![A-Za-z])", _I,
+      lead=r"t\d", need=r"year|ad|a\.d|ce|c\.e")
+def old_year(m, ctx):
+    """in the year 1066, 800 AD: a year before 1500 written as a year."""
+    y = int(m.group("y") or m.group("y2"))
+    if y > 2100:
+        return None
+    s, e = P.month_span(y, 1, ctx.tz, 12)
+    return cal(m.start(), m.end(), s, e, "year")
+
+
+RULES = (old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, day_part, rolling, amount, fuzzy_current, to_date)

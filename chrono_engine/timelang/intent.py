@@ -10,8 +10,10 @@ Rules, in order (the article's three query kinds, made precise):
    right before the expression. "2024 年 8 月签订该采购合同时审批权限表是什么" is this case.
    The point nearest before the marker is used (else the first one after it).
 3. **window** for everything else that has a time: ranges, bounds, rolling ranges, and
-   plain points ("2024 年 3 月发布的供应商考核办法", "上个月的报销政策"). With several
-   expressions the window is their hull; an open side stays None.
+   plain points ("2024 年 3 月发布的供应商考核办法", "上个月的报销政策"). An explicit
+   range or bound is the constraint: with one, the other expressions describe the topic
+   ("born in 1961 … from 1996 to 1998" is [1996, 1999)) and rule 2 is not tried. With
+   several expressions of the same rank the window is their hull; an open side stays None.
 4. **latest** when the query has no time, or only "now" words (现在, 目前, now, 截至目前)
    and implicit-latest words (最新, 当前, 现行, 有效, 最近; latest, current, currently).
    Bare durations ("有效期三个月") do not count as a time.
@@ -62,6 +64,8 @@ _DE_AFTER = re.compile(r"\s*的")
 _PREP_BEFORE = re.compile(
     r"(?:\b(?:in|on|at|during|for|from|of|since|by|within|over|around|about|throughout"
     r"|until|till|before|after)\s*|[在于])$", _IA)
+#: the roles of explicit ranges and bounds (compose.py), preferred over plain points
+_CONSTRAINT_ROLES = frozenset({"range", "since", "from", "after", "before", "until"})
 _EDGE_PUNCT = " \t\r\n,，、;；:："
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?，。；：！？、）)])")
@@ -112,12 +116,16 @@ def parse_temporal_intent(query: str, now: datetime | str | None = None,
         if asof is not None:
             mode, anchor = "as_of", _anchor(asof.inner[0], asof.inner[1], ctx.now)
         else:
-            point = _marked_point(text, timed, removed)
+            # an explicit range or bound is the question's constraint; other expressions
+            # ("born in 1961 ... from 1996 to 1998") describe the topic, not the window
+            constraint = [c for c in timed if c.role in _CONSTRAINT_ROLES]
+            point = None if constraint else _marked_point(text, timed, removed)
             if point is not None:
                 mode, anchor = "as_of", _anchor(point.start, point.end, ctx.now)
             else:
-                starts = [c.start for c in timed]
-                ends = [c.end for c in timed]
+                pool = constraint or timed
+                starts = [c.start for c in pool]
+                ends = [c.end for c in pool]
                 window = (None if any(s is None for s in starts) else min(starts),
                           None if any(x is None for x in ends) else max(ends))
                 mode = "window"
