@@ -485,3 +485,24 @@ def test_intent_takes_the_range_or_bound_over_other_expressions(query, window):
     i = parse_temporal_intent(query, now="2026-06-01")
     assert i.mode == "window"
     assert tuple(t.date().isoformat() if t else None for t in i.window) == window
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2019年8月6日或之后", [("2019年8月6日或之后", "2019-08-06", None)]),      # X or after: from X
+    ("2010-01-10及以后", [("2010-01-10及以后", "2010-01-10", None)]),
+    ("2010年1月10日或之前", [("2010年1月10日或之前", None, "2010-01-11")]),    # X or before: until X
+    ("2013年及以前", [("2013年及以前", None, "2014-01-01")]),
+    ("自从2018年", [("自从2018年", "2018-01-01", "2018-09-19")]),
+    ("08年奥运会在北京举办", [("08年", "2008-01-01", "2009-01-01")]),         # a year, not 8 years
+    ("零八年", [("零八年", "2008-01-01", "2009-01-01")]),
+    ("他07年以后就没再来过学校", [("07年以后", "2008-01-01", None)]),
+    ("禮拜一", [("禮拜一", "2018-09-17", "2018-09-18")]),                     # traditional characters
+    ("後天你有空吗？", [("後天", "2018-09-21", "2018-09-22")]),
+    ("上個月", [("上個月", "2018-08-01", "2018-09-01")]),
+    # "and before" followed by a time is that time's preposition, not a suffix
+    ("after 2016 and before 2018", [("after 2016", "2017-01-01", None), ("before 2018", None, "2018-01-01")]),
+    ("sales before 2010 or after 2018", [("before 2010", None, "2010-01-01"), ("after 2018", "2019-01-01", None)]),
+    ("2010 or after", [("2010 or after", "2010-01-01", None)]),
+])
+def test_bounds_years_and_traditional_characters(text, expected):
+    assert _found(text, now="2018-09-19") == expected

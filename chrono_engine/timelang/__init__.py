@@ -38,6 +38,8 @@ Missing fields
     ("2024年3月至5月", "from March to May 2024"); a right side that would fall before the
     left moves one year on ("12月至2月").
   * Two-digit years are in the current century unless that is more than ten years ahead.
+    A two-digit year with a leading zero is a year, not an amount: 08年 / 零八年 = 2008.
+  * Traditional characters of time words read as simplified: 週三, 後天, 上個月, 禮拜一.
   * Slash dates with the year last are month first (3/7/2024 = March 7) unless the first
     number exceeds 12; dotted ones are day first (07.03.2024 = 7 March); "2/2013" is a
     month. Bare numbers 1500–2100 are years unless a unit follows (2000 元, 2023版).
@@ -80,6 +82,9 @@ Ranges and bounds
     before X / X之前 / X以前 / X前: [None, X.start).
     until X / by X / through X / 截至X / 截止X / as of X / X为止: [None, X.end) — the whole
     unit is included. 从 / 自 / from alone do not make a bound ("data from 2023" is 2023).
+    X或之前 / X及以前 (X or before) = until X; X或之后 / X及以后 (X or after) = from X;
+    自从X = since X. "and before" / "or after" followed by a time are that time's
+    preposition: "after 2016 and before 2018" is two bounds.
 Fuzzy edges (``fuzzy=True``)
   * year: 年初 / early = Jan–Feb, 年中 / mid = Jun–Jul, 年底 / 年末 / late = Nov–Dec;
     month: 月初 / 上旬 / early = days 1–10, 月中 / 中旬 / mid = 11–20, 月底 / 月末 / 下旬 /

@@ -17,6 +17,11 @@ __all__ = ["parse_time", "scan"]
 # offsets into the normalised text are offsets into the caller's text.
 _NORMALISE = {0x3000: " ", 0xA0: " ", 0x2002: " ", 0x2003: " ", 0x2009: " ", 0x202F: " "}
 _NORMALISE.update({c: chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)})
+#: traditional characters of the time words, read as their simplified forms (one character
+#: for one, so offsets into the text stay valid): 週三, 後天, 上個月, 禮拜一, 下午三點
+_TRADITIONAL = "週後個禮點時鐘間開這來從於歲號兩幾過現當內際節聖誕曆"
+_SIMPLIFIED = "周后个礼点时钟间开这来从于岁号两几过现当内际节圣诞历"
+_NORMALISE.update({ord(t): s for t, s in zip(_TRADITIONAL, _SIMPLIFIED)})
 _DIGITS = frozenset("0123456789")
 _LATIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER_WORD = re.compile(r"[a-z]+")
@@ -147,7 +152,7 @@ def scan(text: str, ctx: Ctx) -> list[Cand]:
     return compose(text, [c for c in select(cands) if c.cls != "void"], ctx)
 
 
-_ODD = re.compile("[\u3000\xa0\u2002\u2003\u2009\u202f\uff01-\uff5e]")
+_ODD = re.compile("[\u3000\xa0\u2002\u2003\u2009\u202f\uff01-\uff5e" + _TRADITIONAL + "]")
 
 
 def normalise(text: str) -> str:

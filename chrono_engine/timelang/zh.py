@@ -31,7 +31,8 @@ from .numerals import CN_DIGITS4, cn_int, number
 __all__ = ["PART_HOURS", "PM_PARTS", "RULES"]
 
 # -- shared fragments ----------------------------------------------------------------------
-_Y = (r"(?:(?P<yn>(?<![\d.])\d{4}|(?<![\d.])\d{2}(?=\s*年\s*\d{1,2}\s*月)|" + CN_DIGITS4 +
+_Y = (r"(?:(?P<yn>(?<![\d.])\d{4}|(?<![\d.])\d{2}(?=\s*年\s*\d{1,2}\s*月)|(?<![\d.])0\d(?=\s*年)"
+      r"|(?<![〇零○一二三四五六七八九十])[〇零○][〇零○一二三四五六七八九](?=\s*年)|" + CN_DIGITS4 +
       r")\s*年(?:度)?"
       r"|(?P<yr>大前年|前年|去年|今年|明年|大后年|后年|本年度?|上一年度?|上年度?|下一年度?|来年))")
 _YP = rf"(?:{_Y}\s*(?:的)?\s*)?"
@@ -416,6 +417,8 @@ def duration(m, ctx):
         return None  # 三月 is March, not three months
     if u == "年" and m.group("n").isdigit() and len(m.group("n")) > 2 and not pre:
         return None
+    if u == "年" and raw[0] in "0零〇○" and len(raw) == 2:
+        return None  # 08年, 零八年: the year 2008
     unit = _UNIT[u]
     fuzzy = raw == "几" or approximate
     b, e = m.start(), m.end()
