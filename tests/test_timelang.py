@@ -506,3 +506,40 @@ def test_intent_takes_the_range_or_bound_over_other_expressions(query, window):
 ])
 def test_bounds_years_and_traditional_characters(text, expected):
     assert _found(text, now="2018-09-19") == expected
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("3 hours 30 minutes", 12600), ("1 hour and 30 minutes", 5400), ("one hour and a half", 5400),
+    ("one and a half hours", 5400), ("for 3h", 10800), ("还剩8天20小时", 763200), ("一个星期又三天", 864000),
+])
+def test_durations_in_parts_are_one_duration(text, seconds):
+    (e,) = parse_time(text, now="2018-09-19")
+    assert e.kind == "duration" and e.duration == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["the 3d model", "a 2w hike", "room 3h"])
+def test_one_letter_units_need_for_in_or_ago(text):
+    assert parse_time(text, now="2018-09-19") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1d ago", [("1d ago", "2018-09-18", "2018-09-19")]),
+    ("Tue May 9", [("Tue May 9", "2018-05-09", "2018-05-10")]),          # a weekday names its date
+    ("Thursday, March 7, 2024", [("Thursday, March 7, 2024", "2024-03-07", "2024-03-08")]),
+    ("28 june in 2020", [("28 june in 2020", "2020-06-28", "2020-06-29")]),   # the year written after
+    ("October, 2017", [("October, 2017", "2017-10-01", "2017-11-01")]),
+])
+def test_weekdays_before_dates_and_years_after_them(text, expected):
+    assert _found(text, now="2018-09-19") == expected
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("I will be out 5 to 6pm", "17:00", "18:00"),   # the first hour takes the second's half of the day
+    ("11-1pm", "11:00", "13:00"),                   # unless it would come after it
+    ("12-4pm", "12:00", "16:00"),
+    ("from 10:30 to 3pm", "10:30", "15:00"),
+    ("Monday 8-9am", "08:00", "09:00"),
+])
+def test_clock_ranges_with_one_half_of_the_day(text, start, end):
+    (e,) = parse_time(text, now="2018-09-19")
+    assert (e.start.strftime("%H:%M"), e.end.strftime("%H:%M")) == (start, end)

@@ -93,6 +93,14 @@ Fuzzy edges (``fuzzy=True``)
     early / mid / late X. A bare 年底 / 月初 / 下旬 refers to the current year / month.
   * "a few days ago", 几天前 and parts of the day are fuzzy too; 几 and "a few" count 3,
     an approximate Chinese pair (两三天, 三五年) counts as the larger number.
+Combined atoms
+  * A weekday right before a date names it ("Tue May 9", "Thursday, March 7, 2024");
+    a year written right after a day or month without one is its year ("28 june in
+    2020", "October, 2017"); amounts of ever finer units in a row are one duration ("3
+    hours 30 minutes", "one hour and a half", 8天20小时, 一个星期又三天); the bare first hour
+    of a clock range takes the second's half of the day unless it would come after it
+    ("5 to 6pm" = 17–18, "11-1pm" = 11–13). Units written onto digits (3h, 1d, 2w, 3.5years)
+    count; a one-letter one needs for / in / within / ago ("the 3d model" is no time).
 Kinds and durations
   * ``point``: one calendar unit; ``span``: ranges, bounds and rolling ranges;
     ``duration``: a bare amount (三个月, 15 days) with ``start = end = None`` and

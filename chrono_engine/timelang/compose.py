@@ -34,6 +34,7 @@ _FZ_GRAINS = frozenset({"year", "half", "quarter", "month", "decade", "week"})
 
 _WEEKDAY_GAP = re.compile(r"\s*[(（,，]?\s*$")
 _WEEKDAY_CLOSE = re.compile(r"\s*[)）]")
+_WEEKDAY_BEFORE_GAP = re.compile(r"\s*[,，(（]?\s*$")
 
 # -- clock attachment ---------------------------------------------------------------------
 _GAP_DAY_CLOCK = re.compile(r"\s*(?:的|,|，|at|@|on|around|about|from)?\s*$", _IA)
@@ -207,7 +208,8 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 out.append(c)
                 i += 1
             elif c.cls == "clock":
-                w = _WORD_BEFORE.search(text, max(0, c.b - 24), c.b) if c.clock[3] == "hour" else None
+                w = (_WORD_BEFORE.search(text, max(0, c.b - 24), c.b)
+                     if c.clock[3] == "hour" and c.role != "range start" else None)
                 if w is not None and w.group("w").lower() not in _LONE_CLOCK_CUES:
                     i += 1
                     continue  # "Which label signed 2AM in 2010": not a time of day
@@ -363,14 +365,62 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
 
 
 def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
-    """A weekday right after a date only names that date's weekday: 2024年3月7日(星期四)."""
+    """A weekday right before or after a date only names that date's weekday:
+    2024年3月7日(星期四), "Tue May 9", "friday 5/12", unchecked."""
     out: list[Cand] = []
     for c in sel:
         prev = out[-1] if out else None
+        if (_is_day(c) and c.role != "weekday" and prev is not None and prev.role == "weekday"
+                and c.b - prev.e <= 3 and _WEEKDAY_BEFORE_GAP.match(text, prev.e, c.b)):
+            c.b = prev.b
+            out[-1] = c
+            continue
         if (c.role == "weekday" and _is_day(prev) and c.b - prev.e <= 3
                 and _WEEKDAY_GAP.match(text, prev.e, c.b)):
             close = _WEEKDAY_CLOSE.match(text, c.e)
             prev.e = close.end() if close else c.e
+            continue
+        out.append(c)
+    return out
+
+
+_DUR_GAP = re.compile(r"\s*(?:,|and|又|零|余|多|加)?\s*$", _IA)
+_YEAR_GAP = re.compile(r"\s*(?:,|in|of)?\s*$", _IA)
+
+
+def _durations(text: str, sel: list[Cand]) -> list[Cand]:
+    """Amounts of ever finer units in a row are one duration: "3 hours 30 minutes", "1 hour
+    and 30 minutes", 8天20小时, 一个星期又三天."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (c.cls == "dur" and prev is not None and prev.cls == "dur" and c.b - prev.e <= 6
+                and GRAIN_ORDER[c.grain] < GRAIN_ORDER[prev.grain]
+                and _DUR_GAP.match(text, prev.e, c.b)):
+            prev.e, prev.grain = c.e, c.grain
+            prev.dur = prev.dur + c.dur
+            prev.fuzzy = prev.fuzzy or c.fuzzy
+            continue
+        out.append(c)
+    return out
+
+
+def _lend_years(text: str, sel: list[Cand]) -> list[Cand]:
+    """A day or month written without its year takes the year written right after it:
+    "28 june in 2020", "October, 2017"."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (c.cls == "cal" and c.kind == "point" and c.grain == "year" and c.rebuild is None
+                and prev is not None and prev.cls == "cal" and prev.kind == "point"
+                and prev.rebuild is not None and prev.grain in ("day", "month")
+                and c.b - prev.e <= 5 and _YEAR_GAP.match(text, prev.e, c.b)):
+            try:
+                prev.start, prev.end = prev.rebuild(c.start.year, prev.start.month)
+            except ValueError:
+                out.append(c)
+                continue
+            prev.rebuild, prev.e = None, c.e
             continue
         out.append(c)
     return out
@@ -382,6 +432,9 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         return sel
     if any(c.role == "weekday" for c in sel):
         sel = _weekdays(text, sel)
+    if len(sel) > 1:
+        sel = _durations(text, sel)
+        sel = _lend_years(text, sel)
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)

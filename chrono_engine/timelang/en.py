@@ -28,7 +28,7 @@ from .zh import attach_clock_to_day
 __all__ = ["MONTHS", "RULES"]
 
 MON_WORDS = "jan feb mar apr may jun jul aug sep oct nov dec"
-_UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec"
+_UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec h d w y"
 #: every amount phrase holds a digit or a number word
 _AMOUNT = (r"\d|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
            r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty"
@@ -50,6 +50,7 @@ _UNIT = (r"(?P<u>seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|mon
 _UNITS = {"sec": "second", "min": "minute", "hour": "hour", "hr": "hour", "day": "day",
           "week": "week", "wk": "week", "month": "month", "quarter": "quarter",
           "year": "year", "yr": "year", "decade": "decade"}
+_ATTACHED = {"h": "hour", "d": "day", "w": "week", "y": "year"}
 _REL = {"last": -1, "previous": -1, "prev": -1, "past": -1, "this": 0, "current": 0,
         "next": 1, "coming": 1, "following": 1, "upcoming": 1}
 _DECADE_WORDS = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60,
@@ -400,6 +401,27 @@ def clock(m, ctx):
     return c
 
 
+@rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?=\s*(?:-|–|to|until|till|and)\s*"
+      r"(?P<h2>1[0-2]|0?\d)(?::[0-5]\d)?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z]))", _I, lead=r"\d",
+      need=r"[ap]\.?m")
+def clock_range_start(m, ctx):
+    """The bare first hour of "5 to 6pm", "1-3 pm", "between 3 and 8am": the half of the
+    day of the second, or the other half when it would come after it ("11-1pm" = 11am)."""
+    h, h2 = int(m.group("h")), int(m.group("h2"))
+    pm = m.group("ap")[0].lower() == "p"
+    hh, h2h = h % 12, h2 % 12
+    same = hh < h2h or h2 == 12 and h < 12 and not pm
+    if pm == same:
+        h = hh + 12
+    else:
+        h = hh
+    grain = "minute" if m.group("mi") else "hour"
+    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock")
+    c.clock = (h, int(m.group("mi") or 0), 0, grain, None)
+    c.role = "range start"
+    return c
+
+
 @rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last)\s+)?(?:in\s+the\s+)?"
       r"(?P<p>morning|afternoon|evening|night)\b", _I, lead="tydlimaen", words='mor aft eve nig')
 def day_part(m, ctx):
@@ -434,7 +456,13 @@ def rolling(m, ctx):
                        "past" if past else "future", fuzzy)
 
 
-@rule(rf"\b(?:(?P<within>within)\s+(?:the\s+)?|(?P<in>in)\s+|for\s+)?(?P<n>{EN_NUM})\s+{_UNIT}\b"
+#: a unit written right after digits: 3h, 1d, 2w, 3.5years
+_UNIT_ATTACHED = (r"(?P<ua>seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|w"
+                  r"|months?|years?|yrs?|y)")
+
+
+@rule(rf"\b(?:(?P<within>within)\s+(?:the\s+)?|(?P<in>in)\s+|for\s+)?(?P<n>{EN_NUM})"
+      rf"(?:\s+{_UNIT}|(?<=\d){_UNIT_ATTACHED})\b(?P<half>\s+and\s+(?:a\s+)?half\b)?"
       r"(?:\s*(?P<dir>ago|before\s+now|back|from\s+now|later|hence|from\s+today|'?\s*time))?",
       _I, lead=r"aefhinostwcz\d",
       words=_UNIT_WORDS, need=_AMOUNT)
@@ -445,8 +473,14 @@ def amount(m, ctx):
     n = en_int(raw)
     if n is None:
         return None
-    u = _unit(m.group("u"))
+    if m.group("half"):
+        n += 0.5  # "one hour and a half"
+    ua = m.group("ua")
+    u = _unit(m.group("u")) if ua is None else _ATTACHED.get(ua.lower()) or _unit(ua)
     d = (m.group("dir") or "").lower()
+    if ua is not None and ua.lower() in _ATTACHED and not (
+            d or m.group("within") or m.group("in") or m.group(0)[:3].lower() == "for"):
+        return None  # "3d model", "room 3h": a one-letter unit needs for / in / ago
     fuzzy = raw.lower().strip() in FUZZY_EN
     b, e = m.start(), m.end()
     if d in ("ago", "before now", "back"):
@@ -560,4 +594,4 @@ def old_year(m, ctx):
 
 RULES = (old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, day_part, rolling, amount, fuzzy_current, to_date)
+         week_number, decade, clock, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)

@@ -26,7 +26,8 @@ _EN_SPECIAL = {"a": 1, "an": 1, "one": 1, "a couple of": 2, "a couple": 2, "coup
 _ONES_RE = "|".join(sorted(_EN_ONES, key=len, reverse=True))
 _TENS_RE = "|".join(_EN_TENS)
 #: An English amount: digits, number words up to the nineties, or a/an/a couple of/a few.
-EN_NUM = (rf"(?:\d{{1,4}}(?:\.\d+)?|(?:{_TENS_RE})(?:[\s-](?:{_ONES_RE}))?|{_ONES_RE}"
+EN_NUM = (rf"(?:(?:\d{{1,4}}|{_ONES_RE}|an?)\s+and\s+(?:a\s+)?(?:half|quarter)"
+          rf"|\d{{1,4}}(?:\.\d+)?|(?:{_TENS_RE})(?:[\s-](?:{_ONES_RE}))?|{_ONES_RE}"
           r"|(?:one\s+)?hundred|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|few|several"
           r"|half\s+an?|an?)")
 #: Amounts whose value is a guess ("a few days ago"): the expression is marked fuzzy.
@@ -88,6 +89,10 @@ def en_int(s: str) -> float | None:
         return int(v) if v == int(v) else v
     if w in _EN_SPECIAL:
         return _EN_SPECIAL[w]
+    if w.endswith((" and a half", " and half", " and a quarter", " and quarter")):
+        head = w.rsplit(" and ", 1)[0]
+        v = en_int(head)
+        return None if v is None else v + (0.5 if w.endswith("half") else 0.25)
     if w in _EN_ONES:
         return _EN_ONES[w]
     if w in ("hundred", "one hundred"):
