@@ -543,3 +543,15 @@ def test_weekdays_before_dates_and_years_after_them(text, expected):
 def test_clock_ranges_with_one_half_of_the_day(text, start, end):
     (e,) = parse_time(text, now="2018-09-19")
     assert (e.start.strftime("%H:%M"), e.end.strftime("%H:%M")) == (start, end)
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("下午5:00", "2017-03-22 17:00", "2017-03-22 17:01"),     # the part of the day sets the half
+    ("明天下午5:00", "2017-03-23 17:00", "2017-03-23 17:01"),
+    ("下午5:00到6:00", "2017-03-22 17:00", "2017-03-22 18:00"),
+    ("2016年12月15日晚上7:00到8:00", "2016-12-15 19:00", "2016-12-15 20:00"),
+    ("tomorrow evening 7:30", "2017-03-23 19:30", "2017-03-23 19:31"),
+])
+def test_parts_of_the_day_before_clock_times(text, start, end):
+    (e,) = parse_time(text, now="2017-03-22T16:12")
+    assert (e.start.strftime("%Y-%m-%d %H:%M"), e.end.strftime("%Y-%m-%d %H:%M")) == (start, end)

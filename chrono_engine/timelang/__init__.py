@@ -99,7 +99,8 @@ Combined atoms
     2020", "October, 2017"); amounts of ever finer units in a row are one duration ("3
     hours 30 minutes", "one hour and a half", 8天20小时, 一个星期又三天); the bare first hour
     of a clock range takes the second's half of the day unless it would come after it
-    ("5 to 6pm" = 17–18, "11-1pm" = 11–13). Units written onto digits (3h, 1d, 2w, 3.5years)
+    ("5 to 6pm" = 17–18, "11-1pm" = 11–13); a part of the day right before a clock time sets
+    its half (下午5:00 = 17:00). Units written onto digits (3h, 1d, 2w, 3.5years)
     count; a one-letter one needs for / in / within / ago ("the 3d model" is no time).
 Kinds and durations
   * ``point``: one calendar unit; ``span``: ranges, bounds and rolling ranges;

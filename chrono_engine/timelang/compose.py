@@ -176,6 +176,12 @@ def _is_day(c: Cand | None) -> bool:
     return c is not None and c.cls == "cal" and c.kind == "point" and c.grain == "day"
 
 
+def _is_part(c: Cand | None) -> bool:
+    """A part of the day already on its day (明天下午, "tomorrow evening")."""
+    return (c is not None and c.day is not None and c.day[1] is not None and c.grain == "hour"
+            and c.fuzzy and c.cls == "cal")
+
+
 def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     out: list[Cand] = []
     i = 0
@@ -185,6 +191,27 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         if c.cls in ("clock", "weakclock"):
             prev = out[-1] if out else None
             nxt = sel[i + 1] if i + 1 < n else None
+            part = c.clock[4]
+            if (c.clock[0] is None and part and nxt is not None and nxt.cls == "clock"
+                    and nxt.clock[0] is not None and nxt.clock[4] is None and nxt.b - c.e <= 1
+                    and not text[c.e:nxt.b].strip()):
+                # 下午5:00, 晚上9:30, "evening 7:30": the part of the day sets the clock's half
+                h, mi, sec, grain, _ = nxt.clock
+                nxt.clock = (h, mi, sec, grain, part)
+                nxt.b = c.b
+                i += 1
+                continue
+            if (_is_part(prev) and c.cls == "clock" and c.clock[0] is not None
+                    and c.clock[4] is None and c.b - prev.e <= 1 and not text[prev.e:c.b].strip()):
+                # 明天下午5:00: the clock on the part's day, in its half
+                h, mi, sec, grain, _ = c.clock
+                c.clock = (h, mi, sec, grain, prev.day[1])
+                b = prev.b
+                attach_clock_to_day(c, prev.day[0], ctx)
+                c.b = b
+                out[-1] = c
+                i += 1
+                continue
             if (prev is not None and prev.day is not None and c.clock[0] is not None
                     and c.b - prev.e <= 6 and _CONNECT.match(text, prev.e, c.b)):
                 # 下午3点到5点, 3pm-5pm: the second clock shares the first one's day and part
@@ -209,7 +236,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 i += 1
             elif c.cls == "clock":
                 w = (_WORD_BEFORE.search(text, max(0, c.b - 24), c.b)
-                     if c.clock[3] == "hour" and c.role != "range start" else None)
+                     if c.clock[3] == "hour" and c.clock[4] is None and c.role != "range start" else None)
                 if w is not None and w.group("w").lower() not in _LONE_CLOCK_CUES:
                     i += 1
                     continue  # "Which label signed 2AM in 2010": not a time of day
