@@ -555,3 +555,29 @@ def test_clock_ranges_with_one_half_of_the_day(text, start, end):
 def test_parts_of_the_day_before_clock_times(text, start, end):
     (e,) = parse_time(text, now="2017-03-22T16:12")
     assert (e.start.strftime("%Y-%m-%d %H:%M"), e.end.strftime("%Y-%m-%d %H:%M")) == (start, end)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("3:00 to 4:00 tomorrow", ("2018-05-31 03:00", "2018-05-31 04:00")),    # clocks move to the day after them
+    ("from 5 to 6pm of April 22", ("2018-04-22 17:00", "2018-04-22 18:00")),
+    ("from 3:30 to 5:55 on 1/1/2015", ("2015-01-01 03:30", "2015-01-01 05:55")),
+    ("two days after today", ("2018-06-01 00:00", "2018-06-02 00:00")),     # amounts from a day
+    ("three weeks from tomorrow", ("2018-06-21 00:00", "2018-06-22 00:00")),
+    ("two days before yesterday", ("2018-05-27 00:00", "2018-05-28 00:00")),
+    ("the week of April 10th", ("2018-04-09 00:00", "2018-04-16 00:00")),    # weeks of a day, month, year
+    ("the last week of july 2016", ("2016-07-25 00:00", "2016-08-01 00:00")),
+    ("first week of October 2016", ("2016-10-03 00:00", "2016-10-10 00:00")),
+    ("first week of 2015", ("2014-12-29 00:00", "2015-01-05 00:00")),
+    ("3rd week of Jan 2018", ("2018-01-15 00:00", "2018-01-22 00:00")),
+    ("the 15th century", ("1400-01-01 00:00", "1500-01-01 00:00")),
+    ("the twenty-first century", ("2000-01-01 00:00", "2100-01-01 00:00")),
+    ("presidents in 1990 s", ("1990-01-01 00:00", "2000-01-01 00:00")),
+    ("back Oct/2", ("2018-10-02 00:00", "2018-10-03 00:00")),
+])
+def test_days_weeks_and_centuries_from_parts(text, expected):
+    (e,) = parse_time(text, now="2018-05-30T12:00")
+    assert (e.start.strftime("%Y-%m-%d %H:%M"), e.end.strftime("%Y-%m-%d %H:%M")) == expected
+
+
+def test_a_week_that_is_not_there_is_no_week():
+    assert _found("the fifth week of February 2021") == [("February 2021", "2021-02-01", "2021-03-01")]

@@ -93,7 +93,14 @@ Fuzzy edges (``fuzzy=True``)
     early / mid / late X. A bare 年底 / 月初 / 下旬 refers to the current year / month.
   * "a few days ago", 几天前 and parts of the day are fuzzy too; 几 and "a few" count 3,
     an approximate Chinese pair (两三天, 三五年) counts as the larger number.
+Weeks of a month or year, centuries
+  * "the Nth week of <month>" is the week from the month's Nth Monday ("the last week": from
+    its last Monday); "the Nth week of <year>" is ISO week N; "the week of <day>" is the ISO
+    week holding the day. "the 15th century" = [1400, 1500).
 Combined atoms
+  * Clock times with no written day move to a day written right after them ("3:00 to 4:00
+    tomorrow", "from 5 to 6pm of April 22"); "two days after today", "three weeks from
+    tomorrow" are the day that far from the day named.
   * A weekday right before a date names it ("Tue May 9", "Thursday, March 7, 2024");
     a year written right after a day or month without one is its year ("28 june in
     2020", "October, 2017"); amounts of ever finer units in a row are one duration ("3
@@ -116,7 +123,7 @@ Invalid input
 
 Not covered (no expression is produced)
   * Holidays (春节, 国庆节, Christmas), zone abbreviations ("4pm CET": the clock is read in
-    ``tz``), weeks of a month ("the 2nd week of March"), recurring times (每周一, every
+    ``tz``), recurring times (每周一, every
     Monday), and bare "3/7" or "3.7" (fractions and decimals as often as dates).
 
 Implementation and the library decision

@@ -218,6 +218,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 h, mi, sec, grain, part = c.clock
                 c.clock = (h, mi, sec, grain, part or prev.day[1])
                 attach_clock_to_day(c, prev.day[0], ctx)
+                c.floating = prev.floating
                 if c.start <= prev.start and part is None and h < 12:  # 11:30-1:30
                     c.start, c.end = P.shift(c.start, "hour", 12), P.shift(c.end, "hour", 12)
                 out.append(c)
@@ -241,6 +242,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                     i += 1
                     continue  # "Which label signed 2AM in 2010": not a time of day
                 out.append(attach_clock_to_day(c, ctx.today, ctx))
+                c.floating = True
             i += 1
             continue
         out.append(c)
@@ -313,6 +315,7 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
              a.fuzzy or b.fuzzy)
     c.role = "range"
     c.inner = (a.start, end)
+    c.floating = a.floating and (b.floating or b.cls == "now")
     return c
 
 
@@ -427,6 +430,7 @@ def _durations(text: str, sel: list[Cand]) -> list[Cand]:
             prev.e, prev.grain = c.e, c.grain
             prev.dur = prev.dur + c.dur
             prev.fuzzy = prev.fuzzy or c.fuzzy
+            prev.inner = None  # no longer one amount of one unit
             continue
         out.append(c)
     return out
@@ -453,12 +457,87 @@ def _lend_years(text: str, sel: list[Cand]) -> list[Cand]:
     return out
 
 
+_ON_DAY_GAP = re.compile(r"\s*(?:on|of|,|for)?\s*(?:the\s+)?$", _IA)
+_OFFSET_GAP = re.compile(r"\s*(?P<w>after|before|from)\s+$", _IA)
+
+
+_WEEK_OF = re.compile(r"\bthe\s+week\s+of\s+(?:the\s+)?$", _IA)
+
+
+def _week_of(text: str, sel: list[Cand]) -> list[Cand]:
+    """"the week of April 10th": the ISO week holding the day."""
+    for c in sel:
+        if _is_day(c) and c.b >= 12:
+            m = _WEEK_OF.search(text, max(0, c.b - 20), c.b)
+            if m:
+                s = c.start - timedelta(days=c.start.weekday())
+                c.start, c.end = s, s + timedelta(days=7)
+                c.grain, c.b = "week", m.start()
+                if c.rebuild is not None:
+                    rb = c.rebuild
+
+                    def week(y, mo, rb=rb):
+                        d0 = rb(y, mo)[0]
+                        d0 = d0 - timedelta(days=d0.weekday())
+                        return d0, d0 + timedelta(days=7)
+                    c.rebuild = week
+    return sel
+
+
+def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
+    """Clock times put on today for want of a day move to a day written right after them:
+    "3:00 to 4:00 tomorrow", "from 5 to 6pm of April 22", "from 3:30 to 5:55 on 1/1/2015"."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (_is_day(c) and prev is not None and prev.floating and c.b - prev.e <= 8
+                and _ON_DAY_GAP.match(text, prev.e, c.b)):
+            delta = c.start.date() - prev.start.date()
+            prev.start = prev.start + delta
+            if prev.end is not None:
+                prev.end = prev.end + delta
+            if prev.inner is not None:
+                prev.inner = (prev.inner[0] + delta, prev.inner[1] + delta)
+            prev.e, prev.floating = c.e, False
+            continue
+        out.append(c)
+    return out
+
+
+def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
+    """An amount before / after / from a day is the day that far from it: "two days after
+    today", "three weeks from tomorrow", "two days before yesterday" (a unit of the day's
+    grain)."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.cls == "dur" and prev.inner is not None and _is_day(c)
+                and c.b - prev.e <= 8):
+            m = _OFFSET_GAP.match(text, prev.e, c.b)
+            if m:
+                k, u = prev.inner
+                k = -k if m.group("w").lower() == "before" else k
+                try:
+                    t = P.shift(c.start, u, k)
+                except (ValueError, OverflowError):
+                    out.append(c)
+                    continue
+                s, e = P.period(t, "day")
+                r = Cand(prev.b, c.e, s, e, "day")
+                out[-1] = r
+                continue
+        out.append(c)
+    return out
+
+
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Run the composition passes over the selected atoms (in text order)."""
     if not sel:
         return sel
     if any(c.role == "weekday" for c in sel):
         sel = _weekdays(text, sel)
+    if any(c.grain == "day" for c in sel):
+        sel = _week_of(text, sel)
     if len(sel) > 1:
         sel = _durations(text, sel)
         sel = _lend_years(text, sel)
@@ -467,4 +546,6 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _clocks(text, sel, ctx)
     if len(sel) > 1:
         sel = _ranges(text, sel, ctx)
+        sel = _to_written_day(text, sel)
+        sel = _offsets(text, sel)
     return _bounds(text, sel, ctx)

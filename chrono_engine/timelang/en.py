@@ -131,7 +131,7 @@ def _year4(s: str | None, ctx) -> int | None:
     return year_of_two_digits(y, ctx) if len(s.lstrip("'")) == 2 else y
 
 
-@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}(?:\s+(?:the\s+)?|(?<=[a-z.])(?=\d))(?P<d>\d{{1,2}}){_ORD}\b"
+@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}(?:\s+(?:the\s+)?|(?<=[a-z.])(?=\d)|\s*/\s*)(?P<d>\d{{1,2}}){_ORD}\b"
       rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
       lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def month_day(m, ctx):
@@ -360,9 +360,9 @@ def week_number(m, ctx):
     return cal(m.start(), m.end(), s, e, "week", None if written else build)
 
 
-@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)'?s|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)'?s"
+@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)(?:'?s|\s+s\b)|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)'?s"
       r"|\b(?P<word>twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties))(?![a-z])", _I,
-      lead=r"t'\dfsen", need="\\d'?s|ties")
+      lead=r"t'\dfsen", need="\\d'?\\s?s|ties")
 def decade(m, ctx):
     if m.group("full"):
         y0 = int(m.group("full"))
@@ -592,6 +592,71 @@ def old_year(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+_WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
+             "4th": 4, "fifth": 5, "5th": 5, "last": -1}
+
+
+@rule(rf"\b(?:the\s+)?(?P<o>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+week\s+"
+      rf"(?:of|in)\s+(?:(?P<y>\d{{4}})\b|{_MON}(?![a-z])(?:\s*,?\s*(?P<my>\d{{4}})\b)?)", _I,
+      lead="tf1234sl", words="wee")
+def week_of(m, ctx):
+    """the first week of October, the last week of July 2016, the 3rd week of 2018: in a
+    month, the week from its Nth (last) Monday; in a year, ISO week N (the last: the week
+    from the year's last Monday)."""
+    o = _WEEK_ORD[m.group("o").lower()]
+    tz = ctx.tz
+    if m.group("y"):
+        y = int(m.group("y"))
+        if o > 0:
+            d = date.fromisocalendar(y, o, 1)
+        else:
+            last = date(y, 12, 31)
+            d = last - timedelta(days=last.weekday())
+        s, e = P.day_span(d.year, d.month, d.day, tz, 7)
+        return cal(m.start(), m.end(), s, e, "week")
+    mo = _month(m)
+    written = m.group("my") is not None
+
+    def build(yy, mm=None):
+        if o > 0:
+            first = date(yy, mo, 1)
+            d = first + timedelta(days=(7 - first.weekday()) % 7 + 7 * (o - 1))
+        else:
+            nxt = date(yy + (mo == 12), mo % 12 + 1, 1) - timedelta(days=1)
+            d = nxt - timedelta(days=nxt.weekday())
+        if d.month != mo:
+            raise ValueError("no such week")  # a fifth Monday that is not there
+        return P.day_span(d.year, d.month, d.day, tz, 7)
+    y = int(m.group("my")) if written else ctx.year
+    try:
+        s, e = build(y)
+    except ValueError:
+        return None
+    return cal(m.start(), m.end(), s, e, "week", None if written else build)
+
+
+_CENTURY_ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+                "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+                "thirteenth": 13, "fourteenth": 14, "fifteenth": 15, "sixteenth": 16,
+                "seventeenth": 17, "eighteenth": 18, "nineteenth": 19, "twentieth": 20,
+                "twenty first": 21}
+
+
+@rule(r"\b(?:the\s+)?(?:(?P<n>[1-9]|1\d|2[01])(?:st|nd|rd|th)|(?P<w>twenty[\s-]first|first|second|third"
+      r"|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth"
+      r"|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth))\s+century\b", _I,
+      lead=r"t\dfsenf", words="cen")
+def century(m, ctx):
+    """the 15th century = [1400, 1500), as people count them (not from 1401)."""
+    w = m.group("w")
+    n = int(m.group("n")) if m.group("n") else _CENTURY_ORD[" ".join(w.lower().replace("-", " ").split())]
+    y0 = 100 * (n - 1)
+    if y0 < 1:
+        return None
+    s, e = P.month_span(y0, 1, ctx.tz, 1200)
+    return cal(m.start(), m.end(), s, e, "year")
+
+
+RULES = (week_of, century, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)

@@ -69,7 +69,7 @@ class Cand:
     """
 
     __slots__ = ("b", "e", "start", "end", "grain", "kind", "dur", "fuzzy", "cls", "rebuild",
-                 "role", "inner", "clock", "prio", "fzpart", "lend", "day")
+                 "role", "inner", "clock", "prio", "fzpart", "lend", "day", "floating")
 
     def __init__(self, b, e, start, end, grain, kind="point", cls="cal", dur=None,
                  fuzzy=False, rebuild=None, clock=None):
@@ -90,6 +90,7 @@ class Cand:
         self.fzpart = None
         self.lend = "y"  # what rebuild takes from the other side of a range: y or ym
         self.day = None  # (date, part of day) for a clock attached to its day
+        self.floating = False  # a clock time put on today for want of a written day
 
     def __repr__(self) -> str:  # debugging aid
         return (f"Cand({self.b},{self.e},{self.cls},{self.kind},{self.grain},"
@@ -177,7 +178,9 @@ def amount_cand(b: int, e: int, n: float, unit: str, ctx: Ctx, mode: str,
     end = P.shift(now, u, k)
     length = _elapsed(now, end)
     if mode == "dur":
-        return Cand(b, e, None, None, u, "duration", "dur", length, fuzzy)
+        c = Cand(b, e, None, None, u, "duration", "dur", length, fuzzy)
+        c.inner = (k, u)  # the amount, for "two days after today" (compose)
+        return c
     if mode == "past":
         s = P.shift(now, u, -k)
         return Cand(b, e, s, now, u, "span", "roll", _elapsed(s, now), fuzzy)
