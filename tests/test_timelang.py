@@ -581,3 +581,25 @@ def test_days_weeks_and_centuries_from_parts(text, expected):
 
 def test_a_week_that_is_not_there_is_no_week():
     assert _found("the fifth week of February 2021") == [("February 2021", "2021-02-01", "2021-03-01")]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("black friday 2010", ("2010-11-26", "2010-11-27")),
+    ("easter 2018", ("2018-04-01", "2018-04-02")),           # the computus
+    ("easter 2024", ("2024-03-31", "2024-04-01")),
+    ("St. Patrick's Day", ("2018-03-17", "2018-03-18")),
+    ("mother’s day 2024", ("2024-05-12", "2024-05-13")),      # the second Sunday of May
+    ("the independence day of this year", ("2018-07-04", "2018-07-05")),
+    ("last christmas", ("2017-12-25", "2017-12-26")),          # the most recent one before today
+    ("2019年国庆节", ("2019-10-01", "2019-10-02")),
+    ("去年的圣诞节", ("2017-12-25", "2017-12-26")),
+])
+def test_holidays(text, expected):
+    (e,) = parse_time(text, now="2018-09-19")
+    assert (e.start.date().isoformat(), e.end.date().isoformat()) == expected
+
+
+def test_easter_matches_the_known_dates():
+    from chrono_engine.timelang.holidays import easter
+    known = {2000: (4, 23), 2008: (3, 23), 2011: (4, 24), 2019: (4, 21), 2038: (4, 25), 2285: (3, 22)}
+    assert {y: (easter(y).month, easter(y).day) for y in known} == known

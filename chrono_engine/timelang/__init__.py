@@ -93,6 +93,11 @@ Fuzzy edges (``fuzzy=True``)
     early / mid / late X. A bare 年底 / 月初 / 下旬 refers to the current year / month.
   * "a few days ago", 几天前 and parts of the day are fuzzy too; 几 and "a few" count 3,
     an approximate Chinese pair (两三天, 三五年) counts as the larger number.
+Holidays
+  * Solar-calendar holidays (:mod:`.holidays`: Christmas, Independence Day, Easter by the
+    computus, Thanksgiving as the fourth Thursday of November, 国庆节, 元旦, 劳动节 ...) are
+    their day, in the written year or the current one; "last" / "next Christmas" the most
+    recent one before / the first one after today.
 Weeks of a month or year, centuries
   * "the Nth week of <month>" is the week from the month's Nth Monday ("the last week": from
     its last Monday); "the Nth week of <year>" is ISO week N; "the week of <day>" is the ISO
@@ -122,8 +127,8 @@ Invalid input
     raise.
 
 Not covered (no expression is produced)
-  * Holidays (春节, 国庆节, Christmas), zone abbreviations ("4pm CET": the clock is read in
-    ``tz``), recurring times (每周一, every
+  * Festivals of the lunar calendar (春节, 中秋节, 端午节), zone abbreviations ("4pm CET": the
+    clock is read in ``tz``), recurring times (每周一, every
     Monday), and bare "3/7" or "3.7" (fractions and decimals as often as dates).
 
 Implementation and the library decision

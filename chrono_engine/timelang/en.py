@@ -22,6 +22,7 @@ from .grammar import (
     rule,
     year_of_two_digits,
 )
+from .holidays import EN as HOLIDAYS_EN
 from .numerals import EN_NUM, FUZZY_EN, en_int
 from .zh import attach_clock_to_day
 
@@ -592,6 +593,61 @@ def old_year(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
+def _holiday_pattern(names) -> str:
+    """One alternation of the holiday names: possessives with or without their apostrophe
+    (mother's / mothers / mother’s day), "saint" also as "st." / "st", any spaces."""
+    alts = []
+    for k in sorted(names, key=len, reverse=True):
+        words = []
+        for w in k.split():
+            if w == "saint":
+                words.append(r"(?:saint|st\.?)")
+            elif "'" in w:
+                base = w.replace("'", "")
+                words.append(re.escape(base[:-1]) + "['’]?s['’]?")
+            else:
+                words.append(re.escape(w))
+        alts.append(r"\s+".join(words))
+    return "|".join(dict.fromkeys(alts))
+
+
+_HOLIDAYS = {re.sub("['’]", "", k): f for k, f in HOLIDAYS_EN.items()}
+
+
+@rule(r"\b(?:(?P<rel>this|next|last)\s+)?(?P<h>" + _holiday_pattern(HOLIDAYS_EN) + r")(?![a-z])"
+      r"(?:\s*,?\s*(?:of\s+)?(?P<y>\d{4})\b|\s+(?:of\s+)?(?P<ry>this|last|next)\s+year\b)?", _I,
+      lead="tnlvsaemihcxbgfpdlkyw",
+      words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col")
+def holiday(m, ctx):
+    """Christmas, Thanksgiving 2020, Easter of next year, last Independence Day: the day
+    (``holidays.EN``); without a year the current year's, "last" / "next" the most recent
+    one before / the first one after today."""
+    name = " ".join(re.sub("['’]", "", m.group("h").lower()).replace("st. ", "saint ").split())
+    name = name.replace("st patrick", "saint patrick")
+    f = _HOLIDAYS.get(name)
+    if f is None:
+        return None
+    written = m.group("y") is not None or m.group("ry") is not None
+    y = int(m.group("y")) if m.group("y") else ctx.year + RELATIVE_YEAR[m.group("ry").lower()] if m.group("ry") else ctx.year
+    rel = (m.group("rel") or "").lower()
+    try:
+        d = f(y)
+        if rel == "last" and not written:
+            d = d if d < ctx.today else f(y - 1)
+        elif rel == "next" and not written:
+            d = d if d > ctx.today else f(y + 1)
+    except ValueError:
+        return None
+    tz = ctx.tz
+    s, e = P.day_span(d.year, d.month, d.day, tz)
+    rb = None if (written or rel in ("last", "next")) else (lambda yy, mm: P.day_span(*_ymd(f(yy)), tz))
+    return cal(m.start(), m.end(), s, e, "day", rb)
+
+
+def _ymd(d: date) -> tuple[int, int, int]:
+    return d.year, d.month, d.day
+
+
 _WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
              "4th": 4, "fifth": 5, "5th": 5, "last": -1}
 
@@ -657,6 +713,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (week_of, century, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, week_of, century, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)

@@ -26,6 +26,7 @@ from .grammar import (
     rule,
     year_of_two_digits,
 )
+from .holidays import ZH as HOLIDAYS_ZH
 from .numerals import CN_DIGITS4, cn_int, number
 
 __all__ = ["PART_HOURS", "PM_PARTS", "RULES"]
@@ -380,6 +381,29 @@ def attach_clock_to_day(c: Cand, day, ctx: Ctx) -> Cand:
     return c
 
 
+_HOLIDAY_RE = "|".join(sorted(HOLIDAYS_ZH, key=len, reverse=True))
+
+
+@rule(_YP + r"(?P<hol>" + _HOLIDAY_RE + r")", lead=_YLEAD + "".join({k[0] for k in HOLIDAYS_ZH}),
+      chars="".join({k[-1] for k in HOLIDAYS_ZH}))
+def holiday(m, ctx):
+    """国庆节, 2019年国庆节, 去年的圣诞节: that day (``holidays.ZH``; solar-calendar festivals
+    only), in the written year or the current one."""
+    y, written = _year(m, ctx)
+    f = HOLIDAYS_ZH[m.group("hol")]
+    tz = ctx.tz
+    try:
+        d = f(y)
+    except ValueError:
+        return None
+    s, e = P.day_span(d.year, d.month, d.day, tz)
+
+    def rebuild(yy, mm):
+        dd = f(yy)
+        return P.day_span(dd.year, dd.month, dd.day, tz)
+    return cal(m.start(), m.end(), s, e, "day", None if written else rebuild)
+
+
 # -- durations and rolling ranges -------------------------------------------------------
 _UNIT = {"秒": "second", "秒钟": "second", "分钟": "minute", "小时": "hour", "钟头": "hour",
          "天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month",
@@ -437,6 +461,6 @@ def duration(m, ctx):
     return amount_cand(b, e, n, unit, ctx, "dur", fuzzy)
 
 
-RULES = (year, month_day, bare_day, relative_month, relative_day, relative_week, weekday,
+RULES = (holiday, year, month_day, bare_day, relative_month, relative_day, relative_week, weekday,
          iso_week, quarter, relative_quarter, first_units_of_year, half, decade, fuzzy_word,
          now_word, clock, day_part, duration)
