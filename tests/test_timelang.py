@@ -603,3 +603,24 @@ def test_easter_matches_the_known_dates():
     from chrono_engine.timelang.holidays import easter
     known = {2000: (4, 23), 2008: (3, 23), 2011: (4, 24), 2019: (4, 21), 2038: (4, 25), 2285: (3, 22)}
     assert {y: (easter(y).month, easter(y).day) for y in known} == known
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("first week of Jan 2015", ("2014-12-29 00:00", "2015-01-05 00:00")),   # the week holding the 4th
+    ("the last week of july 2017", ("2017-07-24 00:00", "2017-07-31 00:00")),  # ... the fourth-last day
+    ("last week of 2019", ("2019-12-23 00:00", "2019-12-30 00:00")),
+    ("between now and November 15th", ("2018-11-21 12:00", "2019-11-16 00:00")),
+    ("Dec-2018", ("2018-12-01 00:00", "2019-01-01 00:00")),
+    ("05-Aug-2016", ("2016-08-05 00:00", "2016-08-06 00:00")),
+    ("I bought it for $12 December 27", ("2018-12-27 00:00", "2018-12-28 00:00")),  # $12 is money
+    ("the 10 previous weeks", ("2018-09-12 12:00", "2018-11-21 12:00")),
+    ("before 2.30pm", (None, "2018-11-21 14:30")),
+])
+def test_more_written_forms(text, expected):
+    (e,) = parse_time(text, now="2018-11-21T12:00")
+    got = tuple(t.strftime("%Y-%m-%d %H:%M") if t else None for t in (e.start, e.end))
+    assert got == expected
+
+
+def test_now_alone_next_to_a_date_is_no_range():
+    assert [e.text for e in parse_time("now to May", now="2018-11-21")] == ["now", "May"]

@@ -99,10 +99,13 @@ Holidays
     their day, in the written year or the current one; "last" / "next Christmas" the most
     recent one before / the first one after today.
 Weeks of a month or year, centuries
-  * "the Nth week of <month>" is the week from the month's Nth Monday ("the last week": from
-    its last Monday); "the Nth week of <year>" is ISO week N; "the week of <day>" is the ISO
-    week holding the day. "the 15th century" = [1400, 1500).
+  * Weeks of a month count as ISO weeks do: the first week of a month is the Monday–Sunday
+    week holding its 4th day, the last the one holding its fourth-last day; "the Nth week
+    of <year>" is ISO week N; "the week of <day>" the ISO week holding the day. "the 15th
+    century" = [1400, 1500).
 Combined atoms
+  * "between now and X" / "from now to X" = [now, X.end); "the 5 upcoming years" is
+    rolling like "the next 5 years"; "Dec-2018", "05-Aug-2016", "2.30pm" are read.
   * Clock times with no written day move to a day written right after them ("3:00 to 4:00
     tomorrow", "from 5 to 6pm of April 22"); "two days after today", "three weeks from
     tomorrow" are the day that far from the day named.

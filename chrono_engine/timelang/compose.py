@@ -260,7 +260,7 @@ def _ranges(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     n = len(sel)
     while i < n:
         a = sel[i]
-        if i + 1 < n and a.cls in _POINTISH and a.kind == "point" and a.cls != "now":
+        if i + 1 < n and a.cls in _POINTISH and a.kind == "point":
             bb = sel[i + 1]
             if (bb.cls in _POINTISH and bb.kind == "point" and bb.b - a.e <= 12):
                 m = _CONNECT.match(text, a.e, bb.b)
@@ -279,6 +279,10 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
     lo = max(out[-1].e if out else 0, a.b - 12)
     pre = _RANGE_PRE.search(text, lo, a.b)
     suf = _RANGE_SUF.match(text, b.e)
+    if a.cls == "now" and (pre is None or b.cls == "now"):
+        return None  # "now to X" only as "from now to X" / "between now and X"
+    if a.cls == "now":
+        a = Cand(a.b, a.e, ctx.now, ctx.now, "second", "point", "now")
     if conn in _AND:
         if not ((pre and (pre.group("en") or "").lower() == "between") or
                 (pre and pre.group("zh") in ("在", "介于")) or

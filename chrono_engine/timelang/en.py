@@ -141,8 +141,8 @@ def month_day(m, ctx):
     return _day(m, ctx, y, _month(m), int(m.group("d")))
 
 
-@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}(?![a-z])"
-      rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
+@rule(rf"(?<![$€£¥])(?<![$€£¥]\s)\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}(?:\s+(?:of\s+)?|-){_MON}(?![a-z])"
+      rf"(?:(?:\s*,?\s*|-)(?P<y>\d{{4}})\b)?", _I,
       lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def day_month(m, ctx):
     """7 Mar 2024, the 7th of March."""
@@ -183,7 +183,7 @@ def day_range(m, ctx):
     return c
 
 
-@rule(rf"\b{_MON}(?![a-z])(?:\s*,?\s*(?:of\s+)?(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
+@rule(rf"\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
       r"|(?P<ry>this|last|next|previous)\s+year\b))?(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
       lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
 def month(m, ctx):
@@ -378,7 +378,7 @@ def decade(m, ctx):
 
 
 # -- clock times and parts of the day ----------------------------------------------------
-@rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\s*"
+@rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.](?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\s*"
       r"(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
       r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
       lead=r"\dnm", need="[ap]\\.?m|noon|midday|midnight|o'?clock")
@@ -440,19 +440,22 @@ def day_part(m, ctx):
 
 # -- durations and rolling ranges ---------------------------------------------------------
 @rule(rf"\b(?:(?:in|during|over|for|within|from)\s+)?(?:the\s+)?"
-      rf"(?P<dir>past|last|previous|prior|recent|next|coming|following|upcoming)\s+"
-      rf"(?P<n>{EN_NUM})\s+{_UNIT}\b", _I,
+      rf"(?:(?P<dir>past|last|previous|prior|recent|next|coming|following|upcoming)\s+"
+      rf"(?P<n>{EN_NUM})|(?P<n2>{EN_NUM})\s+(?P<dir2>past|previous|prior|recent|next|coming|following"
+      rf"|upcoming))\s+{_UNIT}\b", _I,
       lead="cdfilnoprtuw",
       words="pas las pre pri rec nex com fol upc", need=_AMOUNT)
 
 def rolling(m, ctx):
-    """past 90 days / last 2 months / the next 3 weeks: a rolling range from or to now."""
-    n = en_int(m.group("n"))
+    """past 90 days / last 2 months / the next 3 weeks / the 5 upcoming years: a rolling
+    range from or to now."""
+    raw = m.group("n") or m.group("n2")
+    n = en_int(raw)
     if n is None:
         return None
-    d = m.group("dir").lower()
+    d = (m.group("dir") or m.group("dir2")).lower()
     past = d in ("past", "last", "previous", "prior", "recent")
-    fuzzy = m.group("n").lower().strip() in FUZZY_EN
+    fuzzy = raw.lower().strip() in FUZZY_EN
     return amount_cand(m.start(), m.end(), n, _unit(m.group("u")), ctx,
                        "past" if past else "future", fuzzy)
 
@@ -656,34 +659,30 @@ _WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, 
       rf"(?:of|in)\s+(?:(?P<y>\d{{4}})\b|{_MON}(?![a-z])(?:\s*,?\s*(?P<my>\d{{4}})\b)?)", _I,
       lead="tf1234sl", words="wee")
 def week_of(m, ctx):
-    """the first week of October, the last week of July 2016, the 3rd week of 2018: in a
-    month, the week from its Nth (last) Monday; in a year, ISO week N (the last: the week
-    from the year's last Monday)."""
+    """the first week of October, the last week of July 2016, the 3rd week of 2018: weeks
+    counted as ISO weeks are, Monday first: a month's first week is the one holding its 4th
+    day (the first with four days in it), its last the one holding its fourth-last day; a
+    year's week N is ISO week N."""
     o = _WEEK_ORD[m.group("o").lower()]
     tz = ctx.tz
-    if m.group("y"):
-        y = int(m.group("y"))
-        if o > 0:
-            d = date.fromisocalendar(y, o, 1)
-        else:
-            last = date(y, 12, 31)
-            d = last - timedelta(days=last.weekday())
-        s, e = P.day_span(d.year, d.month, d.day, tz, 7)
-        return cal(m.start(), m.end(), s, e, "week")
-    mo = _month(m)
-    written = m.group("my") is not None
+    y0 = m.group("y")
+    mo = None if y0 else _month(m)
+    written = y0 is not None or m.group("my") is not None
 
     def build(yy, mm=None):
-        if o > 0:
-            first = date(yy, mo, 1)
-            d = first + timedelta(days=(7 - first.weekday()) % 7 + 7 * (o - 1))
+        if mo is None:
+            first, last = date(yy, 1, 4), date(yy, 12, 28)
         else:
-            nxt = date(yy + (mo == 12), mo % 12 + 1, 1) - timedelta(days=1)
-            d = nxt - timedelta(days=nxt.weekday())
-        if d.month != mo:
-            raise ValueError("no such week")  # a fifth Monday that is not there
+            first = date(yy, mo, 4)
+            last = date(yy + (mo == 12), mo % 12 + 1, 1) - timedelta(days=4)
+        if o > 0:
+            d = first - timedelta(days=first.weekday()) + timedelta(weeks=o - 1)
+            if d > last:
+                raise ValueError("no such week")  # a fifth week that is not there
+        else:
+            d = last - timedelta(days=last.weekday())
         return P.day_span(d.year, d.month, d.day, tz, 7)
-    y = int(m.group("my")) if written else ctx.year
+    y = int(y0 or m.group("my") or ctx.year)
     try:
         s, e = build(y)
     except ValueError:
