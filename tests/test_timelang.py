@@ -624,3 +624,19 @@ def test_more_written_forms(text, expected):
 
 def test_now_alone_next_to_a_date_is_no_range():
     assert [e.text for e in parse_time("now to May", now="2018-11-21")] == ["now", "May"]
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("It's half past seven o'clock", "07:30", "07:31"),
+    ("It's 20 min past eight in the evening", "20:20", "20:21"),
+    ("quarter to nine", "08:45", "08:46"),
+    ("I'll be back in the afternoon at 7", "19:00", "20:00"),
+    ("at 11 at night", "23:00", "00:00"),
+    ("I'll be back 11ish", "11:00", "12:00"),
+    ("between 5 and 6 in the afternoon", "17:00", "18:00"),
+    ("5 to seven in the morning", "05:00", "07:00"),       # a range of hours, not 6:55
+    ("from 3 in the morning until 5pm", "03:00", "17:00"),
+])
+def test_clock_times_in_words(text, start, end):
+    (e,) = parse_time(text, now="2016-11-07T16:12")
+    assert (e.start.strftime("%H:%M"), e.end.strftime("%H:%M")) == (start, end)

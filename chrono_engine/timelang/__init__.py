@@ -93,6 +93,11 @@ Fuzzy edges (``fuzzy=True``)
     early / mid / late X. A bare 年底 / 月初 / 下旬 refers to the current year / month.
   * "a few days ago", 几天前 and parts of the day are fuzzy too; 几 and "a few" count 3,
     an approximate Chinese pair (两三天, 三五年) counts as the larger number.
+Clock times in words
+  * "half past seven", "quarter to nine", "20 min past eight in the evening", "7 in the
+    evening", "11 at night", "in the afternoon at 7", "11ish" (fuzzy). "N to M" with N up to
+    twelve is a range of hours ("5 to seven in the morning" = 05:00–07:00), not "N minutes
+    to M"; "quarter to" and "20 min to" are minutes.
 Holidays
   * Solar-calendar holidays (:mod:`.holidays`: Christmas, Independence Day, Easter by the
     computus, Thanksgiving as the fourth Thursday of November, 国庆节, 元旦, 劳动节 ...) are

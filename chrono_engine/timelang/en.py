@@ -402,14 +402,87 @@ def clock(m, ctx):
     return c
 
 
+_HOUR_W = r"(?:1[0-2]|0?[1-9]|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_MIN_W = (r"(?:[1-5]?\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+          r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty(?:[\s-](?:one|two|three|four"
+          r"|five|six|seven|eight|nine))?)")
+_PART_W = r"(?:in\s+the\s+(?P<part>morning|afternoon|evening)|(?P<night>at\s+night|tonight))"
+
+
+def _with_part(h: int, part: str | None) -> int:
+    """The hour of a clock said with its part of the day: 7 in the evening = 19."""
+    if part in ("afternoon", "evening", "night") and h < 12 and not (part == "night" and h < 5):
+        return h + 12
+    if part == "morning" and h == 12:
+        return 0
+    return h
+
+
+@rule(rf"\b(?P<fr>half|(?:a\s+)?quarter|{_MIN_W})\s*(?:min(?:ute)?s?\s+)?(?P<rel>past|to)\s+"
+      rf"(?P<h>{_HOUR_W})\b(?:\s*o'?clock)?(?:\s+{_PART_W}|\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z]))?", _I,
+      lead=r"hqa\dotfsenw", words="hal qua pas to")
+def clock_words(m, ctx):
+    """half past seven, quarter to nine, 20 min past eight in the evening, ten to five pm."""
+    fr = m.group("fr").lower()
+    mins = 30 if fr == "half" else 15 if fr.endswith("quarter") else en_int(fr)
+    h = en_int(m.group("h"))
+    if mins is None or h is None or not 0 < mins < 60:
+        return None
+    h = int(h)
+    if m.group("rel").lower() == "to" and mins <= 12 and "min" not in m.group(0).lower() and fr != "half":
+        if not fr.endswith("quarter"):
+            return None  # "five to seven", "5 to 7": a range of hours, not 6:55
+    if m.group("rel").lower() == "to":
+        h, mins = (h - 1) % 12 or 12, 60 - mins
+    part = (m.group("part") or ("night" if m.group("night") else "")).lower() or None
+    ap = (m.group("ap") or "").lower().replace(".", "")
+    if ap == "pm" and h < 12:
+        h += 12
+    elif ap == "am" and h == 12:
+        h = 0
+    h = _with_part(h, part)
+    c = Cand(m.start(), m.end(), None, None, "minute", "point", "clock")
+    c.clock = (h, int(mins), 0, "minute", None)
+    return c
+
+
+@rule(rf"\b(?P<h>{_HOUR_W})(?::(?P<mi>[0-5]\d))?(?:\s*o'?clock)?\s+{_PART_W}"
+      rf"|\bin\s+the\s+(?P<part2>morning|afternoon|evening)\s+at\s+(?P<h2>{_HOUR_W})(?::(?P<mi2>[0-5]\d))?\b"
+      rf"|\b(?P<h3>1[0-2]|0?[1-9]|noon)ish\b", _I,
+      lead=r"\dotfsenwi", words="mor aft eve nig ton noo ish")
+def clock_with_part(m, ctx):
+    """7 in the evening, 3 in the morning, 11 at night, in the afternoon at 7, 11ish, noonish."""
+    if m.group("h3"):
+        w = m.group("h3").lower()
+        h, mi, part, fuzzy = (12 if w == "noon" else int(w)), 0, None, True
+    else:
+        raw = m.group("h") or m.group("h2")
+        h = en_int(raw)
+        if h is None:
+            return None
+        h, fuzzy = int(h), False
+        mi = int(m.group("mi") or m.group("mi2") or 0)
+        part = (m.group("part") or m.group("part2") or ("night" if m.group("night") else "")).lower()
+        h = _with_part(h, part)
+    grain = "minute" if mi else "hour"
+    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock", fuzzy=fuzzy)
+    c.clock = (h, mi, 0, grain, None)
+    c.role = "range start"  # said with its part of the day: a time, whatever word precedes
+    return c
+
+
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?=\s*(?:-|–|to|until|till|and)\s*"
-      r"(?P<h2>1[0-2]|0?\d)(?::[0-5]\d)?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z]))", _I, lead=r"\d",
-      need=r"[ap]\.?m")
+      rf"(?P<h2>{_HOUR_W})(?::[0-5]\d)?\s*(?:(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
+      r"|(?:o'?clock\s+)?in\s+the\s+(?P<part>morning|afternoon|evening)))", _I, lead=r"\d",
+      need=r"[ap]\.?m|morning|afternoon|evening")
 def clock_range_start(m, ctx):
     """The bare first hour of "5 to 6pm", "1-3 pm", "between 3 and 8am": the half of the
     day of the second, or the other half when it would come after it ("11-1pm" = 11am)."""
-    h, h2 = int(m.group("h")), int(m.group("h2"))
-    pm = m.group("ap")[0].lower() == "p"
+    h, h2 = int(m.group("h")), en_int(m.group("h2"))
+    if h2 is None:
+        return None
+    h2 = int(h2)
+    pm = m.group("ap")[0].lower() == "p" if m.group("ap") else m.group("part").lower() != "morning"
     hh, h2h = h % 12, h2 % 12
     same = hh < h2h or h2 == 12 and h < 12 and not pm
     if pm == same:
@@ -714,4 +787,4 @@ def century(m, ctx):
 
 RULES = (holiday, week_of, century, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
+         week_number, decade, clock, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
