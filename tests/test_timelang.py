@@ -640,3 +640,26 @@ def test_now_alone_next_to_a_date_is_no_range():
 def test_clock_times_in_words(text, start, end):
     (e,) = parse_time(text, now="2016-11-07T16:12")
     assert (e.start.strftime("%H:%M"), e.end.strftime("%H:%M")) == (start, end)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Where were you Monday 3-8", ("2018-10-29 03:00", "2018-10-29 08:00")),  # hours next to a day
+    ("Monday 11-4", ("2018-10-29 11:00", "2018-10-29 16:00")),               # the second in the afternoon
+    ("6-8 next Monday", ("2018-11-05 06:00", "2018-11-05 08:00")),
+    ("between 3 and 5 on 1/1/2015", ("2015-01-01 03:00", "2015-01-01 05:00")),
+    ("Shall we leave at 6.45?", ("2018-10-31 06:45", "2018-10-31 06:46")),
+    ("next week on Tuesday", ("2018-11-06 00:00", "2018-11-07 00:00")),
+    ("previous week - Monday", ("2018-10-22 00:00", "2018-10-23 00:00")),
+])
+def test_hours_and_weekdays_of_weeks(text, expected):
+    (e,) = parse_time(text, now="2018-10-31T12:00")
+    assert tuple(t.strftime("%Y-%m-%d %H:%M") for t in (e.start, e.end)) == expected
+
+
+@pytest.mark.parametrize("text", ["the score was 3-8", "pages 10-12", "Mortgages were at 6.45 percent"])
+def test_numbers_that_are_not_hours(text):
+    assert parse_time(text, now="2018-10-31T12:00") == []
+
+
+def test_hour_ranges_keep_amounts():
+    assert [e.text for e in parse_time("2-3 days ago", now="2018-10-31")] == ["3 days ago"]

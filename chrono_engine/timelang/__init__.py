@@ -93,6 +93,11 @@ Fuzzy edges (``fuzzy=True``)
     early / mid / late X. A bare 年底 / 月初 / 下旬 refers to the current year / month.
   * "a few days ago", 几天前 and parts of the day are fuzzy too; 几 and "a few" count 3,
     an approximate Chinese pair (两三天, 三五年) counts as the larger number.
+Hours without am / pm
+  * "3-8", "from 10-4", "between 3 and 5" count only next to a day ("Monday 3-8", "between
+    3 and 5 on 1/1/2015"); the second hour is in the afternoon when it would come before
+    the first ("Monday 11-4" = 11:00–16:00). Alone they are scores or pages. "at 6.45" is a
+    clock time.
 Clock times in words
   * "half past seven", "quarter to nine", "20 min past eight in the evening", "7 in the
     evening", "11 at night", "in the afternoon at 7", "11ish" (fuzzy). "N to M" with N up to

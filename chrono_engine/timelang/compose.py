@@ -534,6 +534,44 @@ def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
     return out
 
 
+_HOURS_GAP = re.compile(r"\s*(?:on|,|at|from)?\s*$", _IA)
+
+
+def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
+    """Hour ranges without am / pm ("3-8", "between 3 and 5") become a range on the day
+    written next to them; alone they are dropped (scores, pages, ages)."""
+    out: list[Cand] = []
+    n = len(sel)
+    skip = False
+    for i, c in enumerate(sel):
+        if skip:
+            skip = False
+            continue
+        if c.cls != "hours":
+            out.append(c)
+            continue
+        prev = out[-1] if out else None
+        nxt = sel[i + 1] if i + 1 < n else None
+        day = None
+        if _is_day(prev) and c.b - prev.e <= 6 and _HOURS_GAP.match(text, prev.e, c.b):
+            day, b, e = prev, prev.b, c.e
+            out.pop()
+        elif _is_day(nxt) and nxt.b - c.e <= 6 and _HOURS_GAP.match(text, c.e, nxt.b):
+            day, b, e = nxt, c.b, nxt.e
+            skip = True
+        if day is None:
+            continue
+        h1, m1, h2, m2 = c.clock
+        ds = day.start
+        start = ds.replace(hour=h1, minute=m1) if h1 < 24 else ds
+        end = ds.replace(hour=h2 % 24, minute=m2) + (timedelta(days=1) if h2 == 24 else timedelta(0))
+        r = Cand(b, e, start, end, c.grain, "span", "span")
+        r.role = "range"
+        r.inner = (start, end)
+        out.append(r)
+    return out
+
+
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Run the composition passes over the selected atoms (in text order)."""
     if not sel:
@@ -542,6 +580,10 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _weekdays(text, sel)
     if any(c.grain == "day" for c in sel):
         sel = _week_of(text, sel)
+    if any(c.cls == "hours" for c in sel):
+        sel = _hours(text, sel, ctx)
+        if not sel:
+            return sel
     if len(sel) > 1:
         sel = _durations(text, sel)
         sel = _lend_years(text, sel)

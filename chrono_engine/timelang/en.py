@@ -471,6 +471,37 @@ def clock_with_part(m, ctx):
     return c
 
 
+@rule(r"(?<=\bat\s)(?P<h>[01]?\d|2[0-3])\.(?P<mi>[0-5]\d)(?![\d.]\d|\s*(?:%|percent|per\s+cent|x\b|times\b))",
+      _I, lead=r"\d", chars=".")
+def dotted_clock(m, ctx):
+    """at 6.45, at 14.30: a clock time written with a dot, after "at"."""
+    c = Cand(m.start(), m.end(), None, None, "minute", "point", "clock")
+    c.clock = (int(m.group("h")), int(m.group("mi")), 0, "minute", None)
+    return c
+
+
+@rule(r"(?:\b(?P<pre>from|between)\s+)?(?<![\w:./-])(?P<h1>1[0-2]|0?\d)(?::(?P<m1>[0-5]\d))?\s*"
+      r"(?P<w>-|–|to|and)\s*(?P<h2>1[0-2]|0?\d)(?::(?P<m2>[0-5]\d))?"
+      r"(?![\w:./-]|\s*(?:[ap]\.?m\b|o'?clock|in\s+the\s+(?:morning|afternoon|evening)|%|percent\b"
+      r"|(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|yrs?|times|people"
+      r"|points?|goals?|games?|wins?|losses)\b))", _I, lead=r"\dfb")
+def hour_range(m, ctx):
+    """"3-8", "from 10-4", "between 3 and 5": hours without am / pm, which count only next
+    to a day ("Monday 3-8", "between 3 and 5 on 1/1/2015": compose); the second hour is in
+    the afternoon when it would come before the first ("11-4" = 11:00–16:00)."""
+    if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
+        return None
+    h1, h2 = int(m.group("h1")), int(m.group("h2"))
+    m1, m2 = int(m.group("m1") or 0), int(m.group("m2") or 0)
+    if (h2, m2) <= (h1, m1):
+        h2 += 12
+    if h2 > 24 or (h2, m2) <= (h1, m1):
+        return None
+    c = Cand(m.start(), m.end(), None, None, "minute" if (m1 or m2) else "hour", "point", "hours")
+    c.clock = (h1, m1, h2, m2)
+    return c
+
+
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?=\s*(?:-|–|to|until|till|and)\s*"
       rf"(?P<h2>{_HOUR_W})(?::[0-5]\d)?\s*(?:(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
       r"|(?:o'?clock\s+)?in\s+the\s+(?P<part>morning|afternoon|evening)))", _I, lead=r"\d",
@@ -619,13 +650,15 @@ def ordinal_day(m, ctx):
     return _day(m, ctx, y, mo, _ORDINALS[o])
 
 
-@rule(rf"\b{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming)\s+week\b"
-      rf"|\b(?P<rel2>last|this|next|previous|coming)\s+week'?s\s+{_WD.replace('wd', 'wd2')}", _I,
+@rule(rf"\b{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming|following)\s+week\b"
+      rf"|\b(?P<rel2>last|this|next|previous|coming|following)\s+week(?:'?s|\s*[-,]?\s*(?:on\s+)?)\s*"
+      rf"{_WD.replace('wd', 'wd2')}(?![a-z])", _I,
       lead="mtwfslnpc",
       words="mon tue wed thu fri sat sun")
 
 def weekday_of_week(m, ctx):
-    """Tuesday of next week / last week's Sunday: that day of that ISO week."""
+    """Tuesday of next week / last week's Sunday / next week on Tuesday / previous week -
+    Monday: that day of that ISO week."""
     rel = (m.group("rel") or m.group("rel2")).lower()
     tok = (m.group("wd") or m.group("wd2")).rstrip(".")
     monday = P.iso_week_start(ctx.today) + timedelta(weeks=_REL[rel])
@@ -787,4 +820,4 @@ def century(m, ctx):
 
 RULES = (holiday, week_of, century, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
+         week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
