@@ -663,3 +663,14 @@ def test_numbers_that_are_not_hours(text):
 
 def test_hour_ranges_keep_amounts():
     assert [e.text for e in parse_time("2-3 days ago", now="2018-10-31")] == ["3 days ago"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The meeting is start from 2pm for 2 hours", ("2018-05-30 14:00", "2018-05-30 16:00")),
+    ("The meeting will last for 3 hours from 10 am", ("2018-05-30 10:00", "2018-05-30 13:00")),
+    ("Book meeting room on 14th Feb for 7 hours from 9:30am", ("2018-02-14 09:30", "2018-02-14 16:30")),
+    ("from 10 am for 3 hours 30 minutes", ("2018-05-30 10:00", "2018-05-30 13:30")),
+])
+def test_a_clock_time_with_how_long(text, expected):
+    (e,) = parse_time(text, now="2018-05-30T12:00")
+    assert tuple(t.strftime("%Y-%m-%d %H:%M") for t in (e.start, e.end)) == expected

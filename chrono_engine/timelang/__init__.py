@@ -118,7 +118,8 @@ Combined atoms
     rolling like "the next 5 years"; "Dec-2018", "05-Aug-2016", "2.30pm" are read.
   * Clock times with no written day move to a day written right after them ("3:00 to 4:00
     tomorrow", "from 5 to 6pm of April 22"); "two days after today", "three weeks from
-    tomorrow" are the day that far from the day named.
+    tomorrow" are the day that far from the day named. A clock time with how long ("from
+    2pm for 2 hours", "for 3 hours from 10 am") is [the time, the time + the amount).
   * A weekday right before a date names it ("Tue May 9", "Thursday, March 7, 2024");
     a year written right after a day or month without one is its year ("28 june in
     2020", "October, 2017"); amounts of ever finer units in a row are one duration ("3

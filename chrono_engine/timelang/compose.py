@@ -489,11 +489,21 @@ def _week_of(text: str, sel: list[Cand]) -> list[Cand]:
 
 
 def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
-    """Clock times put on today for want of a day move to a day written right after them:
-    "3:00 to 4:00 tomorrow", "from 5 to 6pm of April 22", "from 3:30 to 5:55 on 1/1/2015"."""
+    """Clock times put on today for want of a day move to a day written right after them
+    ("3:00 to 4:00 tomorrow", "from 5 to 6pm of April 22", "from 3:30 to 5:55 on 1/1/2015"),
+    or right before them when composed with an amount ("14th Feb for 7 hours from 9:30am")."""
     out: list[Cand] = []
     for c in sel:
         prev = out[-1] if out else None
+        if (c.floating and _is_day(prev) and c.b - prev.e <= 3 and not text[prev.e:c.b].strip(" ,")):
+            # "14th Feb for 7 hours from 9:30am": the day written before the composed span
+            delta = prev.start.date() - c.start.date()
+            c.start, c.end = c.start + delta, (None if c.end is None else c.end + delta)
+            if c.inner is not None:
+                c.inner = (c.inner[0] + delta, c.inner[1] + delta)
+            c.b, c.floating = prev.b, False
+            out[-1] = c
+            continue
         if (_is_day(c) and prev is not None and prev.floating and c.b - prev.e <= 8
                 and _ON_DAY_GAP.match(text, prev.e, c.b)):
             delta = c.start.date() - prev.start.date()
@@ -572,6 +582,41 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     return out
 
 
+_FOR_GAP = re.compile(r"\s*$")
+_FROM_GAP = re.compile(r"\s*(?:from|starting(?:\s+(?:at|from))?)\s+$", _IA)
+_SHORT = frozenset({"second", "minute", "hour"})
+
+
+def _clock_spans(text: str, sel: list[Cand]) -> list[Cand]:
+    """A clock time with how long: "from 2pm for 2 hours", "for 3 hours from 10 am" =
+    [the time, the time + the amount)."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if prev is None or c.b - prev.e > 12:
+            out.append(c)
+            continue
+        clock, dur, b = None, None, prev.b
+        if (c.cls == "dur" and c.grain in _SHORT and prev.day is not None and prev.grain in _SHORT
+                and text[c.b:c.b + 3].lower() == "for" and _FOR_GAP.match(text, prev.e, c.b)):
+            clock, dur = prev, c
+            m = _RANGE_PRE.search(text, max(0, prev.b - 8), prev.b)
+            if m and (m.group("en") or "").lower() == "from":
+                b = m.start()
+        elif (prev.cls == "dur" and prev.grain in _SHORT and c.day is not None and c.grain in _SHORT
+              and _FROM_GAP.match(text, prev.e, c.b)):
+            clock, dur = c, prev
+        if clock is None:
+            out.append(c)
+            continue
+        r = Cand(b, c.e, clock.start, clock.start + dur.dur, clock.grain, "span", "span")
+        r.role = "range"
+        r.inner = (r.start, r.end)
+        r.floating = clock.floating
+        out[-1] = r
+    return out
+
+
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Run the composition passes over the selected atoms (in text order)."""
     if not sel:
@@ -590,6 +635,8 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)
+        if len(sel) > 1 and any(c.cls == "dur" for c in sel):
+            sel = _clock_spans(text, sel)
     if len(sel) > 1:
         sel = _ranges(text, sel, ctx)
         sel = _to_written_day(text, sel)
