@@ -674,3 +674,16 @@ def test_hour_ranges_keep_amounts():
 def test_a_clock_time_with_how_long(text, expected):
     (e,) = parse_time(text, now="2018-05-30T12:00")
     assert tuple(t.strftime("%Y-%m-%d %H:%M") for t in (e.start, e.end)) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("This task should be done friday 5/12", [("friday 5/12", "2019-05-12", "2019-05-13")]),
+    ("next 5/12", [("next 5/12", "2020-05-12", "2020-05-13")]),
+    ("from 10/1 to 11/7", [("from 10/1 to 11/7", "2019-10-01", "2019-11-08")]),
+    ("on 22/04", [("22/04", "2019-04-22", "2019-04-23")]),
+    ("on tuesday of next week", [("on tuesday of next week", "2019-05-28", "2019-05-29")]),
+    # fractions stay numbers
+    ("3/7", []), ("1/2 of the cake", []), ("on 3/4 of the runs", []), ("score 3/4 on tests", []),
+])
+def test_month_slash_day_only_where_a_date_is_introduced(text, expected):
+    assert _found(text, now="2019-05-20") == expected

@@ -42,7 +42,10 @@ Missing fields
   * Traditional characters of time words read as simplified: 週三, 後天, 上個月, 禮拜一.
   * Slash dates with the year last are month first (3/7/2024 = March 7) unless the first
     number exceeds 12; dotted ones are day first (07.03.2024 = 7 March); "2/2013" is a
-    month. Bare numbers 1500–2100 are years unless a unit follows (2000 元, 2023版).
+    month. A slash date without a year (5/12; 22/04 day first) counts only after a word that
+    introduces a date (on, this, next, from, to, between, ...), a weekday, a comma or a dash,
+    and not before "of" or "%": "3/7" alone and "3/4 of the runs" stay fractions.
+    Bare numbers 1500–2100 are years unless a unit follows (2000 元, 2023版).
     Earlier years count where written as years: in explicit ranges ("from 1136 to 1348",
     "between 800 AD and 900 AD", 从1136年到1348年), "the year 1066", "1066 AD".
   * Tokenised dates read whole: "August 24 , 2017", "Dec31 , 1994".
@@ -143,7 +146,8 @@ Invalid input
 Not covered (no expression is produced)
   * Festivals of the lunar calendar (春节, 中秋节, 端午节), zone abbreviations ("4pm CET": the
     clock is read in ``tz``), recurring times (每周一, every
-    Monday), and bare "3/7" or "3.7" (fractions and decimals as often as dates).
+    Monday), and bare "3/7" or "3.7" without a word that introduces a date (fractions and
+    decimals as often as dates).
 
 Implementation and the library decision
 ---------------------------------------

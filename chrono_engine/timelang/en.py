@@ -281,8 +281,7 @@ def weekday(m, ctx):
         d = P.iso_week_start(today) + timedelta(days=wd)
     s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
     c = cal(m.start(), m.end(), s, e, "day")
-    if not rel:
-        c.role = "weekday"
+    c.role = "weekday"  # a date written next to it wins (compose._weekdays)
     return c
 
 
@@ -650,10 +649,10 @@ def ordinal_day(m, ctx):
     return _day(m, ctx, y, mo, _ORDINALS[o])
 
 
-@rule(rf"\b{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming|following)\s+week\b"
+@rule(rf"\b(?:on\s+)?{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming|following)\s+week\b"
       rf"|\b(?P<rel2>last|this|next|previous|coming|following)\s+week(?:'?s|\s*[-,]?\s*(?:on\s+)?)\s*"
       rf"{_WD.replace('wd', 'wd2')}(?![a-z])", _I,
-      lead="mtwfslnpc",
+      lead="mtwfslnpco",
       words="mon tue wed thu fri sat sun")
 
 def weekday_of_week(m, ctx):
@@ -757,6 +756,30 @@ def _ymd(d: date) -> tuple[int, int, int]:
     return d.year, d.month, d.day
 
 
+@rule(r"(?:(?P<pre>\b(?:on|this|next|from|to|until|till|by|between|and|or|since|before|after)\s+)"
+      r"|(?<=[,(])\s*|(?<=\b(?:mon|tue|wed|thu|fri|sat|sun))\s+|(?<=day)\s+|(?<=[-–]))"
+      r"(?<![\d.:/])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?![\d/]|\.\d|\s+of\b|\s*(?:%|percent))", _I, lead=r"otnfubasw,(\d\s\-–",
+      chars="/")
+def month_slash_day(m, ctx):
+    """5/12 (month first; 22/04 day first when the first number exceeds 12) without a year,
+    only after a word that introduces a date (on, this, next, from, to, between ...), a
+    weekday, a comma or a dash: "3/7" alone stays a fraction. "next 5/12" is next year's."""
+    a, b = int(m.group("a")), int(m.group("b"))
+    mo, d = (b, a) if a > 12 else (a, b)
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return None
+    pre = (m.group("pre") or "").strip().lower()
+    y = ctx.year + (1 if pre == "next" else 0)
+    tz = ctx.tz
+    try:
+        s, e = P.day_span(y, mo, d, tz)
+    except ValueError:
+        return None
+    b0 = m.start() if pre in ("this", "next") else m.start("a")
+    return cal(b0, m.end(), s, e, "day",
+               None if pre == "next" else (lambda yy, mm: P.day_span(yy, mo, d, tz)))
+
+
 _WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
              "4th": 4, "fifth": 5, "5th": 5, "last": -1}
 
@@ -818,6 +841,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, week_of, century, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, week_of, century, month_slash_day, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
