@@ -687,3 +687,17 @@ def test_a_clock_time_with_how_long(text, expected):
 ])
 def test_month_slash_day_only_where_a_date_is_introduced(text, expected):
     assert _found(text, now="2019-05-20") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("please schedule a meeting for w/c Feb 4.", [("w/c Feb 4", "2019-02-04", "2019-02-11")]),
+    ("the week commencing February 4", [("the week commencing February 4", "2019-02-04", "2019-02-11")]),
+    ("set ooo for 2 weeks starting May 20th", [("for 2 weeks starting May 20th", "2019-05-20", "2019-06-03")]),
+    ("for 3 days starting from next Monday", [("for 3 days starting from next Monday", "2019-05-27", "2019-05-30")]),
+    ("set something up on the 18th.", [("the 18th", "2019-05-18", "2019-05-19")]),
+    ("We will come back on the 15th day of next month", [("the 15th day of next month", "2019-06-15", "2019-06-16")]),
+    ("set something up around the 21st.", []),     # "the 21st" alone only after "on"
+    ("the week beginning", []),
+])
+def test_spans_from_a_day_and_days_of_a_month(text, expected):
+    assert _found(text, now="2019-05-20") == expected

@@ -115,7 +115,10 @@ Weeks of a month or year, centuries
   * Weeks of a month count as ISO weeks do: the first week of a month is the Monday–Sunday
     week holding its 4th day, the last the one holding its fourth-last day; "the Nth week
     of <year>" is ISO week N; "the week of <day>" the ISO week holding the day. "the 15th
-    century" = [1400, 1500).
+    century" = [1400, 1500). "the week beginning / starting / commencing X" and "w/c X" are
+    the seven days from X; "2 weeks starting May 20th" the amount from the day. "the 15th
+    day of next month", "the twenty third day of September" are that day; "the 18th" alone
+    only after "on" (this month).
 Combined atoms
   * "between now and X" / "from now to X" = [now, X.end); "the 5 upcoming years" is
     rolling like "the next 5 years"; "Dec-2018", "05-Aug-2016", "2.30pm" are read.

@@ -617,6 +617,41 @@ def _clock_spans(text: str, sel: list[Cand]) -> list[Cand]:
     return out
 
 
+_STARTING_GAP = re.compile(r"\s*(?:starting|beginning|commencing)(?:\s+(?:from|on|in|at))?\s+$", _IA)
+
+
+def _spans_from(text: str, sel: list[Cand]) -> list[Cand]:
+    """Seven days, or an amount, from a day: "the week beginning February 4", "w/c Feb 4"
+    (``weekmark`` atoms, dropped when no day follows), "3 days starting from next Monday",
+    "2 weeks starting May 20th"."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if prev is not None and prev.cls == "weekmark":
+            out.pop()
+            if _is_day(c) and c.b - prev.e <= 1:
+                r = Cand(prev.b, c.e, c.start, c.start + timedelta(days=7), "week", "point", "cal")
+                out.append(r)
+                continue
+        elif (prev is not None and prev.cls == "dur" and prev.inner is not None and c.cls == "cal"
+              and c.kind == "point" and c.b - prev.e <= 24 and _STARTING_GAP.match(text, prev.e, c.b)):
+            k, u = prev.inner
+            try:
+                end = P.shift(c.start, u, k)
+            except (ValueError, OverflowError):
+                out.append(c)
+                continue
+            r = Cand(prev.b, c.e, c.start, end, c.grain, "span", "span")
+            r.role = "range"
+            r.inner = (c.start, end)
+            out[-1] = r
+            continue
+        out.append(c)
+    if out and out[-1].cls == "weekmark":
+        out.pop()
+    return out
+
+
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Run the composition passes over the selected atoms (in text order)."""
     if not sel:
@@ -641,4 +676,6 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _ranges(text, sel, ctx)
         sel = _to_written_day(text, sel)
         sel = _offsets(text, sel)
+    if any(c.cls in ("weekmark", "dur") for c in sel):
+        sel = _spans_from(text, sel)
     return _bounds(text, sel, ctx)

@@ -780,6 +780,47 @@ def month_slash_day(m, ctx):
                None if pre == "next" else (lambda yy, mm: P.day_span(yy, mo, d, tz)))
 
 
+_ON_BEFORE = re.compile(r"\bon\s+$", _I)
+
+
+@rule(rf"\bthe\s+(?:(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)|(?P<o>{_ORDINAL_RE}))"
+      rf"(?:\s+day)?(?:\s+of\s+(?:(?P<rel>this|next|last|the)\s+month|{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?)"
+      rf"|(?=\s*(?:[.,;!?)]|$)))", _I, lead="t", words="the")
+def day_of_month(m, ctx):
+    """on the 18th, the 15th day of next month, the twenty third day of September: a day of
+    the month named (this month when none; "the 18th" alone only after "on" and at the end
+    of a clause)."""
+    d = int(m.group("d")) if m.group("d") else _ORDINALS.get("-".join(m.group("o").lower().split()).replace("--", "-"))
+    if d is None:
+        return None
+    tz = ctx.tz
+    if m.group("mon"):
+        y = _year4(m.group("y"), ctx)
+        mo = _month(m)
+        c = _day(m, ctx, y, mo, d)
+    else:
+        if m.group("rel") is None and not _ON_BEFORE.search(m.string, max(0, m.start() - 4), m.start()):
+            return None  # "the 21st" alone is a date only after "on"
+        rel = (m.group("rel") or "this").lower()
+        off = {"this": 0, "the": 0, "next": 1, "last": -1}[rel]
+        y, mo = P.add_months(ctx.year, ctx.month, off)
+        try:
+            s, e = P.day_span(y, mo, d, tz)
+        except ValueError:
+            return None
+        c = cal(m.start(), m.end(), s, e, "day")
+    return c
+
+
+@rule(r"\b(?:the\s+)?week\s+(?:beginning|starting|commencing)(?:\s+(?:on|from))?\s+(?=\S)"
+      r"|\bw/c\s+(?=\S)", _I, lead="tw", words="wee w")
+def week_beginning(m, ctx):
+    """"the week beginning / starting / commencing X", "w/c X": a marker; compose makes the
+    seven days from the day X."""
+    c = Cand(m.start(), m.end(), None, None, "week", "point", "weekmark")
+    return c
+
+
 _WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
              "4th": 4, "fifth": 5, "5th": 5, "last": -1}
 
@@ -841,6 +882,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, week_of, century, month_slash_day, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, week_of, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
