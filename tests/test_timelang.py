@@ -701,3 +701,21 @@ def test_month_slash_day_only_where_a_date_is_introduced(text, expected):
 ])
 def test_spans_from_a_day_and_days_of_a_month(text, expected):
     assert _found(text, now="2019-05-20") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the last week of this month", [("the last week of this month", "2021-10-25", "2021-11-01")]),
+    ("for the last 3 weeks of this year", [("the last 3 weeks of this year", "2021-12-13", "2022-01-03")]),
+    ("the last four months of 2021", [("the last four months of 2021", "2021-09-01", "2022-01-01")]),
+    ("first ten days of last year", [("first ten days of last year", "2020-01-01", "2020-01-11")]),
+    ("The 9th month of next year", [("The 9th month of next year", "2022-09-01", "2022-10-01")]),
+    ("2021年的前2周", [("2021年的前2周", "2021-01-04", "2021-01-18")]),
+    ("今年的最後 3 週", [("今年的最後 3 週", "2021-12-13", "2022-01-03")]),
+    ("2021年的第三个月", [("2021年的第三个月", "2021-03-01", "2021-04-01")]),
+    ("前3天", [("前3天", "2021-10-12", "2021-10-15")]),              # still a rolling range alone
+    ("the last 2 weeks", [("the last 2 weeks", "2021-10-01", "2021-10-15")]),
+    ("in the next fortnight", [("the next fortnight", "2021-10-15", "2021-10-29")]),
+    ("over the next couple weeks", [("over the next couple weeks", "2021-10-15", "2021-10-29")]),
+])
+def test_parts_of_periods(text, expected):
+    assert _found(text, now="2021-10-15") == expected

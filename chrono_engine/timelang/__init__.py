@@ -118,7 +118,9 @@ Weeks of a month or year, centuries
     century" = [1400, 1500). "the week beginning / starting / commencing X" and "w/c X" are
     the seven days from X; "2 weeks starting May 20th" the amount from the day. "the 15th
     day of next month", "the twenty third day of September" are that day; "the 18th" alone
-    only after "on" (this month).
+    only after "on" (this month). Parts of a period: "the last 3 weeks of this year", "first
+    ten days of last year", "the 9th month of next year", 2021年的前2周, 今年的最后3周 (weeks
+    counted as above); "fortnight" is two weeks.
 Combined atoms
   * "between now and X" / "from now to X" = [now, X.end); "the 5 upcoming years" is
     rolling like "the next 5 years"; "Dec-2018", "05-Aug-2016", "2.30pm" are read.

@@ -652,6 +652,83 @@ def _spans_from(text: str, sel: list[Cand]) -> list[Cand]:
     return out
 
 
+_COARSER = {"day": ("week", "month", "quarter", "half", "year", "decade"),
+            "week": ("month", "quarter", "half", "year"), "month": ("quarter", "half", "year"),
+            "quarter": ("half", "year")}
+
+
+def _week_start(d):
+    """The Monday of the Monday-first week holding ``d``."""
+    return d - timedelta(days=d.weekday())
+
+
+def _sub_spans(text: str, sel: list[Cand]) -> list[Cand]:
+    """"the last 3 weeks of this year", "first ten days of last year", "the 9th month of
+    next year", 2021年的前2周: that part of the period written right after the marker
+    (``submark`` atoms, dropped when none follows). Weeks count as ISO weeks do: a period's
+    first week holds its 4th day, its last week its fourth-last day."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (c.cls == "submark" and c.role == "after" and prev is not None and prev.cls == "cal"
+                and prev.kind == "point" and prev.start is not None and c.b - prev.e <= 1
+                and prev.grain in _COARSER.get(c.grain, ())):
+            r = _sub_span(c, prev)  # 2021年的前2周: the marker after its period
+            if r is not None:
+                r.b, r.e = prev.b, c.e
+                out[-1] = r
+            continue
+        if c.cls == "submark" and c.role == "after":
+            continue
+        if prev is not None and prev.cls == "submark":
+            out.pop()
+            if (c.cls == "cal" and c.kind == "point" and c.start is not None and c.b - prev.e <= 2
+                    and c.grain in _COARSER.get(prev.grain, ())):
+                r = _sub_span(prev, c)
+                if r is not None:
+                    out.append(r)
+                    continue
+        out.append(c)
+    if out and out[-1].cls == "submark":
+        out.pop()
+    return out
+
+
+def _sub_span(mark: Cand, period: Cand) -> Cand | None:
+    kind, n = mark.inner
+    u = mark.grain
+    s0, e0 = period.start, period.end
+    try:
+        if u == "week":
+            first = _week_start(s0 + timedelta(days=3))
+            last = _week_start(e0 - timedelta(days=4))
+            if kind == "last":
+                start, end = last - timedelta(weeks=n - 1), last + timedelta(weeks=1)
+            else:
+                k0 = 0 if kind == "first" else n - 1
+                k1 = n if kind == "first" else n
+                start, end = first + timedelta(weeks=k0), first + timedelta(weeks=k1)
+                if start > last:
+                    return None
+        else:
+            if kind == "last":
+                start, end = P.shift(e0, u, -n), e0
+            else:
+                k0 = 0 if kind == "first" else n - 1
+                start, end = P.shift(s0, u, k0), P.shift(s0, u, n)
+            if start < s0 or end > e0:
+                return None
+    except (ValueError, OverflowError):
+        return None
+    grain = u
+    kind_ = "point" if (kind == "nth" or n == 1) else "span"
+    r = Cand(mark.b, period.e, start, end, grain, kind_, "cal" if kind_ == "point" else "span")
+    if kind_ == "span":
+        r.role = "range"
+        r.inner = (start, end)
+    return r
+
+
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Run the composition passes over the selected atoms (in text order)."""
     if not sel:
@@ -662,6 +739,10 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _week_of(text, sel)
     if any(c.cls == "hours" for c in sel):
         sel = _hours(text, sel, ctx)
+        if not sel:
+            return sel
+    if any(c.cls == "submark" for c in sel):
+        sel = _sub_spans(text, sel)
         if not sel:
             return sel
     if len(sel) > 1:

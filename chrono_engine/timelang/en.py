@@ -29,7 +29,7 @@ from .zh import attach_clock_to_day
 __all__ = ["MONTHS", "RULES"]
 
 MON_WORDS = "jan feb mar apr may jun jul aug sep oct nov dec"
-_UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec h d w y"
+_UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec for h d w y"
 #: every amount phrase holds a digit or a number word
 _AMOUNT = (r"\d|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
            r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty"
@@ -47,9 +47,9 @@ _WD = (r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday"
        r"|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?")
 _ORD = r"(?:st|nd|rd|th)?"
 _UNIT = (r"(?P<u>seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|months?"
-         r"|quarters?|years?|yrs?|decades?)")
+         r"|quarters?|years?|yrs?|decades?|fortnights?)")
 _UNITS = {"sec": "second", "min": "minute", "hour": "hour", "hr": "hour", "day": "day",
-          "week": "week", "wk": "week", "month": "month", "quarter": "quarter",
+          "week": "week", "wk": "week", "month": "month", "quarter": "quarter", "fortnight": "fortnight",
           "year": "year", "yr": "year", "decade": "decade"}
 _ATTACHED = {"h": "hour", "d": "day", "w": "week", "y": "year"}
 _REL = {"last": -1, "previous": -1, "prev": -1, "past": -1, "this": 0, "current": 0,
@@ -225,7 +225,7 @@ def now_word(m, ctx):
 
 
 @rule(r"\b(?:the\s+)?(?P<rel>last|this|next|previous|prev|coming|current|past|following"
-      r"|upcoming)\s+(?P<u>week|month|quarter|year|decade|weekend|century)\b"
+      r"|upcoming)\s+(?P<u>week|month|quarter|year|decade|weekend|century|fortnight)\b"
       r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b", _I,
       lead="tlnpcfu",
       words="las thi nex pre com cur pas fol upc")
@@ -239,6 +239,10 @@ def relative_unit(m, ctx):
     else:
         u = m.group("u").lower()
         rel = m.group("rel").lower()
+        if u == "fortnight":
+            if rel in ("this", "current"):
+                return None
+            return amount_cand(m.start(), m.end(), 2, "week", ctx, "past" if _REL[rel] < 0 else "future")
         if rel == "past":
             if u in ("weekend", "century"):
                 return None
@@ -542,6 +546,10 @@ def day_part(m, ctx):
 
 
 # -- durations and rolling ranges ---------------------------------------------------------
+_OF_AFTER = re.compile(r"\s+(?:of|in)\s+(?:the\s+)?(?:this|next|last|previous|\d{4}|" + MON_WORDS.replace(" ", "|")
+                       + r")", _I)
+
+
 @rule(rf"\b(?:(?:in|during|over|for|within|from)\s+)?(?:the\s+)?"
       rf"(?:(?P<dir>past|last|previous|prior|recent|next|coming|following|upcoming)\s+"
       rf"(?P<n>{EN_NUM})|(?P<n2>{EN_NUM})\s+(?P<dir2>past|previous|prior|recent|next|coming|following"
@@ -554,12 +562,15 @@ def rolling(m, ctx):
     range from or to now."""
     raw = m.group("n") or m.group("n2")
     n = en_int(raw)
-    if n is None:
-        return None
+    if n is None or _OF_AFTER.match(m.string, m.end()):
+        return None  # "the last 3 weeks of this year": a part of that year (sub_span)
     d = (m.group("dir") or m.group("dir2")).lower()
     past = d in ("past", "last", "previous", "prior", "recent")
     fuzzy = raw.lower().strip() in FUZZY_EN
-    return amount_cand(m.start(), m.end(), n, _unit(m.group("u")), ctx,
+    u = _unit(m.group("u"))
+    if u == "fortnight":
+        u, n = "week", 2 * n
+    return amount_cand(m.start(), m.end(), n, u, ctx,
                        "past" if past else "future", fuzzy)
 
 
@@ -584,6 +595,8 @@ def amount(m, ctx):
         n += 0.5  # "one hour and a half"
     ua = m.group("ua")
     u = _unit(m.group("u")) if ua is None else _ATTACHED.get(ua.lower()) or _unit(ua)
+    if u == "fortnight":
+        u, n = "week", 2 * n
     d = (m.group("dir") or "").lower()
     if ua is not None and ua.lower() in _ATTACHED and not (
             d or m.group("within") or m.group("in") or m.group(0)[:3].lower() == "for"):
@@ -821,6 +834,32 @@ def week_beginning(m, ctx):
     return c
 
 
+_SUB_ORD = {w: i for w, i in _ORDINALS.items() if i <= 12}
+
+
+@rule(rf"\b(?:the\s+)?(?:(?P<fl>first|last)(?:\s+(?P<n>{EN_NUM}))?|(?P<o>\d{{1,2}})(?:st|nd|rd|th)"
+      rf"|(?P<ow>{'|'.join(sorted(_SUB_ORD, key=len, reverse=True))}))\s+"
+      r"(?P<u>days?|weeks?|months?|quarters?)\s+(?:of|in)\s+(?:the\s+)?(?=\S)", _I,
+      lead=r"tfl\dsenf", words="fir las day wee mon qua")
+def sub_span(m, ctx):
+    """"the last 3 weeks of", "first ten days of", "the 9th month of": a marker; compose
+    takes that part of the period written next (:func:`compose._sub_spans`)."""
+    u = _unit(m.group("u"))
+    if m.group("fl"):
+        n = en_int(m.group("n")) if m.group("n") else 1
+        if n is None or n != int(n) or n < 1:
+            return None
+        part = (m.group("fl").lower(), int(n))
+    else:
+        k = int(m.group("o")) if m.group("o") else _SUB_ORD[m.group("ow").lower()]
+        if k < 1:
+            return None
+        part = ("nth", k)
+    c = Cand(m.start(), m.end(), None, None, u, "point", "submark")
+    c.inner = part
+    return c
+
+
 _WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
              "4th": 4, "fifth": 5, "5th": 5, "last": -1}
 
@@ -882,6 +921,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, week_of, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, week_of, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)

@@ -21,14 +21,14 @@ _EN_ONES = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "si
             "eighteen": 18, "nineteen": 19}
 _EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
             "eighty": 80, "ninety": 90}
-_EN_SPECIAL = {"a": 1, "an": 1, "one": 1, "a couple of": 2, "a couple": 2, "couple of": 2,
+_EN_SPECIAL = {"a": 1, "an": 1, "one": 1, "a couple of": 2, "a couple": 2, "couple of": 2, "couple": 2,
                "a few": 3, "few": 3, "several": 3, "half a": 0.5, "half an": 0.5}
 _ONES_RE = "|".join(sorted(_EN_ONES, key=len, reverse=True))
 _TENS_RE = "|".join(_EN_TENS)
 #: An English amount: digits, number words up to the nineties, or a/an/a couple of/a few.
 EN_NUM = (rf"(?:(?:\d{{1,4}}|{_ONES_RE}|an?)\s+and\s+(?:a\s+)?(?:half|quarter)"
           rf"|\d{{1,4}}(?:\.\d+)?|(?:{_TENS_RE})(?:[\s-](?:{_ONES_RE}))?|{_ONES_RE}"
-          r"|(?:one\s+)?hundred|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|few|several"
+          r"|(?:one\s+)?hundred|a\s+couple(?:\s+of)?|couple(?:\s+of)?|a\s+few|few|several"
           r"|half\s+an?|an?)")
 #: Amounts whose value is a guess ("a few days ago"): the expression is marked fuzzy.
 FUZZY_EN = frozenset({"a few", "few", "several"})

@@ -381,6 +381,33 @@ def attach_clock_to_day(c: Cand, day, ctx: Ctx) -> Cand:
     return c
 
 
+_SUB_UNIT = {"天": "day", "日": "day", "周": "week", "星期": "week", "月": "month", "季度": "quarter"}
+
+
+@rule(r"(?<=年)\s*(?:的)?\s*(?:(?P<fl>前|头|最后|后)\s*(?P<n>\d{1,2}|[一二两三四五六七八九十]{1,3})"
+      r"|第\s*(?P<k>\d{1,2}|[一二三四五六七八九十]{1,3}))\s*(?:个)?\s*(?P<u>天|日|周|星期|月|季度)(?!份|底|初|末)",
+      lead=r"\s的前头最后第", chars="天日周星月季")
+def sub_span(m, ctx):
+    """2021年的前2周, 今年的最后3周, 去年的前10天, 2021年的第三个月: a part of the year written
+    right before (a marker after its period; compose._sub_spans)."""
+    u = _SUB_UNIT[m.group("u")]
+    if m.group("fl"):
+        n = _n(m.group("n"))
+        fl = "last" if m.group("fl") in ("最后", "后") else "first"
+        if n < 1 or (m.group("u") == "月" and "个" not in m.group(0)):
+            return None  # 前3月 is not "the first three months" unless written 个月
+        part = (fl, n)
+    else:
+        k = _n(m.group("k"))
+        if k < 1 or (m.group("u") == "月" and "个" not in m.group(0)):
+            return None  # 第3月: March, as the month rule reads it
+        part = ("nth", k)
+    c = Cand(m.start(), m.end(), None, None, u, "point", "submark")
+    c.inner = part
+    c.role = "after"
+    return c
+
+
 _HOLIDAY_RE = "|".join(sorted(HOLIDAYS_ZH, key=len, reverse=True))
 
 
@@ -461,6 +488,6 @@ def duration(m, ctx):
     return amount_cand(b, e, n, unit, ctx, "dur", fuzzy)
 
 
-RULES = (holiday, year, month_day, bare_day, relative_month, relative_day, relative_week, weekday,
+RULES = (sub_span, holiday, year, month_day, bare_day, relative_month, relative_day, relative_week, weekday,
          iso_week, quarter, relative_quarter, first_units_of_year, half, decade, fuzzy_word,
          now_word, clock, day_part, duration)
