@@ -719,3 +719,32 @@ def test_spans_from_a_day_and_days_of_a_month(text, expected):
 ])
 def test_parts_of_periods(text, expected):
     assert _found(text, now="2021-10-15") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("康熙三年五月", ("1664-05-01 00:00", "1664-06-01 00:00")),          # reign eras
+    ("神龙元年十一月", ("0705-11-01 00:00", "0705-12-01 00:00")),
+    ("民国三年", ("1914-01-01 00:00", "1915-01-01 00:00")),
+    ("我上半月都不在北京", ("2019-09-01 00:00", "2019-09-16 00:00")),      # halves
+    ("我下半周都不在北京", ("2019-09-05 00:00", "2019-09-09 00:00")),
+    ("我上个半年都不在北京", ("2019-01-01 00:00", "2019-07-01 00:00")),
+    ("我2018年前半年都不在北京", ("2018-01-01 00:00", "2018-07-01 00:00")),
+    ("十月的第一周", ("2019-09-30 00:00", "2019-10-07 00:00")),           # a week of a month
+    ("2月29日", ("2016-02-29 00:00", "2016-03-01 00:00")),                # the latest February 29
+    ("早上五到六点", ("2019-09-04 05:00", "2019-09-04 06:00")),
+    ("上个小时", ("2019-09-04 15:12", "2019-09-04 16:12")),
+])
+def test_chinese_eras_halves_weeks_and_hours(text, expected):
+    (e,) = parse_time(text, now="2019-09-04T16:12")
+    assert tuple(t.replace(tzinfo=None).isoformat(sep=" ")[:16] for t in (e.start, e.end)) == expected
+
+
+@pytest.mark.parametrize("text, days", [("两天又一个月", 32), ("3 days and 2 weeks", 17)])
+def test_durations_joined_by_and_in_any_order(text, days):
+    (e,) = parse_time(text, now="2016-11-07")
+    assert e.duration == timedelta(days=days)
+
+
+@pytest.mark.parametrize("text", ["第3到5点建议", "3到5点建议"])
+def test_hour_ranges_that_count_things(text):
+    assert parse_time(text, now="2016-11-07") == []

@@ -40,6 +40,10 @@ Missing fields
   * Two-digit years are in the current century unless that is more than ten years ahead.
     A two-digit year with a leading zero is a year, not an amount: 08年 / 零八年 = 2008.
   * Traditional characters of time words read as simplified: 週三, 後天, 上個月, 禮拜一.
+  * Reign eras (Ming and Qing eras, some Tang ones, 民国) are years: 康熙三年五月 = May 1664,
+    元年 = the first year. 上半月 / 下半月 are days 1–15 / 16–end, 上半周 / 下半周 Mon–Wed /
+    Thu–Sun, 2018年前半年 = 上半年, 上个半年 the previous half-year. X月的第N周 / 最后一周 count
+    weeks as in English. A February 29 without a year is the latest one so far.
   * Slash dates with the year last are month first (3/7/2024 = March 7) unless the first
     number exceeds 12; dotted ones are day first (07.03.2024 = 7 March); "2/2013" is a
     month. A slash date without a year (5/12; 22/04 day first) counts only after a word that

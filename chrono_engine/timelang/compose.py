@@ -419,6 +419,7 @@ def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
 
 
 _DUR_GAP = re.compile(r"\s*(?:,|and|又|零|余|多|加)?\s*$", _IA)
+_AND_GAP = re.compile(r"\s*(?:and|又|加)\s*$", _IA)  # 两天又一个月: any order with a written "and"
 _YEAR_GAP = re.compile(r"\s*(?:,|in|of)?\s*$", _IA)
 
 
@@ -429,7 +430,8 @@ def _durations(text: str, sel: list[Cand]) -> list[Cand]:
     for c in sel:
         prev = out[-1] if out else None
         if (c.cls == "dur" and prev is not None and prev.cls == "dur" and c.b - prev.e <= 6
-                and GRAIN_ORDER[c.grain] < GRAIN_ORDER[prev.grain]
+                and (GRAIN_ORDER[c.grain] < GRAIN_ORDER[prev.grain]
+                     or _AND_GAP.match(text, prev.e, c.b))
                 and _DUR_GAP.match(text, prev.e, c.b)):
             prev.e, prev.grain = c.e, c.grain
             prev.dur = prev.dur + c.dur

@@ -23,6 +23,7 @@ from .grammar import (
     year_of_two_digits,
 )
 from .holidays import EN as HOLIDAYS_EN
+from .holidays import leap_year_before
 from .numerals import EN_NUM, FUZZY_EN, en_int
 from .zh import attach_clock_to_day
 
@@ -152,6 +153,8 @@ def day_month(m, ctx):
 
 def _day(m, ctx, y, mo, d):
     tz = ctx.tz
+    if y is None and (mo, d) == (2, 29):
+        y = leap_year_before(ctx.year)  # February 29 without a year: the latest one so far
     if y is None:
         s, e = P.day_span(ctx.year, mo, d, tz)
         return cal(m.start(), m.end(), s, e, "day", lambda yy, mm: P.day_span(yy, mo, d, tz))

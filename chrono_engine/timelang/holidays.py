@@ -8,7 +8,14 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Callable
 
-__all__ = ["EN", "ZH", "easter", "nth_weekday"]
+__all__ = ["EN", "ZH", "easter", "leap_year_before", "nth_weekday"]
+
+
+def leap_year_before(y: int) -> int:
+    """The latest leap year ≤ ``y`` (for a February 29 written without its year)."""
+    while not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) and y > 4:
+        y -= 1
+    return y
 
 
 def easter(y: int) -> date:

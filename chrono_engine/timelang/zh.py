@@ -27,6 +27,7 @@ from .grammar import (
     year_of_two_digits,
 )
 from .holidays import ZH as HOLIDAYS_ZH
+from .holidays import leap_year_before
 from .numerals import CN_DIGITS4, cn_int, number
 
 __all__ = ["PART_HOURS", "PM_PARTS", "RULES"]
@@ -118,8 +119,11 @@ def month_day(m, ctx):
     tz = ctx.tz
     if d:
         dd = _n(d)
+        leap = not written and (mo, dd) == (2, 29)
+        if leap:
+            y = leap_year_before(y)  # 2月29日 without a year: the latest one so far
         s, e = P.day_span(y, mo, dd, tz)
-        rb = None if written else (lambda yy, mm: P.day_span(yy, mo, dd, tz))
+        rb = None if (written or leap) else (lambda yy, mm: P.day_span(yy, mo, dd, tz))
         return cal(m.start(), m.end(), s, e, "day", rb)
     s, e = P.month_span(y, mo, tz)
     rb = None if written else (lambda yy, mm: P.month_span(yy, mo, tz))
@@ -245,11 +249,31 @@ def first_units_of_year(m, ctx):
     return c
 
 
-@rule(_YP + r"(?P<h>上|下)半年(?:度)?", lead=_YLEAD, chars='半')
+@rule(_YP + r"(?P<h>上|下|前|后)半年(?:度)?|(?P<rel>上|下|这|本)个半年|(?P<mh>上|下)半(?P<u>月|周)", lead=_YLEAD + "这",
+      chars='半')
 def half(m, ctx):
-    y, written = _year(m, ctx)
-    mo = 1 if m.group("h") == "上" else 7
+    """上半年 / 2018年前半年 / 今年后半年 (a half of a year), 上个半年 (the previous half-year),
+    上半月 / 下半月 (days 1–15 / 16–end of this month), 上半周 / 下半周 (Mon–Wed / Thu–Sun)."""
     tz = ctx.tz
+    if m.group("mh"):
+        first = m.group("mh") == "上"
+        if m.group("u") == "月":
+            s0, e0 = ctx.period("month")
+            mid = s0 + timedelta(days=15)
+        else:
+            s0, e0 = ctx.period("week")
+            mid = s0 + timedelta(days=3)
+        s, e = (s0, mid) if first else (mid, e0)
+        return cal(m.start(), m.end(), s, e, "day")
+    if m.group("rel"):
+        h0 = 1 if ctx.month <= 6 else 7
+        y, mo = P.add_months(ctx.year, h0, 6 * _rel(m.group("rel")))
+        s, e = P.month_span(y, mo, tz, 6)
+        return cal(m.start(), m.end(), s, e, "half")
+    y, written = _year(m, ctx)
+    mo = 1 if m.group("h") in ("上", "前") else 7
+    if m.group("h") in ("前", "后") and not m.group("yn") and not m.group("yr"):
+        return None  # 前半年 alone: the past six months (duration)
     s, e = P.month_span(y, mo, tz, 6)
     rb = None if written else (lambda yy, mm: P.month_span(yy, mo, tz, 6))
     return cal(m.start(), m.end(), s, e, "half", rb)
@@ -357,6 +381,38 @@ def day_part(m, ctx):
     return c
 
 
+@rule(rf"(?:(?:{_DP}|{_PART})\s*)?(?<![\d.:])(?P<h>2[0-4]|[01]?\d|{_CN_SMALL})"
+      rf"(?=\s*(?:到|至|-|~|～)\s*(?:2[0-4]|[01]?\d|{_CN_SMALL})\s*(?:点|时))",
+      lead=_CLOCK_LEAD, chars='点时')
+def clock_range_start(m, ctx):
+    """早上五到六点, 下午3到5点: the first hour of a range written with one 点, in the same
+    part of the day."""
+    h = _n(m.group("h"))
+    dp = m.group("dp")
+    right = _RANGE_RIGHT.match(m.string, m.end())
+    if h > 24 or m.string[max(0, m.start() - 1):m.start()] == "第" or right is None or not (
+            dp or m.group("part") or _CLOCK_END.match(m.string, right.end())):
+        return None  # 第3到5点建议: points of a list, not hours
+    c = Cand(m.start(), m.end(), None, None, "hour", "point", "clock")
+    c.clock = (h, 0, 0, "hour", m.group("part") or (_DAY_PARTS[dp][1] if dp else None))
+    if dp:
+        return attach_clock_to_day(c, ctx.today + timedelta(days=_DAY_PARTS[dp][0]), ctx)
+    return c
+
+
+_RANGE_RIGHT = re.compile(rf"\s*(?:到|至|-|~|～)\s*(?:2[0-4]|[01]?\d|{_CN_SMALL})\s*(?:点|时)")
+
+
+@rule(r"(?P<rel>上|下|这)一?个小时", lead="上下这", chars="时")
+def relative_hour(m, ctx):
+    """上个小时 / 下个小时: the hour before / after now (rolling); 这个小时 the current hour."""
+    rel = m.group("rel")
+    if rel == "这":
+        s, e = ctx.period("hour")
+        return cal(m.start(), m.end(), s, e, "hour")
+    return amount_cand(m.start(), m.end(), 1, "hour", ctx, "past" if rel == "上" else "future")
+
+
 def attach_clock_to_day(c: Cand, day, ctx: Ctx) -> Cand:
     """Give a clock candidate its day: fills start / end and makes it a calendar unit."""
     ds = day_at(day, ctx.tz)
@@ -385,11 +441,18 @@ _SUB_UNIT = {"天": "day", "日": "day", "周": "week", "星期": "week", "月":
 
 
 @rule(r"(?<=年)\s*(?:的)?\s*(?:(?P<fl>前|头|最后|后)\s*(?P<n>\d{1,2}|[一二两三四五六七八九十]{1,3})"
-      r"|第\s*(?P<k>\d{1,2}|[一二三四五六七八九十]{1,3}))\s*(?:个)?\s*(?P<u>天|日|周|星期|月|季度)(?!份|底|初|末)",
-      lead=r"\s的前头最后第", chars="天日周星月季")
+      r"|第\s*(?P<k>\d{1,2}|[一二三四五六七八九十]{1,3}))\s*(?:个)?\s*(?P<u>天|日|周|星期|月|季度)(?!份|底|初|末)"
+      r"|(?<=月)\s*(?:的)?\s*(?:(?P<wl>最后)\s*(?:一\s*)?(?:个)?|第\s*(?P<wk>[1-5]|[一二三四五]))\s*(?P<wu>周|星期|礼拜)"
+      r"(?![一二三四五六日天1-7])",
+      lead=r"\s的前头最后第", chars="天日周星月季礼")
 def sub_span(m, ctx):
     """2021年的前2周, 今年的最后3周, 去年的前10天, 2021年的第三个月: a part of the year written
     right before (a marker after its period; compose._sub_spans)."""
+    if m.group("wu"):  # 十月的第一周, 三月最后一周: a week of the month before
+        part = ("last", 1) if m.group("wl") else ("nth", _n(m.group("wk")))
+        c = Cand(m.start(), m.end(), None, None, "week", "point", "submark")
+        c.inner, c.role = part, "after"
+        return c
     u = _SUB_UNIT[m.group("u")]
     if m.group("fl"):
         n = _n(m.group("n"))
@@ -406,6 +469,38 @@ def sub_span(m, ctx):
     c.inner = part
     c.role = "after"
     return c
+
+
+#: reign eras (年号) and the Republic (民国): the Gregorian year of their first year.
+#: Tang eras named in common history, every Ming and Qing era, 民国.
+ERAS = {"贞观": 627, "永徽": 650, "神龙": 705, "开元": 713, "天宝": 742,
+        "洪武": 1368, "建文": 1399, "永乐": 1403, "洪熙": 1425, "宣德": 1426, "正统": 1436,
+        "景泰": 1450, "天顺": 1457, "成化": 1465, "弘治": 1488, "正德": 1506, "嘉靖": 1522,
+        "隆庆": 1567, "万历": 1573, "泰昌": 1620, "天启": 1621, "崇祯": 1628,
+        "顺治": 1644, "康熙": 1662, "雍正": 1723, "乾隆": 1736, "嘉庆": 1796, "道光": 1821,
+        "咸丰": 1851, "同治": 1862, "光绪": 1875, "宣统": 1909, "民国": 1912}
+
+
+@rule(r"(?P<era>" + "|".join(ERAS) + r")\s*(?P<n>元|\d{1,2}|[一二三四五六七八九十]{1,3})\s*年"
+      r"(?:\s*" + _MO + r"\s*月(?:份)?(?:\s*" + _DD + r"\s*" + _DAY_END + r")?)?",
+      lead="".join({k[0] for k in ERAS}), chars="年")
+def era_year(m, ctx):
+    """康熙三年五月, 民国三年, 神龙元年十一月: a year of a reign era (元年 = its first year), with
+    its month and day when written."""
+    n = 1 if m.group("n") == "元" else _n(m.group("n"))
+    if n < 1:
+        return None
+    y = ERAS[m.group("era")] + n - 1
+    tz = ctx.tz
+    if m.group("mo"):
+        mo = _n(m.group("mo"))
+        if m.group("d"):
+            s, e = P.day_span(y, mo, _n(m.group("d")), tz)
+            return cal(m.start(), m.end(), s, e, "day")
+        s, e = P.month_span(y, mo, tz)
+        return cal(m.start(), m.end(), s, e, "month")
+    s, e = P.month_span(y, 1, tz, 12)
+    return cal(m.start(), m.end(), s, e, "year")
 
 
 _HOLIDAY_RE = "|".join(sorted(HOLIDAYS_ZH, key=len, reverse=True))
@@ -488,6 +583,6 @@ def duration(m, ctx):
     return amount_cand(b, e, n, unit, ctx, "dur", fuzzy)
 
 
-RULES = (sub_span, holiday, year, month_day, bare_day, relative_month, relative_day, relative_week, weekday,
+RULES = (era_year, sub_span, holiday, year, month_day, bare_day, relative_month, relative_day, relative_week, weekday,
          iso_week, quarter, relative_quarter, first_units_of_year, half, decade, fuzzy_word,
-         now_word, clock, day_part, duration)
+         now_word, clock, clock_range_start, relative_hour, day_part, duration)
