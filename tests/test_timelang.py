@@ -748,3 +748,18 @@ def test_durations_joined_by_and_in_any_order(text, days):
 @pytest.mark.parametrize("text", ["第3到5点建议", "3到5点建议"])
 def test_hour_ranges_that_count_things(text):
     assert parse_time(text, now="2016-11-07") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("as early as 7:00 am", ("2018-08-17 07:00", None)),
+    ("as late as tomorrow", (None, "2018-08-19 00:00")),
+    ("any time from 7:00 am", ("2018-08-17 07:00", None)),
+    ("year greater than 2012", ("2013-01-01 00:00", None)),
+    ("year 2016 and greater", ("2016-01-01 00:00", None)),
+    ("> = 2019", ("2019-01-01 00:00", None)),
+    ("< =2019", (None, "2020-01-01 00:00")),
+    ("dinner with mom the weekend.", ("2018-08-18 00:00", "2018-08-20 00:00")),
+])
+def test_more_bounds_and_the_weekend(text, expected):
+    (e,) = parse_time(text, now="2018-08-17T12:00")
+    assert tuple(t.strftime("%Y-%m-%d %H:%M") if t else None for t in (e.start, e.end)) == expected

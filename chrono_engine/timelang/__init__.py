@@ -91,7 +91,9 @@ Ranges and bounds
     unit is included. 从 / 自 / from alone do not make a bound ("data from 2023" is 2023).
     X或之前 / X及以前 (X or before) = until X; X或之后 / X及以后 (X or after) = from X;
     自从X = since X. "and before" / "or after" followed by a time are that time's
-    preposition: "after 2016 and before 2018" is two bounds.
+    preposition: "after 2016 and before 2018" is two bounds. "as early as", "any time from",
+    "no earlier than", ">=", "X and greater" = from X; "as late as", "<=" = until X;
+    "greater than" / ">" = after; "less than" / "<" = before. "the weekend" = this one.
 Fuzzy edges (``fuzzy=True``)
   * year: 年初 / early = Jan–Feb, 年中 / mid = Jun–Jul, 年底 / 年末 / late = Nov–Dec;
     month: 月初 / 上旬 / early = days 1–10, 月中 / 中旬 / mid = 11–20, 月底 / 月末 / 下旬 /

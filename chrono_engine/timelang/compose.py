@@ -61,19 +61,22 @@ _BOUND_PRE = re.compile(
     r"(?:(?P<zh>截至|截止(?:到|至)?|直到|直至|(?:(?<=^)|(?<=[\s，,。;；:：(（]))(?:到|至)|自从|自打|自|从|由|打从"
     r"|始于|早于|晚于|不早于|不晚于)\s*"
     r"|\b(?P<en>ever\s+since|since|after|later\s+than|before|prior\s+to|earlier\s+than|until|till"
-    r"|til|up\s+(?:to|until)|through|thru|by|no\s+later\s+than|as\s+of|as\s+at|as\s+on"
+    r"|til|up\s+(?:to|until)|through|thru|by|no\s+later\s+than|not\s+later\s+than|as\s+of|as\s+at|as\s+on"
     r"|starting(?:\s+(?:from|on|in|at))?|beginning(?:\s+(?:from|on|in))?|effective(?:\s+(?:from|on))?"
-    r"|from)\s+)$", _IA)
+    r"|as\s+early\s+as|as\s+late\s+as|no\s+earlier\s+than|not\s+earlier\s+than|any\s*time\s+from"
+    r"|(?:year\s+)?greater\s+than|(?:year\s+)?less\s+than"
+    r"|from)\s+|(?P<op>>\s*=|<\s*=|≥|≤|>|<)\s*)$", _IA)
 _ZH_NUMISH = "[\\d一二三四五六七八九十两半几天]"
 _BOUND_SUF = re.compile(
     r"\s*(?P<zh>[或及](?:之前|以前|之后|以后)|以来|至今|迄今|到现在|到目前为止|到目前|到今天|以后|之后|过后|后(?!" + _ZH_NUMISH + r")"
     r"|以前|之前|前(?!" + _ZH_NUMISH + r"|后)|为止|止|起|开始|往后|伊始)"
-    r"|\s+(?P<en>onwards?|and\s+(?:later|after|beyond|onwards?)|or\s+later|or\s+after"
+    r"|\s+(?P<en>onwards?|and\s+(?:later|after|beyond|onwards?|greater|up)|or\s+later|or\s+after|or\s+greater"
     r"|and\s+(?:earlier|before)|or\s+earlier|or\s+before|to\s+date|to\s+present|till\s+now"
     r"|until\s+now|up\s+to\s+now|so\s+far|to\s+now|on)\b", _IA)
 _SINCE_SUF = frozenset({"以来", "至今", "迄今", "到现在", "到目前为止", "到目前", "到今天", "to date",
                         "to present", "till now", "until now", "up to now", "so far", "to now"})
-_FROM_SUF = frozenset({"起", "开始", "往后", "伊始", "或之后", "及之后", "或以后", "及以后", "onwards", "onward", "and later",
+_FROM_SUF = frozenset({"起", "开始", "往后", "伊始", "或之后", "及之后", "或以后", "及以后", "and greater",
+                       "or greater", "and up", "onwards", "onward", "and later",
                        "and after", "and beyond", "and onwards", "and onward", "or later",
                        "or after", "on"})
 #: suffixes that are also prepositions: followed by a time, they belong to it
@@ -82,21 +85,23 @@ _AFTER_SUF = frozenset({"以后", "之后", "过后", "后"})
 _BEFORE_SUF = frozenset({"以前", "之前", "前"})
 _UNTIL_SUF = frozenset({"为止", "止", "或之前", "及之前", "或以前", "及以前", "and earlier", "and before", "or earlier", "or before"})
 _ASOF_PRE = frozenset({"截至", "截止", "截止到", "截止至", "as of", "as at", "as on"})
-_UNTIL_PRE = frozenset({"直到", "直至", "到", "至", "until", "till", "til", "up to", "up until",
+_UNTIL_PRE = frozenset({"直到", "直至", "到", "至", "until", "till", "til", "up to", "up until", "as late as",
+                        "not later than", "<=", "<  =", "< =", "≤",
                         "through", "thru", "by", "no later than", "不晚于"})
-_FROM_PRE = frozenset({"starting", "starting from", "starting on", "starting in", "starting at",
+_FROM_PRE = frozenset({"as early as", "no earlier than", "not earlier than", "any time from", "anytime from",
+                       ">=", "> =", "≥", "starting", "starting from", "starting on", "starting in", "starting at",
                        "beginning", "beginning from", "beginning on", "beginning in", "始于",
                        "不早于", "effective", "effective from", "effective on"})
 _SINCE_PRE = frozenset({"since", "ever since", "自从", "自打"})
-_AFTER_PRE = frozenset({"after", "later than", "晚于"})
-_BEFORE_PRE = frozenset({"before", "prior to", "earlier than", "早于"})
+_AFTER_PRE = frozenset({"after", "later than", "晚于", "greater than", "year greater than", ">"})
+_BEFORE_PRE = frozenset({"before", "prior to", "earlier than", "早于", "less than", "year less than", "<"})
 _WEAK_PRE = frozenset({"自", "从", "由", "打从", "from"})  # need a suffix (起, 以来, on ...)
 
 _POINTISH = frozenset({"cal", "fz", "ago", "now"})
 _US = timedelta(microseconds=1)
 # cheap charset tests (fast scans) before the anchored prefix patterns above
 _HINT_EN = re.compile(r"[\s-]")
-_HINT_PRE = re.compile(r"[\s截止直至到自从由打始早晚不]")
+_HINT_PRE = re.compile(r"[\s截止直至到自从由打始早晚不<>≤≥]")
 
 
 def select(cands: list[Cand]) -> list[Cand]:
@@ -337,7 +342,7 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 sm.group("en") and _norm(sm.group("en")) in _TAKES_OBJECT
                 and not text[sm.end():sel[i + 1].b].strip())):
             sm = None  # "after 2016 and before 2018": "and before" belongs to 2018
-        pw = _norm(pm.group("zh") or pm.group("en")) if pm else None
+        pw = _norm(pm.group("zh") or pm.group("en") or pm.group("op")) if pm else None
         sw = _norm(sm.group("zh") or sm.group("en")) if sm else None
         if sw == "on" and pw != "from":
             sw, sm = None, None

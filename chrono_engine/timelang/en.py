@@ -229,14 +229,17 @@ def now_word(m, ctx):
 
 @rule(r"\b(?:the\s+)?(?P<rel>last|this|next|previous|prev|coming|current|past|following"
       r"|upcoming)\s+(?P<u>week|month|quarter|year|decade|weekend|century|fortnight)\b"
-      r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b", _I,
-      lead="tlnpcfu",
-      words="las thi nex pre com cur pas fol upc")
+      r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b"
+      r"|\b(?:the\s+)?(?P<we>weekend)\b(?!s)", _I,
+      lead="tlnpcfuw",
+      words="las thi nex pre com cur pas fol upc wee")
 
 def relative_unit(m, ctx):
     """last week / this month / next quarter / last decade (calendar units); "past week"
     is a rolling range ending now; "the year before last"."""
-    if m.group("u2"):
+    if m.group("we"):
+        u, off = "weekend", 0  # "the weekend", "weekend": this one
+    elif m.group("u2"):
         u = m.group("u2").lower()
         off = -2 if m.group("ba").lower().startswith("before") else 2
     else:
