@@ -409,13 +409,18 @@ class Engine:
     # ------------------------------------------------------------------ natural-language query
     def query(self, text: str, k: int = 5, *, now: Any = None, tz: Any = None,
               embed: Callable[[str], Any] | None = None, lang: str | None = None,
-              options: SearchOptions | None = None, **kwargs: Any) -> QueryResult:
+              embed_text: str = "full", options: SearchOptions | None = None,
+              **kwargs: Any) -> QueryResult:
         """Answer a natural-language question: parse its time intent, embed, search, cite.
 
         1. :func:`~chrono_engine.parse_temporal_intent` (``now``, ``tz`` as for
            :func:`~chrono_engine.parse_time`; ``now`` None = the wall clock) gives the mode;
-        2. the cleaned query (time words removed; the whole text if nothing is left) is
-           embedded with ``embed`` or else :attr:`embedder` (neither: QueryError);
+        2. the question is embedded with ``embed`` or else :attr:`embedder` (neither:
+           QueryError): the whole text by default (``embed_text="full"``: its years and
+           dates are content too — "2018 oscar nominations" — and on the TimeQA benchmark
+           the full question ranks better than the cleaned one, see
+           ``benches/bench_temporal_qa.py``), or the intent's cleaned query with the time
+           words removed (``embed_text="cleaned"``; the whole text if nothing is left);
         3. the search runs in the intent's mode: ``latest`` at T = now; ``as_of`` at the
            intent's anchor; ``window`` over the intent's window (an open start is the
            beginning of time, an open end stays open) with decay anchored at
@@ -429,7 +434,7 @@ class Engine:
         refused. Returns a :class:`QueryResult` (hits table + the intent used).
         """
         return _search.query_text(self.search, self.dim, self.embedder, text, k, now=now, tz=tz, embed=embed,
-                                  lang=lang, options=options, overrides=kwargs)
+                                  lang=lang, options=options, overrides=kwargs, embed_text=embed_text)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike | None = None, *, key: Any = None) -> None:

@@ -527,7 +527,7 @@ _FROM_INTENT = ("mode", "as_of", "window")
 
 def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: str, k: int, *, now: Any,
                tz: Any, embed: Callable[[str], Any] | None, lang: str | None,
-               options: SearchOptions | None, overrides: dict) -> QueryResult:
+               options: SearchOptions | None, overrides: dict, embed_text: str = "full") -> QueryResult:
     """The body of :meth:`Engine.query <chrono_engine.Engine.query>`; ``search(vector, k,
     options)`` runs one search, ``embedder`` is the engine's."""
     from .timelang import parse_temporal_intent
@@ -545,6 +545,8 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         lang = "zh" if _has_cjk(text) else "en"
     elif lang not in _LANGS:
         raise QueryError(f"lang must be 'en', 'zh' or None, got {shown(lang)}")
+    if embed_text not in ("full", "cleaned"):
+        raise QueryError(f"embed_text must be 'full' or 'cleaned', got {shown(embed_text)}")
     fn = embed if embed is not None else embedder
     if fn is None:
         raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
@@ -569,7 +571,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         else:
             t = now_at
             kw = {"mode": "latest", "as_of": t}
-    question = intent.cleaned_query or text
+    question = text if embed_text == "full" else (intent.cleaned_query or text)
     try:
         if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
             raw = fn.embed_query(question, at=np.array([t], np.int64))

@@ -11,7 +11,7 @@ import pytest
 import chrono_engine as ce
 from chrono_engine.demo import embed as bow_embed  # deterministic hashed bag of words, 256 dims
 from chrono_engine.embed import _runtime, temporal as temporal_mod
-from chrono_engine.errors import EmbeddingError, ModelFileError, SchemaError
+from chrono_engine.errors import EmbeddingError, ModelFileError, QueryError, SchemaError
 
 UTC = dt.timezone.utc
 US_DAY = 86_400_000_000
@@ -369,9 +369,14 @@ def test_engine_ingests_text_and_queries_at_time(composed):
     now = dt.datetime(2025, 1, 1, tzinfo=UTC)
     r = eng.query("director hotel cap travel policy in 2021", now=now, k=2)
     assert r.hits.column("id").to_pylist()[0] == int(ids[0])
-    q = composed.embed_query("director hotel cap travel policy", at=r.as_of)  # embedded at the query time
+    q = composed.embed_query("director hotel cap travel policy in 2021", at=r.as_of)  # the full text, at T
     sim = r.hits.column("similarity").to_pylist()[0]
     assert abs(sim - float(q @ want[0])) < 1e-5
+    r = eng.query("director hotel cap travel policy in 2021", now=now, k=2, embed_text="cleaned")
+    q = composed.embed_query("director hotel cap travel policy", at=r.as_of)  # the time words removed
+    assert abs(r.hits.column("similarity").to_pylist()[0] - float(q @ want[0])) < 1e-5
+    with pytest.raises(QueryError, match="embed_text"):
+        eng.query("director hotel cap", now=now, embed_text="both")
     r = eng.query("director hotel cap travel policy", now=now, k=1)
     assert r.hits.column("id").to_pylist() == [int(ids[1])]
 
