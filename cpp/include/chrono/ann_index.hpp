@@ -100,7 +100,7 @@ class AnnIndex {
   // for cosine).
   void add(const float* data, std::size_t n, std::size_t first_row, int threads) {
     std::size_t need = first_row + n;
-    if (need > hnsw_->max_elements_) hnsw_->resizeIndex(std::max(need, hnsw_->max_elements_ * 2));
+    if (need > hnsw_->max_elements_) hnsw_->resizeIndex(grown_capacity(need, hnsw_->max_elements_));
     back_with_huge_pages();
     // The first point alone, so that every worker finds an entry point.
     std::size_t start = 0;
@@ -176,7 +176,10 @@ class AnnIndex {
     geo.M = std::min<std::size_t>(M_, kHnswMaxM);
     geo.unit_vectors = metric_ == Metric::Cosine;
     GraphFile file(path, geo);  // header and size checked before anything is allocated
-    const std::size_t cap = std::max<std::size_t>(n_rows, 1024);
+    // Room to append without a resize: a resize copies the whole graph (twice, with the move
+    // to huge pages), which made the first write after opening a 1M-row store cost ~4 s.
+    // Capacity that is never written costs no resident memory (untouched pages).
+    const std::size_t cap = std::max<std::size_t>(n_rows + headroom(n_rows), 1024);
     auto h = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), cap, M_, efc_, seed_, false);
     if (h->size_data_per_element_ != geo.element_bytes() || h->offsetData_ != geo.data_offset() ||
         h->label_offset_ != geo.label_offset() || h->size_links_per_element_ != geo.links_bytes() ||
@@ -203,8 +206,14 @@ class AnnIndex {
     h->label_lookup_.reserve(n_rows);
     for (std::size_t r = 0; r < n_rows; ++r) h->label_lookup_.emplace(r, g.iid_of_row[r]);
     h->setEf(16);
-    huge_vector<std::int8_t> c8(n_rows * dim_);  // the compact copy, built aside
-    std::vector<float> c8_scale(n_rows), c8_err(n_rows);
+    huge_vector<std::int8_t> c8;  // the compact copy, built aside, with room to append
+    std::vector<float> c8_scale, c8_err;
+    c8.reserve((n_rows + headroom(n_rows)) * dim_);
+    c8_scale.reserve(n_rows + headroom(n_rows));
+    c8_err.reserve(n_rows + headroom(n_rows));
+    c8.resize(n_rows * dim_);
+    c8_scale.resize(n_rows);
+    c8_err.resize(n_rows);
     constexpr std::size_t kChunk = 4096;  // rows per task; every core quantises (pure per row)
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     parallel_for((n_rows + kChunk - 1) / kChunk, cores, [&](std::size_t c) {
@@ -290,6 +299,15 @@ class AnnIndex {
   // reallocation; hnswlib keeps owning the block (it is malloc-compatible: free/realloc).
   // No-op off Linux, for small blocks, or when the kernel refuses.
   void back_with_huge_pages() { huge_block_ = move_to_huge_pages(*hnsw_, huge_block_); }
+  // Spare rows beyond `n`: an eighth, at least 1024 (what opening a store reserves, and
+  // what a growing index keeps beyond the rows it needs).
+  static std::size_t headroom(std::size_t n) { return std::max<std::size_t>(n / 8, 1024); }
+  // The capacity to grow to for `need` rows from `cap`: `need` plus headroom, and at least a
+  // quarter more than before, so that appends in small batches resize a bounded number of
+  // times (each resize copies the graph) without doubling a 10M-row graph's reservation.
+  static std::size_t grown_capacity(std::size_t need, std::size_t cap) {
+    return std::max(need + headroom(need), cap + cap / 4);
+  }
   // The work of back_with_huge_pages on index h whose block, if already moved, is `moved`;
   // returns the block now in use if moved, else `moved`. Copies only the elements in use.
   static char* move_to_huge_pages(hnswlib::HierarchicalNSW<float>& h, char* moved) {
