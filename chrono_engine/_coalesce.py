@@ -198,11 +198,15 @@ class AsyncCoalescer:
 
 def _run_batch(batch: list) -> list:
     """``run(batch)`` of a group: one result or error per call (an error of the whole
-    group is every call's)."""
+    group is every call's). The batch list is emptied before returning: the executor's
+    work item keeps its arguments until its thread gets round to dropping them, which may
+    be after the caller has its results (and has dropped its engine)."""
     try:
         return list(batch[0].run(batch))
     except BaseException as e:  # noqa: BLE001 - every call of the group gets it
         return [e] * len(batch)
+    finally:
+        batch.clear()
 
 
 def _outcome(req: Request) -> Any:
