@@ -75,6 +75,7 @@ def run(args) -> dict:
             row["ratio_minimal"] = row["engine_minimal_s"] / row["hnswlib_s"]
         # sanity: both graphs find a stored vector as its own nearest neighbour
         probe = corpus.vector[:: max(1, args.n // 20)][:20]
+        index.set_ef(100)  # hnswlib's default ef (10) misses a stored vector's own row on clustered data
         labels, _ = index.knn_query(probe, k=1, num_threads=1)
         self_hit = float(np.mean(labels[:, 0] == np.arange(0, args.n, max(1, args.n // 20))[:20]))
         res = engines["engine_full"].search_batch(probe, 1, mode="all", fusion="linear", alpha=1.0,
