@@ -76,7 +76,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -84,6 +84,7 @@ import numpy as np
 
 import chrono_engine as ce
 from chrono_engine import datasets
+from chrono_engine._time import scalar_us
 from chrono_engine._util import cache_dir
 from chrono_engine.schema import MIN_TIME_US, OPEN_END
 
@@ -91,13 +92,11 @@ NOW = "2024-01-01"
 YEAR_RE = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
 PARTS = ("tune", "report", "all")
 SCOPES = ("corpus", "doc")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_US = timedelta(microseconds=1)
 
 
 def us(dt: datetime) -> int:
-    """An aware datetime as int64 microseconds since the epoch."""
-    return (dt - _EPOCH) // _US
+    """An aware datetime as int64 microseconds since the epoch (the engine's conversion)."""
+    return scalar_us(dt, "time")
 
 
 # ----------------------------------------------------------------------------- data

@@ -414,6 +414,18 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
 
 
 # -- misreads seen in real questions (issue 24): names, bands, old years, tokenised dates --
+def _one(text, now):
+    """The single expression of ``text``: (start, end) as "YYYY-MM-DD HH:MM", None for an
+    open side."""
+    (e,) = parse_time(text, now=now)
+    return tuple(None if t is None else t.replace(tzinfo=None).isoformat(sep=" ")[:16] for t in (e.start, e.end))
+
+
+def _clock(text, now):
+    """The single expression of ``text``: (start, end) as "HH:MM"."""
+    return tuple(t[11:] for t in _one(text, now))
+
+
 def _found(text, now="2026-06-01"):
     return [(e.text, e.start.date().isoformat() if e.start else None,
              e.end.date().isoformat() if e.end else None) for e in parse_time(text, now=now)]
@@ -541,8 +553,7 @@ def test_weekdays_before_dates_and_years_after_them(text, expected):
     ("Monday 8-9am", "08:00", "09:00"),
 ])
 def test_clock_ranges_with_one_half_of_the_day(text, start, end):
-    (e,) = parse_time(text, now="2018-09-19")
-    assert (e.start.strftime("%H:%M"), e.end.strftime("%H:%M")) == (start, end)
+    assert _clock(text, "2018-09-19") == (start, end)
 
 
 @pytest.mark.parametrize("text, start, end", [
@@ -553,8 +564,7 @@ def test_clock_ranges_with_one_half_of_the_day(text, start, end):
     ("tomorrow evening 7:30", "2017-03-23 19:30", "2017-03-23 19:31"),
 ])
 def test_parts_of_the_day_before_clock_times(text, start, end):
-    (e,) = parse_time(text, now="2017-03-22T16:12")
-    assert (e.start.strftime("%Y-%m-%d %H:%M"), e.end.strftime("%Y-%m-%d %H:%M")) == (start, end)
+    assert _one(text, "2017-03-22T16:12") == (start, end)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -575,8 +585,7 @@ def test_parts_of_the_day_before_clock_times(text, start, end):
     ("back Oct/2", ("2018-10-02 00:00", "2018-10-03 00:00")),
 ])
 def test_days_weeks_and_centuries_from_parts(text, expected):
-    (e,) = parse_time(text, now="2018-05-30T12:00")
-    assert (e.start.strftime("%Y-%m-%d %H:%M"), e.end.strftime("%Y-%m-%d %H:%M")) == expected
+    assert _one(text, "2018-05-30T12:00") == expected
 
 
 def test_a_week_that_is_not_there_is_no_week():
@@ -617,9 +626,7 @@ def test_easter_matches_the_known_dates():
     ("before 2.30pm", (None, "2018-11-21 14:30")),
 ])
 def test_more_written_forms(text, expected):
-    (e,) = parse_time(text, now="2018-11-21T12:00")
-    got = tuple(t.strftime("%Y-%m-%d %H:%M") if t else None for t in (e.start, e.end))
-    assert got == expected
+    assert _one(text, "2018-11-21T12:00") == expected
 
 
 def test_now_alone_next_to_a_date_is_no_range():
@@ -638,8 +645,7 @@ def test_now_alone_next_to_a_date_is_no_range():
     ("from 3 in the morning until 5pm", "03:00", "17:00"),
 ])
 def test_clock_times_in_words(text, start, end):
-    (e,) = parse_time(text, now="2016-11-07T16:12")
-    assert (e.start.strftime("%H:%M"), e.end.strftime("%H:%M")) == (start, end)
+    assert _clock(text, "2016-11-07T16:12") == (start, end)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -652,8 +658,7 @@ def test_clock_times_in_words(text, start, end):
     ("previous week - Monday", ("2018-10-22 00:00", "2018-10-23 00:00")),
 ])
 def test_hours_and_weekdays_of_weeks(text, expected):
-    (e,) = parse_time(text, now="2018-10-31T12:00")
-    assert tuple(t.strftime("%Y-%m-%d %H:%M") for t in (e.start, e.end)) == expected
+    assert _one(text, "2018-10-31T12:00") == expected
 
 
 @pytest.mark.parametrize("text", ["the score was 3-8", "pages 10-12", "Mortgages were at 6.45 percent"])
@@ -672,8 +677,7 @@ def test_hour_ranges_keep_amounts():
     ("from 10 am for 3 hours 30 minutes", ("2018-05-30 10:00", "2018-05-30 13:30")),
 ])
 def test_a_clock_time_with_how_long(text, expected):
-    (e,) = parse_time(text, now="2018-05-30T12:00")
-    assert tuple(t.strftime("%Y-%m-%d %H:%M") for t in (e.start, e.end)) == expected
+    assert _one(text, "2018-05-30T12:00") == expected
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -735,8 +739,7 @@ def test_parts_of_periods(text, expected):
     ("上个小时", ("2019-09-04 15:12", "2019-09-04 16:12")),
 ])
 def test_chinese_eras_halves_weeks_and_hours(text, expected):
-    (e,) = parse_time(text, now="2019-09-04T16:12")
-    assert tuple(t.replace(tzinfo=None).isoformat(sep=" ")[:16] for t in (e.start, e.end)) == expected
+    assert _one(text, "2019-09-04T16:12") == expected
 
 
 @pytest.mark.parametrize("text, days", [("两天又一个月", 32), ("3 days and 2 weeks", 17)])
@@ -761,5 +764,13 @@ def test_hour_ranges_that_count_things(text):
     ("dinner with mom the weekend.", ("2018-08-18 00:00", "2018-08-20 00:00")),
 ])
 def test_more_bounds_and_the_weekend(text, expected):
-    (e,) = parse_time(text, now="2018-08-17T12:00")
-    assert tuple(t.strftime("%Y-%m-%d %H:%M") if t else None for t in (e.start, e.end)) == expected
+    assert _one(text, "2018-08-17T12:00") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("It may be in may", [("may", "2016-05-01", "2016-06-01")]),       # a preposition makes it a month
+    ("the last week of july", [("the last week of july", "2016-07-25", "2016-08-01")]),
+    ("This may take longer", []),
+])
+def test_lowercase_short_months_after_a_preposition(text, expected):
+    assert _found(text, now="2016-11-07") == expected

@@ -57,7 +57,8 @@ Names and words that look like times
   * A bare month or weekday word followed by a name particle ("Jan van Eyck") or by a
     capitalised word that is not a time word ("Jan Smith", "Sun Microsystems", "March Fong
     Eu") is a name, unless a date preposition precedes it ("in March Sales fell"). "May I",
-    "this may" are the verb. A whole-hour English clock time with no day next to it counts
+    "this may" are the verb; a lowercase "may" / "july" alone counts only after a
+    preposition ("in may", "the last week of july"). A whole-hour English clock time with no day next to it counts
     only after a word that introduces times (at, by, until, from, the, meet, call me, ...):
     "signed 2AM in 2010" (the band) gives only 2010.
 Relative expressions

@@ -12,7 +12,7 @@ import re
 from datetime import timedelta
 
 from . import periods as P
-from .grammar import GRAIN_ORDER, Cand, Ctx, fuzzy_part
+from .grammar import GRAIN_ORDER, Cand, Ctx, fuzzy_part, range_cand
 from .zh import attach_clock_to_day
 
 __all__ = ["compose", "select"]
@@ -320,10 +320,7 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
         begin = a.b
     stop = suf.end() if suf else b.e
     grain = a.grain if b.cls == "now" else _finer(a.grain, b.grain)
-    c = Cand(begin, stop, a.start, end, grain, "span", "span", None,
-             a.fuzzy or b.fuzzy)
-    c.role = "range"
-    c.inner = (a.start, end)
+    c = range_cand(begin, stop, a.start, end, grain, a.fuzzy or b.fuzzy)
     c.floating = a.floating and (b.floating or b.cls == "now")
     return c
 
@@ -481,18 +478,25 @@ def _week_of(text: str, sel: list[Cand]) -> list[Cand]:
         if _is_day(c) and c.b >= 12:
             m = _WEEK_OF.search(text, max(0, c.b - 20), c.b)
             if m:
-                s = c.start - timedelta(days=c.start.weekday())
+                s = P.iso_week_start(c.start)
                 c.start, c.end = s, s + timedelta(days=7)
                 c.grain, c.b = "week", m.start()
                 if c.rebuild is not None:
                     rb = c.rebuild
 
                     def week(y, mo, rb=rb):
-                        d0 = rb(y, mo)[0]
-                        d0 = d0 - timedelta(days=d0.weekday())
+                        d0 = P.iso_week_start(rb(y, mo)[0])
                         return d0, d0 + timedelta(days=7)
                     c.rebuild = week
     return sel
+
+
+def _move_days(c: Cand, delta: timedelta) -> None:
+    """Move a clock time (or a range of them) by whole days, its wall-clock times kept."""
+    c.start = c.start + delta
+    c.end = None if c.end is None else c.end + delta
+    if c.inner is not None:
+        c.inner = (c.inner[0] + delta, c.inner[1] + delta)
 
 
 def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
@@ -504,21 +508,13 @@ def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
         prev = out[-1] if out else None
         if (c.floating and _is_day(prev) and c.b - prev.e <= 3 and not text[prev.e:c.b].strip(" ,")):
             # "14th Feb for 7 hours from 9:30am": the day written before the composed span
-            delta = prev.start.date() - c.start.date()
-            c.start, c.end = c.start + delta, (None if c.end is None else c.end + delta)
-            if c.inner is not None:
-                c.inner = (c.inner[0] + delta, c.inner[1] + delta)
+            _move_days(c, prev.start.date() - c.start.date())
             c.b, c.floating = prev.b, False
             out[-1] = c
             continue
         if (_is_day(c) and prev is not None and prev.floating and c.b - prev.e <= 8
                 and _ON_DAY_GAP.match(text, prev.e, c.b)):
-            delta = c.start.date() - prev.start.date()
-            prev.start = prev.start + delta
-            if prev.end is not None:
-                prev.end = prev.end + delta
-            if prev.inner is not None:
-                prev.inner = (prev.inner[0] + delta, prev.inner[1] + delta)
+            _move_days(prev, c.start.date() - prev.start.date())
             prev.e, prev.floating = c.e, False
             continue
         out.append(c)
@@ -578,14 +574,11 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             skip = True
         if day is None:
             continue
-        h1, m1, h2, m2 = c.clock
+        h1, m1, h2, m2 = c.inner
         ds = day.start
         start = ds.replace(hour=h1, minute=m1) if h1 < 24 else ds
         end = ds.replace(hour=h2 % 24, minute=m2) + (timedelta(days=1) if h2 == 24 else timedelta(0))
-        r = Cand(b, e, start, end, c.grain, "span", "span")
-        r.role = "range"
-        r.inner = (start, end)
-        out.append(r)
+        out.append(range_cand(b, e, start, end, c.grain))
     return out
 
 
@@ -616,9 +609,7 @@ def _clock_spans(text: str, sel: list[Cand]) -> list[Cand]:
         if clock is None:
             out.append(c)
             continue
-        r = Cand(b, c.e, clock.start, clock.start + dur.dur, clock.grain, "span", "span")
-        r.role = "range"
-        r.inner = (r.start, r.end)
+        r = range_cand(b, c.e, clock.start, clock.start + dur.dur, clock.grain)
         r.floating = clock.floating
         out[-1] = r
     return out
@@ -648,10 +639,7 @@ def _spans_from(text: str, sel: list[Cand]) -> list[Cand]:
             except (ValueError, OverflowError):
                 out.append(c)
                 continue
-            r = Cand(prev.b, c.e, c.start, end, c.grain, "span", "span")
-            r.role = "range"
-            r.inner = (c.start, end)
-            out[-1] = r
+            out[-1] = range_cand(prev.b, c.e, c.start, end, c.grain)
             continue
         out.append(c)
     if out and out[-1].cls == "weekmark":
@@ -662,11 +650,6 @@ def _spans_from(text: str, sel: list[Cand]) -> list[Cand]:
 _COARSER = {"day": ("week", "month", "quarter", "half", "year", "decade"),
             "week": ("month", "quarter", "half", "year"), "month": ("quarter", "half", "year"),
             "quarter": ("half", "year")}
-
-
-def _week_start(d):
-    """The Monday of the Monday-first week holding ``d``."""
-    return d - timedelta(days=d.weekday())
 
 
 def _sub_spans(text: str, sel: list[Cand]) -> list[Cand]:
@@ -705,35 +688,29 @@ def _sub_span(mark: Cand, period: Cand) -> Cand | None:
     kind, n = mark.inner
     u = mark.grain
     s0, e0 = period.start, period.end
+    k0 = 0 if kind == "first" else n - 1  # the first unit taken, counted from the start
     try:
         if u == "week":
-            first = _week_start(s0 + timedelta(days=3))
-            last = _week_start(e0 - timedelta(days=4))
+            first = P.iso_week_start(s0 + timedelta(days=3))  # the week holding the 4th day
+            last = P.iso_week_start(e0 - timedelta(days=4))   # ... the fourth-last day
             if kind == "last":
                 start, end = last - timedelta(weeks=n - 1), last + timedelta(weeks=1)
             else:
-                k0 = 0 if kind == "first" else n - 1
-                k1 = n if kind == "first" else n
-                start, end = first + timedelta(weeks=k0), first + timedelta(weeks=k1)
+                start, end = first + timedelta(weeks=k0), first + timedelta(weeks=n)
                 if start > last:
                     return None
         else:
             if kind == "last":
                 start, end = P.shift(e0, u, -n), e0
             else:
-                k0 = 0 if kind == "first" else n - 1
                 start, end = P.shift(s0, u, k0), P.shift(s0, u, n)
             if start < s0 or end > e0:
                 return None
     except (ValueError, OverflowError):
         return None
-    grain = u
-    kind_ = "point" if (kind == "nth" or n == 1) else "span"
-    r = Cand(mark.b, period.e, start, end, grain, kind_, "cal" if kind_ == "point" else "span")
-    if kind_ == "span":
-        r.role = "range"
-        r.inner = (start, end)
-    return r
+    if kind == "nth" or n == 1:
+        return Cand(mark.b, period.e, start, end, u)
+    return range_cand(mark.b, period.e, start, end, u)
 
 
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:

@@ -18,9 +18,12 @@ from .grammar import (
     Cand,
     amount_cand,
     cal,
+    clock_cand,
     fuzzy_part,
+    range_cand,
     rule,
     year_of_two_digits,
+    years_cand,
 )
 from .holidays import EN as HOLIDAYS_EN
 from .holidays import leap_year_before
@@ -63,6 +66,11 @@ _ORDINALS = {w: i for i, w in enumerate(
     "twenty-first twenty-second twenty-third twenty-fourth twenty-fifth twenty-sixth "
     "twenty-seventh twenty-eighth twenty-ninth thirtieth thirty-first".split(), 1)}
 _ORDINAL_RE = "|".join(sorted(_ORDINALS, key=len, reverse=True)).replace("-", "[-\\s]")
+
+
+def _ordinal(word: str) -> int | None:
+    """The value of an ordinal word as matched by ``_ORDINAL_RE`` ("twenty first" = 21)."""
+    return _ORDINALS.get("-".join(word.lower().replace("-", " ").split()))
 _DAYWORD = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
 
 
@@ -75,12 +83,15 @@ def _month(m) -> int:
     return MONTHS[m.group("mon")[:3].lower()]
 
 
+_MONTH_PREP = re.compile(r"\b(?:in|of|during|since|until|till|before|after)\s+$", re.IGNORECASE | re.ASCII)
+
+
 def _plain_month_ok(m) -> bool:
-    """A bare month word with no day or year must look like a month: full name other than
-    "may"/"march", or capitalised."""
+    """A bare month word with no day or year must look like a month: capitalised, after a
+    preposition ("in may", "of july"), or a full name other than "may"/"march"."""
     tok = m.group("mon").rstrip(".")
-    if tok[0].isupper():
-        return True
+    if tok[0].isupper() or _MONTH_PREP.search(m.string, max(0, m.start() - 12), m.start()):
+        return True  # "in may", "the last week of july": a preposition makes it a month
     return len(tok) > 4 and tok.lower() not in ("march",)
 
 
@@ -181,9 +192,7 @@ def day_range(m, ctx):
         return None
     s, _ = P.day_span(yy, mo, d1, ctx.tz)
     _, e = P.day_span(yy, mo, d2, ctx.tz)
-    c = Cand(m.start(), m.end(), s, e, "day", "span", "span")
-    c.role = "range"
-    return c
+    return range_cand(m.start(), m.end(), s, e, "day")
 
 
 @rule(rf"\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
@@ -406,8 +415,7 @@ def clock(m, ctx):
         elif ap == "am" and h == 12:
             h = 0
         part = None
-    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock")
-    c.clock = (h, mi, sec, grain, part)
+    c = clock_cand(m.start(), m.end(), h, mi, sec, grain, part)
     return c
 
 
@@ -450,8 +458,7 @@ def clock_words(m, ctx):
     elif ap == "am" and h == 12:
         h = 0
     h = _with_part(h, part)
-    c = Cand(m.start(), m.end(), None, None, "minute", "point", "clock")
-    c.clock = (h, int(mins), 0, "minute", None)
+    c = clock_cand(m.start(), m.end(), h, int(mins), 0, "minute")
     return c
 
 
@@ -474,8 +481,7 @@ def clock_with_part(m, ctx):
         part = (m.group("part") or m.group("part2") or ("night" if m.group("night") else "")).lower()
         h = _with_part(h, part)
     grain = "minute" if mi else "hour"
-    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock", fuzzy=fuzzy)
-    c.clock = (h, mi, 0, grain, None)
+    c = clock_cand(m.start(), m.end(), h, mi, 0, grain, fuzzy=fuzzy)
     c.role = "range start"  # said with its part of the day: a time, whatever word precedes
     return c
 
@@ -484,8 +490,7 @@ def clock_with_part(m, ctx):
       _I, lead=r"\d", chars=".")
 def dotted_clock(m, ctx):
     """at 6.45, at 14.30: a clock time written with a dot, after "at"."""
-    c = Cand(m.start(), m.end(), None, None, "minute", "point", "clock")
-    c.clock = (int(m.group("h")), int(m.group("mi")), 0, "minute", None)
+    c = clock_cand(m.start(), m.end(), int(m.group("h")), int(m.group("mi")), 0, "minute")
     return c
 
 
@@ -507,7 +512,7 @@ def hour_range(m, ctx):
     if h2 > 24 or (h2, m2) <= (h1, m1):
         return None
     c = Cand(m.start(), m.end(), None, None, "minute" if (m1 or m2) else "hour", "point", "hours")
-    c.clock = (h1, m1, h2, m2)
+    c.inner = (h1, m1, h2, m2)  # the hours, until compose finds their day
     return c
 
 
@@ -530,8 +535,7 @@ def clock_range_start(m, ctx):
     else:
         h = hh
     grain = "minute" if m.group("mi") else "hour"
-    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock")
-    c.clock = (h, int(m.group("mi") or 0), 0, grain, None)
+    c = clock_cand(m.start(), m.end(), h, int(m.group("mi") or 0), 0, grain)
     c.role = "range start"
     return c
 
@@ -541,8 +545,7 @@ def clock_range_start(m, ctx):
 def day_part(m, ctx):
     rel = (m.group("rel") or "").lower()
     p = m.group("p").lower()
-    c = Cand(m.start(), m.end(), None, None, "hour", "point", "weakclock", fuzzy=True)
-    c.clock = (None, 0, 0, "hour", p)
+    c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
     if rel == "last" and p != "night":
         return None
     if rel:
@@ -661,11 +664,9 @@ def to_date(m, ctx):
       lead="tfsenmadjo", words=MON_WORDS)
 def ordinal_day(m, ctx):
     """the first of March, March twenty-first 2024."""
-    o = (m.group("o") or m.group("o2")).lower().replace(" ", "-")
-    o = "-".join(o.split())
     y = _year4(m.group("y") or m.group("y2"), ctx)
     mo = MONTHS[(m.group("mon") or m.group("mon2"))[:3].lower()]
-    return _day(m, ctx, y, mo, _ORDINALS[o])
+    return _day(m, ctx, y, mo, _ordinal(m.group("o") or m.group("o2")))
 
 
 @rule(rf"\b(?:on\s+)?{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming|following)\s+week\b"
@@ -701,12 +702,7 @@ def old_year_range(m, ctx):
     a, b = int(m.group("a")), int(m.group("b"))
     if not a <= b <= min(a + 1000, 2100) or (m.group("pre").lower() == "between") != (m.group("w").lower() == "and"):
         return None
-    s, _ = P.month_span(a, 1, ctx.tz, 12)
-    _, e = P.month_span(b, 1, ctx.tz, 12)
-    c = Cand(m.start(), m.end(), s, e, "year", "span", "span")
-    c.role = "range"
-    c.inner = (s, e)
-    return c
+    return years_cand(m.start(), m.end(), a, b, ctx.tz)
 
 
 @rule(r"\bthe\s+year\s+(?P<y>[1-9]\d{2,3})" + _ERA + r"\b|\b(?P<y2>[1-9]\d{2,3})\s*(?:AD|A\.D\.|CE|C\.E\.)(?![A-Za-z])", _I,
@@ -809,7 +805,7 @@ def day_of_month(m, ctx):
     """on the 18th, the 15th day of next month, the twenty third day of September: a day of
     the month named (this month when none; "the 18th" alone only after "on" and at the end
     of a clause)."""
-    d = int(m.group("d")) if m.group("d") else _ORDINALS.get("-".join(m.group("o").lower().split()).replace("--", "-"))
+    d = int(m.group("d")) if m.group("d") else _ordinal(m.group("o"))
     if d is None:
         return None
     tz = ctx.tz
@@ -866,67 +862,18 @@ def sub_span(m, ctx):
     return c
 
 
-_WEEK_ORD = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
-             "4th": 4, "fifth": 5, "5th": 5, "last": -1}
-
-
-@rule(rf"\b(?:the\s+)?(?P<o>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+week\s+"
-      rf"(?:of|in)\s+(?:(?P<y>\d{{4}})\b|{_MON}(?![a-z])(?:\s*,?\s*(?P<my>\d{{4}})\b)?)", _I,
-      lead="tf1234sl", words="wee")
-def week_of(m, ctx):
-    """the first week of October, the last week of July 2016, the 3rd week of 2018: weeks
-    counted as ISO weeks are, Monday first: a month's first week is the one holding its 4th
-    day (the first with four days in it), its last the one holding its fourth-last day; a
-    year's week N is ISO week N."""
-    o = _WEEK_ORD[m.group("o").lower()]
-    tz = ctx.tz
-    y0 = m.group("y")
-    mo = None if y0 else _month(m)
-    written = y0 is not None or m.group("my") is not None
-
-    def build(yy, mm=None):
-        if mo is None:
-            first, last = date(yy, 1, 4), date(yy, 12, 28)
-        else:
-            first = date(yy, mo, 4)
-            last = date(yy + (mo == 12), mo % 12 + 1, 1) - timedelta(days=4)
-        if o > 0:
-            d = first - timedelta(days=first.weekday()) + timedelta(weeks=o - 1)
-            if d > last:
-                raise ValueError("no such week")  # a fifth week that is not there
-        else:
-            d = last - timedelta(days=last.weekday())
-        return P.day_span(d.year, d.month, d.day, tz, 7)
-    y = int(y0 or m.group("my") or ctx.year)
-    try:
-        s, e = build(y)
-    except ValueError:
-        return None
-    return cal(m.start(), m.end(), s, e, "week", None if written else build)
-
-
-_CENTURY_ORD = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-                "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
-                "thirteenth": 13, "fourteenth": 14, "fifteenth": 15, "sixteenth": 16,
-                "seventeenth": 17, "eighteenth": 18, "nineteenth": 19, "twentieth": 20,
-                "twenty first": 21}
-
-
-@rule(r"\b(?:the\s+)?(?:(?P<n>[1-9]|1\d|2[01])(?:st|nd|rd|th)|(?P<w>twenty[\s-]first|first|second|third"
-      r"|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth"
-      r"|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth))\s+century\b", _I,
+@rule(rf"\b(?:the\s+)?(?:(?P<n>[1-9]|1\d|2[01])(?:st|nd|rd|th)|(?P<w>{_ORDINAL_RE}))\s+century\b", _I,
       lead=r"t\dfsenf", words="cen")
 def century(m, ctx):
     """the 15th century = [1400, 1500), as people count them (not from 1401)."""
-    w = m.group("w")
-    n = int(m.group("n")) if m.group("n") else _CENTURY_ORD[" ".join(w.lower().replace("-", " ").split())]
-    y0 = 100 * (n - 1)
-    if y0 < 1:
+    n = int(m.group("n")) if m.group("n") else _ordinal(m.group("w"))
+    if n is None or not 2 <= n <= 21:
         return None
+    y0 = 100 * (n - 1)
     s, e = P.month_span(y0, 1, ctx.tz, 1200)
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, week_of, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)

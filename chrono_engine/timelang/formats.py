@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from . import periods as P
-from .grammar import Cand, cal, rule, year_of_two_digits
+from .grammar import Cand, cal, clock_cand, rule, year_of_two_digits, years_cand
 
 __all__ = ["RULES"]
 
@@ -155,8 +155,7 @@ def clock24(m, ctx):
     if h == 24 and mi:
         return None
     grain = "second" if m.group("s") else "minute"
-    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock")
-    c.clock = (h, mi, int(m.group("s") or 0), grain, None)
+    c = clock_cand(m.start(), m.end(), h, mi, int(m.group("s") or 0), grain)
     return c
 
 
@@ -167,12 +166,7 @@ def year_range(m, ctx):
     a, b = int(m.group("a")), int(m.group("b"))
     if b < a:
         return None
-    s, _ = P.month_span(a, 1, ctx.tz, 12)
-    _, e = P.month_span(b, 1, ctx.tz, 12)
-    c = Cand(m.start(), m.end(), s, e, "year", "span", "span")
-    c.role = "range"
-    c.inner = (s, e)
-    return c
+    return years_cand(m.start(), m.end(), a, b, ctx.tz)
 
 
 @rule(r"(?<![\w$€£¥.,:/#])(?<!\d-)(?:(?:the\s+)?year\s+)?(?P<y>1[5-9]\d\d|20\d\d|2100)"

@@ -27,9 +27,12 @@ __all__ = [
     "Rule",
     "amount_cand",
     "cal",
+    "clock_cand",
+    "range_cand",
     "rule",
     "unit_point",
     "year_of_two_digits",
+    "years_cand",
 ]
 
 
@@ -152,6 +155,31 @@ def cal(b: int, e: int, start: datetime, end: datetime, grain: str,
         rebuild=None, fuzzy: bool = False) -> Cand:
     """A calendar unit (kind point)."""
     return Cand(b, e, start, end, grain, "point", "cal", None, fuzzy, rebuild)
+
+
+def range_cand(b: int, e: int, start: datetime, end: datetime, grain: str, fuzzy: bool = False) -> Cand:
+    """A range [start, end) written at text offsets [b, e) ("from 2004 to 2005", "Monday
+    3-8", "2 weeks starting May 20th")."""
+    c = Cand(b, e, start, end, grain, "span", "span", None, fuzzy)
+    c.role = "range"
+    c.inner = (start, end)
+    return c
+
+
+def years_cand(b: int, e: int, first: int, last: int, tz: tzinfo) -> Cand:
+    """The years ``first`` through ``last`` as one range (2020-2022, from 1136 to 1348)."""
+    s, _ = P.month_span(first, 1, tz, 12)
+    _, x = P.month_span(last, 1, tz, 12)
+    return range_cand(b, e, s, x, "year")
+
+
+def clock_cand(b: int, e: int, h: int, mi: int = 0, sec: int = 0, grain: str = "hour",
+               part: str | None = None, *, cls: str = "clock", fuzzy: bool = False) -> Cand:
+    """A time of day still waiting for its day (``compose`` attaches it): hour, minute,
+    second, the grain it was written in and the part of the day it was said with."""
+    c = Cand(b, e, None, None, grain, "point", cls, fuzzy=fuzzy)
+    c.clock = (h, mi, sec, grain, part)
+    return c
 
 
 def unit_point(b: int, e: int, t: datetime, grain: str) -> Cand:

@@ -20,6 +20,7 @@ from .grammar import (
     Ctx,
     amount_cand,
     cal,
+    clock_cand,
     clock_on_day,
     day_at,
     fuzzy_part,
@@ -361,8 +362,8 @@ def clock(m, ctx):
     strong = bool(dp or part or m.group("zheng") or m.group("half") or m.group("qt")
                   or (mi_s and (m.group("fen") or mi_s.isdigit()))
                   or _CLOCK_END.match(m.string, m.end()))
-    c = Cand(m.start(), m.end(), None, None, grain, "point", "clock" if strong else "weakclock")
-    c.clock = (h, mi, sec, grain, part or (_DAY_PARTS[dp][1] if dp else None))
+    c = clock_cand(m.start(), m.end(), h, mi, sec, grain, part or (_DAY_PARTS[dp][1] if dp else None),
+                   cls="clock" if strong else "weakclock")
     if dp:
         return attach_clock_to_day(c, ctx.today + timedelta(days=_DAY_PARTS[dp][0]), ctx)
     return c
@@ -373,11 +374,9 @@ def day_part(m, ctx):
     dp = m.group("dp")
     if dp:
         off, part = _DAY_PARTS[dp]
-        c = Cand(m.start(), m.end(), None, None, "hour", "point", "clock")
-        c.clock = (None, 0, 0, "hour", part)
+        c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", part)
         return attach_clock_to_day(c, ctx.today + timedelta(days=off), ctx)
-    c = Cand(m.start(), m.end(), None, None, "hour", "point", "weakclock", fuzzy=True)
-    c.clock = (None, 0, 0, "hour", m.group("part"))
+    c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", m.group("part"), cls="weakclock", fuzzy=True)
     return c
 
 
@@ -393,8 +392,7 @@ def clock_range_start(m, ctx):
     if h > 24 or m.string[max(0, m.start() - 1):m.start()] == "第" or right is None or not (
             dp or m.group("part") or _CLOCK_END.match(m.string, right.end())):
         return None  # 第3到5点建议: points of a list, not hours
-    c = Cand(m.start(), m.end(), None, None, "hour", "point", "clock")
-    c.clock = (h, 0, 0, "hour", m.group("part") or (_DAY_PARTS[dp][1] if dp else None))
+    c = clock_cand(m.start(), m.end(), h, 0, 0, "hour", m.group("part") or (_DAY_PARTS[dp][1] if dp else None))
     if dp:
         return attach_clock_to_day(c, ctx.today + timedelta(days=_DAY_PARTS[dp][0]), ctx)
     return c
