@@ -411,6 +411,14 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
             assert e.start is None or e.end is None or e.start < e.end
     intent = ce.parse_temporal_intent("yesterday at noon", now="0001-01-01T00:00:00", tz="Pacific/Pago_Pago")
     assert intent.mode in ("as_of", "window", "latest")
+    # CI fuzz run of 2026-12-02: a bound on "24:00" of the last day (clamped to the last
+    # representable instant) took one microsecond past it
+    for text in ("until 24:00", "before 24:00", "after 24:00", "since 24:00", "@<24:00"):
+        for tz in (None, "America/New_York", "Pacific/Kiritimati"):
+            intent = ce.parse_temporal_intent(text, now="9999-12-31T12:00:00", tz=tz)
+            (e,) = intent.expressions
+            assert (e.start is None) != (e.end is None)
+            assert (e.start or e.end).replace(tzinfo=None) == datetime.max
 
 
 # -- misreads seen in real questions (issue 24): names, bands, old years, tokenised dates --

@@ -9,7 +9,7 @@ matched with precompiled patterns anchored at the atom's edges.
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from . import periods as P
 from .grammar import GRAIN_ORDER, Cand, Ctx, fuzzy_part, range_cand
@@ -380,7 +380,9 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         inner = (s0, e0)
         if c.day is not None and c.grain in ("hour", "minute", "second"):
             e0 = s0  # a clock time is an instant for bounds: until 2pm ends at 14:00
-            inner = (s0, s0 + _US)
+            # the instant [s0, s0 + 1 µs); at the last representable instant (24:00 on the
+            # last day of 9999, clamped by grammar.clock_on_day) the microsecond before it
+            inner = (s0, s0 + _US) if s0.replace(tzinfo=None) < datetime.max else (s0 - _US, s0)
         if role == "since":
             start, end = s0, (ctx.now if s0 < ctx.now else None)
         elif role == "from":
