@@ -23,7 +23,7 @@ from .engine import Engine, QueryResult, SearchOptions
 from .fit import OUFit, fit_beta_bernoulli, fit_ou
 from .scoring import ScoringPolicy, score
 from .survival import FactTypeFit, ValidityFit, fit_validity, fit_validity_intervals
-from .timelang import TemporalIntent, TimeExpression, parse_temporal_intent, parse_time
+from .timelang import GroundedFact, TemporalIntent, TimeExpression, ground, parse_temporal_intent, parse_time
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs at import
     from . import datasets, embed, tkg, verify
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs 
 __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline",
            "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear", "NoDecay",
            "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
-           "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent",
+           "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent", "ground", "GroundedFact",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
            "fit_ou", "fit_beta_bernoulli", "OUFit",
            "fit_validity", "fit_validity_intervals", "ValidityFit", "FactTypeFit",

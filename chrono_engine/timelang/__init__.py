@@ -191,16 +191,19 @@ documented rule set across both languages, which wrapping would re-implement any
 """
 from __future__ import annotations
 
+from .ground import GroundedFact, ground
 from .intent import parse_temporal_intent
 from .parser import parse_time
 from .types import GRAINS, KINDS, MODES, TemporalIntent, TimeExpression
 
 __all__ = [
            "GRAINS",
+           "GroundedFact",
            "KINDS",
            "MODES",
            "TemporalIntent",
            "TimeExpression",
+           "ground",
            "parse_temporal_intent",
            "parse_time",
 ]

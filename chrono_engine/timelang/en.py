@@ -716,6 +716,17 @@ def old_year(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
+@rule(r"\b(?:in|since|until|till|during|circa|c\.|around|after|before)\s+(?P<y>1[0-4]\d\d)" + _ERA
+      + r"\b(?![.,:/-]\d)" + _NOT_UNIT, _I, lead="isutdcab", words="in sin unt til dur cir c aro aft bef")
+def old_year_after_preposition(m, ctx):
+    """in 1109, since 1204, before 1453: a four-digit year before 1500 right after a
+    preposition of time (the year alone is the expression; the preposition is read by the
+    composer as for any year). A unit after it ("in 1200 men") keeps it a number."""
+    y = int(m.group("y"))
+    s, e = P.month_span(y, 1, ctx.tz, 12)
+    return cal(m.start("y"), m.end(), s, e, "year")
+
+
 def _holiday_pattern(names) -> str:
     """One alternation of the holiday names: possessives with or without their apostrophe
     (mother's / mothers / mother’s day), "saint" also as "st." / "st", any spaces."""
@@ -874,6 +885,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)

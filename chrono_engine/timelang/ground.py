@@ -1,0 +1,154 @@
+"""``ground``: the time-scoped facts of a text (a chunk of a document), for ingesting text
+whose time lives inside it rather than in validity columns (issue 24, docs/time.md).
+
+Every time expression :func:`parse_time` finds becomes one :class:`GroundedFact`: the
+expression's span and the validity interval it gives the statement around it. How an
+expression is resolved depends on whether it is *absolute* (its interval does not depend on
+``now``: "in 1998", "March 2004", "from 2004 to 2008", 2024年3月) or *relative* ("last year",
+"two years later", 上个月, "since 2003"'s end):
+
+- absolute expressions are kept as written;
+- relative ones are resolved against ``doc_date`` (the date the text was written or
+  published) when it is given (``anchor="document"``);
+- without a ``doc_date``, *anaphoric* relative expressions ("the following year", "two
+  years later", "the same year", 次年, 两年后) are resolved against the latest absolute
+  expression before them in the text, the way a reader follows a narrative
+  (``anchor="narrative"``); deictic ones ("now", "last year", 今天, "3 days ago") cannot be
+  placed without the document's date and are left out, as is a relative expression with no
+  absolute one before it;
+- an end that is "now" in the text ("since 2003", 2003年以来, "the past two years" ends at the
+  document's date) is an *open* end in the fact: the text says the fact still held when it
+  was written, not that it stopped then. A start that is "now" ("from now on") becomes the
+  document's date (without one, the expression is left out).
+
+Relative and absolute are told apart by parsing the text against two different reference
+instants: an expression whose interval is the same under both does not depend on ``now``.
+Every fact's ``span`` lies in the text and ``text == chunk[span[0]:span[1]]``; ``start <
+end`` where both are set; facts are in text order.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+
+from ..errors import ArgumentTypeError
+from .parser import context, normalise, scan, to_expression
+from .types import TimeExpression
+
+__all__ = ["GroundedFact", "ground"]
+
+#: the second reference instant is the first moved by this much (every grain differs: year,
+#: quarter, month, ISO week, day, hour, minute, second), away from the calendar's nearer end
+_SHIFT = timedelta(days=400, hours=7, minutes=13, seconds=17)
+#: the reference instant when no document date is given (any instant works: expressions that
+#: depend on it are either re-resolved against the narrative or left out)
+_REFERENCE = datetime(2001, 7, 11, 13, 37, 11)
+#: relative expressions that refer back to a time the text just named, not to "now"
+_ANAPHORIC = re.compile(
+    r"\b(?:later|earlier|after(?:wards)?|before|following|previous|prior|same|that|the\s+next)\b"
+    r"|[次翌同]\s*[年月日天周]|当\s*[年月日天]|[年月日天周]\s*[之以]?后",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class GroundedFact:
+    """One time-scoped fact of a text: the validity ``[start, end)`` (tz-aware datetimes;
+    None for an open side) that the expression at ``span`` gives its statement.
+
+    ``anchor`` says how it was resolved: ``"absolute"`` (as written), ``"document"``
+    (relative, against the document date) or ``"narrative"`` (relative, against the
+    absolute expression before it). ``grain``, ``kind`` and ``fuzzy`` are the expression's
+    (see :class:`TimeExpression`); ``text`` is the expression's text.
+    """
+
+    start: datetime | None
+    end: datetime | None
+    text: str
+    span: tuple[int, int]
+    anchor: str
+    grain: str
+    kind: str
+    fuzzy: bool = False
+
+
+def _expressions(text: str, now: datetime | None, tz: object) -> tuple[list[TimeExpression], datetime]:
+    ctx = context(now, tz)
+    return [to_expression(c, text) for c in scan(text, ctx)
+            if c.start is None or c.end is None or c.start < c.end], ctx.now
+
+
+def _shifted(now: datetime) -> datetime:
+    try:
+        return now - _SHIFT if now.year > 5000 else now + _SHIFT
+    except OverflowError:  # pragma: no cover - both directions cannot overflow
+        return now
+
+
+def ground(text: str, doc_date: datetime | str | None = None, *,
+           tz: str | tzinfo | None = None) -> list[GroundedFact]:
+    """The time-scoped facts of ``text``, in text order (module docstring for the rules).
+
+    ``doc_date``: when the text was written (a datetime, ``date`` or ISO 8601 string, as
+    ``now`` of :func:`parse_time`; naive = wall clock in ``tz``), or None when unknown.
+    ``tz``: the zone of the results and of naive times (IANA name, tzinfo or None for UTC).
+    A text with no time, or only relative times that cannot be placed, gives ``[]``: the
+    chunk is *undated*.
+
+    >>> [(f.text, f.start.year, f.end, f.anchor)
+    ...  for f in ground("He joined Boston in 2009 and left two years later.")]
+    [('2009', 2009, datetime.datetime(2010, 1, 1, 0, 0, tzinfo=datetime.timezone.utc), 'absolute'), \
+('two years later', 2011, datetime.datetime(2012, 1, 1, 0, 0, tzinfo=datetime.timezone.utc), 'narrative')]
+    """
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"text must be a str, not {type(text).__name__}")
+    if not text:
+        context(doc_date, tz)  # a bad doc_date or tz is refused even for an empty text
+        return []
+    norm = normalise(text)
+    first, now1 = _expressions(norm, doc_date if doc_date is not None else _REFERENCE, tz)
+    if not first:
+        return []
+    now2 = _shifted(now1)
+    second = {e.span: (e.start, e.end) for e in _expressions(norm, now2, tz)[0]}
+    out: list[GroundedFact] = []
+    anchor: datetime | None = None
+    for e in first:
+        other = second.get(e.span)
+        s, t = e.start, e.end
+        if other is not None and other == (s, t):
+            how = "absolute"
+        else:
+            # a side that is "now" under both references: open end / document-date start
+            s_now = other is not None and s == now1 and other[0] == now2
+            # an end at "now" under one reference may be open under the other (the parser
+            # opens "since 2003" read before 2003): both mean "still holds when written"
+            t_now = other is not None and (t is None or t == now1) and (other[1] is None or other[1] == now2)
+            fixed_s = other is not None and (s_now or other[0] == s)
+            fixed_t = other is not None and (t_now or other[1] == t)
+            if fixed_s and fixed_t:  # "since 2003": a fixed start, an end at now
+                how = "absolute" if not s_now else ("document" if doc_date is not None else None)
+                if t_now:
+                    t = None
+            elif doc_date is not None:
+                how = "document"
+                if t_now:
+                    t = None
+            elif anchor is not None and _ANAPHORIC.search(e.text):
+                how = "narrative"
+                again = _expressions(e.text, anchor, tz)[0]
+                if len(again) != 1:
+                    continue
+                s, t = again[0].start, again[0].end
+            else:
+                continue
+            if how is None:
+                continue
+        if s is None and t is None:
+            continue  # a bare duration: no position in time
+        if s is not None and t is not None and not s < t:
+            continue
+        out.append(GroundedFact(s, t, text[e.span[0]:e.span[1]], e.span, how, e.grain, e.kind, e.fuzzy))
+        if how == "absolute" and s is not None:
+            anchor = s
+    return out
