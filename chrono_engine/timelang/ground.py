@@ -29,6 +29,7 @@ end`` where both are set; facts are in text order.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
@@ -78,6 +79,21 @@ def _expressions(text: str, now: datetime | None, tz: object) -> tuple[list[Time
             if c.start is None or c.end is None or c.start < c.end], ctx.now
 
 
+@lru_cache(maxsize=16384)
+def _alone(text: str, now1: datetime, now2: datetime, tz: object) -> tuple | None:
+    """The intervals of an expression's own text read alone at ``now1`` and at ``now2``, or
+    None when alone it is not exactly one expression covering the whole text. An exact
+    cache: the result depends only on the arguments (corpora repeat their expressions:
+    "2009", "the following year")."""
+    a, _ = _expressions(text, now1, tz)
+    if len(a) != 1 or a[0].span != (0, len(text)):
+        return None
+    b, _ = _expressions(text, now2, tz)
+    if len(b) != 1 or b[0].span != (0, len(text)):
+        return None
+    return (a[0].start, a[0].end), (b[0].start, b[0].end)
+
+
 def _shifted(now: datetime) -> datetime:
     try:
         return now - _SHIFT if now.year > 5000 else now + _SHIFT
@@ -110,11 +126,25 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
     if not first:
         return []
     now2 = _shifted(now1)
-    second = {e.span: (e.start, e.end) for e in _expressions(norm, now2, tz)[0]}
+    second = None
+    try:
+        hash(tz)
+    except TypeError:  # pragma: no cover - an unhashable tzinfo: no cache
+        tz_key = None
+    else:
+        tz_key = tz
     out: list[GroundedFact] = []
     anchor: datetime | None = None
     for e in first:
-        other = second.get(e.span)
+        # the expression read alone, when alone it reads as it does in the text; else the
+        # whole text read again at the second reference
+        alone = _alone(e.text, now1, now2, tz_key) if tz_key is not None or tz is None else None
+        if alone is not None and alone[0] == (e.start, e.end):
+            other = alone[1]
+        else:
+            if second is None:
+                second = {x.span: (x.start, x.end) for x in _expressions(norm, now2, tz)[0]}
+            other = second.get(e.span)
         s, t = e.start, e.end
         if other is not None and other == (s, t):
             how = "absolute"
