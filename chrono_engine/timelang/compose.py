@@ -9,6 +9,7 @@ matched with precompiled patterns anchored at the atom's edges.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from datetime import datetime, timedelta
 
 from . import periods as P
@@ -105,14 +106,29 @@ _HINT_PRE = re.compile(r"[\s截止直至到自从由打始早晚不<>≤≥]")
 
 
 def select(cands: list[Cand]) -> list[Cand]:
-    """Leftmost-longest non-overlapping candidates; ties go to the earlier rule."""
+    """Non-overlapping candidates covering the most characters (weighted interval
+    scheduling); among equal coverings the leftmost-longest one, ties to the earlier rule.
+    "on Tuesday March 7" is one date, not "on Tuesday" followed by a lone "March 7"."""
     cands.sort(key=lambda c: (c.b, c.b - c.e, c.prio))
+    n = len(cands)
+    if n < 2:
+        return list(cands)
+    begins = [c.b for c in cands]
+    nxt = [bisect_left(begins, c.e, i + 1) for i, c in enumerate(cands)]
+    best = [0] * (n + 1)
+    take = [False] * n
+    for i in range(n - 1, -1, -1):
+        with_i = cands[i].e - cands[i].b + best[nxt[i]]
+        take[i] = with_i >= best[i + 1]
+        best[i] = with_i if take[i] else best[i + 1]
     out = []
-    last = -1
-    for c in cands:
-        if c.b >= last:
-            out.append(c)
-            last = c.e
+    i = 0
+    while i < n:
+        if take[i]:
+            out.append(cands[i])
+            i = nxt[i]
+        else:
+            i += 1
     return out
 
 
