@@ -782,3 +782,22 @@ def test_more_bounds_and_the_weekend(text, expected):
 ])
 def test_lowercase_short_months_after_a_preposition(text, expected):
     assert _found(text, now="2016-11-07") == expected
+
+
+@pytest.mark.parametrize("text, now, expected", [
+    # the candidates covering the most text win: a weekday before its date joins it
+    ("Let us meet on Tuesday March 7 to discuss", "2018-03-14", ("2018-03-07 00:00", "2018-03-08 00:00")),
+    ("Book lunch on Tue May 9. Thanks", "2018-01-07", ("2018-05-09 00:00", "2018-05-10 00:00")),
+    # a year range at the end of a sentence; still not before a decimal or a second number
+    ("The range is 2014-2018.", "2016-11-07", ("2014-01-01 00:00", "2019-01-01 00:00")),
+    # a year before 1500 after a preposition of time
+    ("his father died in 1109 , and", "2020-01-01", ("1109-01-01 00:00", "1110-01-01 00:00")),
+    ("the city grew since 1204 .", "2020-01-01", ("1204-01-01 00:00", "2020-01-01 00:00")),
+])
+def test_coverage_selection_year_ranges_and_old_years(text, now, expected):
+    assert _one(text, now) == expected
+
+
+@pytest.mark.parametrize("text", ["2014-2018.5", "2014-2018/19", "in 1200 men", "in 1200.5 m", "from 4 to 1200"])
+def test_numbers_that_stay_numbers(text):
+    assert parse_time(text, now="2020-01-01") == []

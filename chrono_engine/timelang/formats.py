@@ -160,7 +160,7 @@ def clock24(m, ctx):
 
 
 @rule(r"(?<![\d.:/-])(?P<a>(?:19|20)\d{2})\s*(?:年\s*)?[-–—~～]\s*(?P<b>(?:19|20)\d{2})(?:\s*年(?:度)?)?"
-      r"(?![\d.:/-])", lead=r"\d", chars='-–—~～')
+      r"(?!\d|[.:/-]\d)", lead=r"\d", chars='-–—~～')
 def year_range(m, ctx):
     """2020-2022, 2020—2022年: the years from the first through the second."""
     a, b = int(m.group("a")), int(m.group("b"))
