@@ -801,3 +801,17 @@ def test_coverage_selection_year_ranges_and_old_years(text, now, expected):
 @pytest.mark.parametrize("text", ["2014-2018.5", "2014-2018/19", "in 1200 men", "in 1200.5 m", "from 4 to 1200"])
 def test_numbers_that_stay_numbers(text):
     assert parse_time(text, now="2020-01-01") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a day, a bound word, a clock time: the bound at that clock on that day, one expression
+    ("1/1/2015 after 2:00", ("2015-01-01 02:00", None)),
+    ("feb 1st no later than 6:00", (None, "2018-02-01 06:00")),
+    ("previous tuesday by 2 in the afternoon", (None, "2018-06-19 14:00")),
+    ("tomorrow after 3pm", ("2018-06-27 15:00", None)),
+    ("2020-01-01 before 9:00", (None, "2020-01-01 09:00")),
+])
+def test_a_bounded_clock_after_its_day(text, expected):
+    (e,) = parse_time(text, now="2018-06-26T12:00")
+    assert e.text == text
+    assert _one(text, "2018-06-26T12:00") == expected

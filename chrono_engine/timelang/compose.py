@@ -413,6 +413,8 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                  "span", "span", None, c.fuzzy)
         r.role = role
         r.inner = inner
+        if c.joined is not None and out and out[-1] is c.joined:
+            r.b = out.pop().b  # the day written before the bound: one expression
         r.fzpart = "now" if c.cls == "now" else None
         out.append(r)
     return out
@@ -484,6 +486,9 @@ def _lend_years(text: str, sel: list[Cand]) -> list[Cand]:
 
 
 _ON_DAY_GAP = re.compile(r"\s*(?:on|of|,|for)?\s*(?:the\s+)?$", _IA)
+#: a bound word between a day and a clock time: "feb 1st no later than 6:00", "1/1/2015 after 2:00"
+_DAY_BOUND_GAP = re.compile(r"\s*,?\s*(?:(?:no|not)\s+(?:later|earlier)\s+than|later\s+than|earlier\s+than"
+                            r"|after|before|by|until|till|since)\s+$", _IA)
 _OFFSET_GAP = re.compile(r"\s*(?P<w>after|before|from)\s+$", _IA)
 
 
@@ -529,6 +534,12 @@ def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
             _move_days(c, prev.start.date() - c.start.date())
             c.b, c.floating = prev.b, False
             out[-1] = c
+            continue
+        if (c.floating and _is_day(prev) and c.b - prev.e <= 24 and _DAY_BOUND_GAP.match(text, prev.e, c.b)):
+            # "feb 1st no later than 6:00": the clock is on the day; the bound joins them
+            _move_days(c, prev.start.date() - c.start.date())
+            c.floating, c.joined = False, prev
+            out.append(c)
             continue
         if (_is_day(c) and prev is not None and prev.floating and c.b - prev.e <= 8
                 and _ON_DAY_GAP.match(text, prev.e, c.b)):

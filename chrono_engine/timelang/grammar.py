@@ -72,7 +72,7 @@ class Cand:
     """
 
     __slots__ = ("b", "e", "start", "end", "grain", "kind", "dur", "fuzzy", "cls", "rebuild",
-                 "role", "inner", "clock", "prio", "fzpart", "lend", "day", "floating")
+                 "role", "inner", "clock", "prio", "fzpart", "lend", "day", "floating", "joined")
 
     def __init__(self, b, e, start, end, grain, kind="point", cls="cal", dur=None,
                  fuzzy=False, rebuild=None, clock=None):
@@ -94,6 +94,7 @@ class Cand:
         self.lend = "y"  # what rebuild takes from the other side of a range: y or ym
         self.day = None  # (date, part of day) for a clock attached to its day
         self.floating = False  # a clock time put on today for want of a written day
+        self.joined = None  # the day candidate written before a bounded clock ("feb 1st by 6:00")
 
     def __repr__(self) -> str:  # debugging aid
         return (f"Cand({self.b},{self.e},{self.cls},{self.kind},{self.grain},"
