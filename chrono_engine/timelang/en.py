@@ -153,6 +153,29 @@ def month_day(m, ctx):
     return _day(m, ctx, y, _month(m), int(m.group("d")))
 
 
+#: a day of the month in words: an ordinal (first ... thirty-first) or a cardinal from ten on
+#: ("twenty nine"; one to nine are left out: "May one day")
+_DAY_WORDS = (rf"(?P<dw>{_ORDINAL_RE}|(?:twenty|thirty)[\s-](?:one|two|three|four|five|six|seven|eight|nine)"
+              r"|twenty|thirty|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)")
+
+
+def _day_word(w: str) -> int | None:
+    d = _ordinal(w)
+    if d is None:
+        d = en_int(" ".join(w.lower().replace("-", " ").split()))
+    return int(d) if d is not None and d == int(d) and 1 <= d <= 31 else None
+
+
+@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}\s+(?:the\s+)?{_DAY_WORDS}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
+      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec')
+def month_day_words(m, ctx):
+    """March eighteenth, may twenty nine, January the first 2024: the day in words."""
+    d = _day_word(m.group("dw"))
+    if d is None:
+        return None
+    return _day(m, ctx, _year4(m.group("y"), ctx), _month(m), d)
+
+
 @rule(rf"(?<![$€£¥])(?<![$€£¥]\s)\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}(?:\s+(?:of\s+)?|-){_MON}(?![a-z])"
       rf"(?:(?:\s*,?\s*|-)(?P<y>\d{{4}})\b)?", _I,
       lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec')
@@ -885,6 +908,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, day_month, day_range, month, relative_day,
+RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
