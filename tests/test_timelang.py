@@ -815,3 +815,23 @@ def test_a_bounded_clock_after_its_day(text, expected):
     (e,) = parse_time(text, now="2018-06-26T12:00")
     assert e.text == text
     assert _one(text, "2018-06-26T12:00") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I will go back May twenty nine", ("2016-05-29 00:00", "2016-05-30 00:00")),
+    ("on March twentieth, 2019", ("2019-03-20 00:00", "2019-03-21 00:00")),
+    ("January the first 2024", ("2024-01-01 00:00", "2024-01-02 00:00")),
+    ("march eighteenth nine thirty pm", ("2016-03-18 21:30", "2016-03-18 21:31")),
+    ("call me at nine thirty", ("2016-11-07 09:30", "2016-11-07 09:31")),
+    ("one thirty p m", ("2016-11-07 13:30", "2016-11-07 13:31")),
+    ("at ten o five in the evening", ("2016-11-07 22:05", "2016-11-07 22:06")),
+    ("from three thirty to four thirty", ("2016-11-07 03:30", "2016-11-07 04:30")),
+    ("tomorrow at nine thirty", ("2016-11-08 09:30", "2016-11-08 09:31")),
+])
+def test_days_and_clock_times_in_words(text, expected):
+    assert _one(text, "2016-11-07T12:00") == expected
+
+
+@pytest.mark.parametrize("text", ["nine thirty people came", "twenty forty five", "june thirty-first"])
+def test_number_words_that_are_not_times(text):
+    assert parse_time(text, now="2016-11-07T12:00") == []

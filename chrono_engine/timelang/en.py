@@ -449,6 +449,37 @@ _MIN_W = (r"(?:[1-5]?\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|
 _PART_W = r"(?:in\s+the\s+(?P<part>morning|afternoon|evening)|(?P<night>at\s+night|tonight))"
 
 
+_HOUR_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_MIN_WORD = (r"(?:o[\s-](?:one|two|three|four|five|six|seven|eight|nine)|ten|eleven|twelve|thirteen|fourteen"
+             r"|fifteen|sixteen|seventeen|eighteen|nineteen"
+             r"|(?:twenty|thirty|forty|fifty)(?:[\s-](?:one|two|three|four|five|six|seven|eight|nine))?)")
+_AMPM_W = r"(?P<ap>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
+
+
+@rule(rf"\b(?:(?P<pre>at|from|to|until|till|by|around|about|between|and)\s+)?(?P<h>{_HOUR_WORD})[\s-](?P<mi>{_MIN_WORD})\b"
+      rf"(?:\s*{_AMPM_W}|\s+{_PART_W})?", _I,
+      lead="aftubotsefn", words="one two thr fou fiv six sev eig nin ten ele twe")
+def clock_hour_minute_words(m, ctx):
+    """nine thirty, at five-fifteen, one thirty p m, three o five in the afternoon: a clock
+    time in words. Without am / pm or a part of the day it needs a word that introduces
+    times before it (at, from, to, until, by, around) or a day next to it."""
+    ap = (m.group("ap") or "").lower().replace(".", "").replace(" ", "")
+    part = (m.group("part") or ("night" if m.group("night") else "")).lower() or None
+    weak = not (m.group("pre") or ap or part)  # kept only next to a day ("five-thirty tomorrow")
+    h, mi = en_int(m.group("h")), en_int(" ".join(m.group("mi").lower().replace("-", " ").split()[-2:])
+                                        if not m.group("mi").lower().startswith("o") else
+                                        m.group("mi").lower().replace("-", " ").split()[-1])
+    if h is None or mi is None or not 0 < mi < 60:
+        return None
+    h = int(h)
+    if ap == "pm" and h < 12:
+        h += 12
+    elif ap == "am" and h == 12:
+        h = 0
+    h = _with_part(h, part)
+    return clock_cand(m.start("h"), m.end(), h, int(mi), 0, "minute", cls="weakclock" if weak else "clock")
+
+
 def _with_part(h: int, part: str | None) -> int:
     """The hour of a clock said with its part of the day: 7 in the evening = 19."""
     if part in ("afternoon", "evening", "night") and h < 12 and not (part == "night" and h < 5):
@@ -910,4 +941,4 @@ def century(m, ctx):
 
 RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
+         week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
