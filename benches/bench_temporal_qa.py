@@ -467,36 +467,38 @@ def sys_engine_parse_time_cleaned(b: Bench, scope: str, k: int) -> list[np.ndarr
 
 @dataclass
 class Grounded:
-    """``ce.ground`` over every paragraph (no document date: TimeQA's paragraphs have none):
-    one row per fact, ``row`` the paragraph of each."""
+    """``ce.ground_rows`` over every paragraph (no document date: TimeQA's paragraphs have
+    none): one row per fact, ``row`` the paragraph of each (undated ones once)."""
     row: np.ndarray
     valid_from: np.ndarray
     valid_to: np.ndarray
-    anchors: dict
+    undated: int
     seconds: float
 
 
 def grounded(b: Bench) -> Grounded:
     if getattr(b, "_grounded", None) is None:
-        rows, vf, vt, anchors = [], [], [], {}
+        n = len(b.corpus.texts)
         t0 = time.perf_counter()
-        facts = [ce.ground(text) for text in b.corpus.texts]
+        g = ce.ground_rows({"content": b.corpus.texts, "row": np.arange(n, dtype=np.int64)})
         seconds = time.perf_counter() - t0
-        for r, fs in enumerate(facts):
-            for f in fs:
-                rows.append(r)
-                vf.append(us(f.start) if f.start is not None else MIN_TIME_US)
-                vt.append(us(f.end) if f.end is not None else OPEN_END)
-                anchors[f.anchor] = anchors.get(f.anchor, 0) + 1
-        b._grounded = Grounded(np.asarray(rows, np.int64), np.asarray(vf, np.int64), np.asarray(vt, np.int64),
-                               anchors, seconds)
+        undated = (g["valid_from"] == MIN_TIME_US) & (g["valid_to"] == OPEN_END)
+        b._grounded = Grounded(np.asarray(g["row"], np.int64), g["valid_from"], g["valid_to"], int(undated.sum()),
+                               seconds)
     return b._grounded
 
 
-def sys_engine_grounded(b: Bench, scope: str, k: int) -> list[np.ndarray]:
-    """One engine row per grounded fact (``ce.ground``), undated paragraphs left out;
-    ``engine.query`` per question, its hits collapsed to paragraphs (the best row of each,
-    asking for more rows until k paragraphs or every row)."""
+#: the window fit (half-life in days) of engine_grounded_fit, chosen on the tune part
+#: (730, 1095 and 1825 tried; see benches/RESULTS.md)
+WINDOW_FIT_DAYS = 1095.0
+
+
+def _engine_grounded(b: Bench, scope: str, k: int, name: str, window_fit: float | None) -> list[np.ndarray]:
+    """The documented path for text whose time is inside it: ``ce.ground_rows`` (one row
+    per fact, undated paragraphs once), ``engine.ingest``, ``engine.query(question)`` with
+    its defaults (each paragraph's text once; undated paragraphs left out of questions with
+    a time constraint) and, for ``window_fit``, the closeness of a fact's start to the
+    window's start. Hits are mapped back to paragraphs by their row."""
     g = grounded(b)
     c = b.corpus
     lookup = {q.text: b.Q[i] for i, q in enumerate(c.questions)}
@@ -518,27 +520,29 @@ def sys_engine_grounded(b: Bench, scope: str, k: int) -> list[np.ndarray]:
         doc_of_fact = c.para_doc[g.row]
         engines = {d: build(all_ids[doc_of_fact == d]) for d in sorted({q.doc for q in c.questions})}
     t_build = time.perf_counter() - t0
-    out = []
+    out, repeated = [], 0
     t0 = time.perf_counter()
     for q in c.questions:
         eng = engines[None if scope == "corpus" else q.doc]
         if eng is None:
             out.append(np.zeros(0, np.int64))
             continue
-        want = 4 * k
-        while True:
-            res = eng.query(q.text, k=want, now=b.now, embed=lookup.__getitem__)
-            paras = g.row[res.hits.column("id").to_numpy().astype(np.int64)]
-            _, first = np.unique(paras, return_index=True)
-            kept = paras[np.sort(first)]
-            if len(kept) >= k or len(paras) < want:
-                break
-            want *= 4
-        out.append(kept[:k])
-    b.engine_stats[f"engine_grounded/{scope}"] = {"build_s": t_build, "query_s": time.perf_counter() - t0,
-                                                  "rows": int(len(g.row)), "ground_s": g.seconds,
-                                                  "anchors": g.anchors}
+        res = eng.query(q.text, k=k, now=b.now, embed=lookup.__getitem__, window_fit=window_fit)
+        paras = g.row[res.hits.column("id").to_numpy().astype(np.int64)]
+        repeated += len(set(paras.tolist())) != len(paras)
+        out.append(paras)
+    b.engine_stats[f"{name}/{scope}"] = {"build_s": t_build, "query_s": time.perf_counter() - t0,
+                                         "rows": int(len(g.row)), "undated_rows": g.undated, "ground_s": g.seconds,
+                                         "window_fit_days": window_fit, "repeated_paragraphs": repeated}
     return out
+
+
+def sys_engine_grounded(b: Bench, scope: str, k: int) -> list[np.ndarray]:
+    return _engine_grounded(b, scope, k, "engine_grounded", None)
+
+
+def sys_engine_grounded_fit(b: Bench, scope: str, k: int) -> list[np.ndarray]:
+    return _engine_grounded(b, scope, k, "engine_grounded_fit", WINDOW_FIT_DAYS)
 
 
 #: name -> function(bench, scope "corpus" | "doc", k) -> ranked corpus rows per question
@@ -549,6 +553,7 @@ SYSTEMS: dict[str, Callable[[Bench, str, int], list[np.ndarray]]] = {
     "engine_parse_time_dated_only": sys_engine_parse_time_dated_only,
     "engine_parse_time_cleaned": sys_engine_parse_time_cleaned,
     "engine_grounded": sys_engine_grounded,
+    "engine_grounded_fit": sys_engine_grounded_fit,
     "lexical_year_filter": sys_lexical_year_filter,
 }
 
@@ -689,10 +694,10 @@ def print_report(result: dict, systems: list[str], ks: tuple[int, ...], log: Cal
         f"{sp['parse_time_us_per_question']:.0f} us/question, parse_temporal_intent "
         f"{sp['parse_temporal_intent_us_per_question']:.0f} us/question; paragraph time extraction "
         f"(parse_time) {sp['paragraph_parse_time_per_s']:,.0f} paragraphs/s")
-    g = result["engine"].get("engine_grounded/corpus")
+    g = result["engine"].get("engine_grounded/corpus") or result["engine"].get("engine_grounded_fit/corpus")
     if g:
-        log(f"grounding (ce.ground, one core): {ds['paragraphs'] / g['ground_s']:,.0f} paragraphs/s, "
-            f"{g['rows']:,} facts ({', '.join(f'{k} {v:,}' for k, v in sorted(g['anchors'].items()))})")
+        log(f"grounding (ce.ground_rows, one core): {ds['paragraphs'] / g['ground_s']:,.0f} paragraphs/s, "
+            f"{g['rows']:,} rows ({g['undated_rows']:,} of them undated paragraphs)")
     head = "  ".join(f"g@{k:<4}" for k in ks)
     for part in PARTS:
         r = result["parts"][part]

@@ -20,6 +20,7 @@ from .decay import (Decay, DecayPolicy, Exponential, Gaussian, HalfLife, Linear,
                     PowerLaw, Weibull, parse_decay)
 from .article import article_reference_pipeline
 from .engine import Engine, QueryResult, SearchOptions
+from .grounding import ground_rows
 from .fit import OUFit, fit_beta_bernoulli, fit_ou
 from .scoring import ScoringPolicy, score
 from .survival import FactTypeFit, ValidityFit, fit_validity, fit_validity_intervals
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs 
 __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline",
            "Decay", "DecayPolicy", "Exponential", "Gaussian", "HalfLife", "Linear", "NoDecay",
            "PowerLaw", "Weibull", "parse_decay", "ScoringPolicy", "score",
-           "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent", "ground", "GroundedFact",
+           "parse_time", "parse_temporal_intent", "TimeExpression", "TemporalIntent", "ground", "GroundedFact", "ground_rows",
            "verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl",
            "fit_ou", "fit_beta_bernoulli", "OUFit",
            "fit_validity", "fit_validity_intervals", "ValidityFit", "FactTypeFit",

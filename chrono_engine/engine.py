@@ -409,7 +409,8 @@ class Engine:
     # ------------------------------------------------------------------ natural-language query
     def query(self, text: str, k: int = 5, *, now: Any = None, tz: Any = None,
               embed: Callable[[str], Any] | None = None, lang: str | None = None,
-              embed_text: str = "full", options: SearchOptions | None = None,
+              embed_text: str = "full", distinct: bool = True, undated: str = "auto",
+              window_fit: float | None = None, options: SearchOptions | None = None,
               **kwargs: Any) -> QueryResult:
         """Answer a natural-language question: parse its time intent, embed, search, cite.
 
@@ -425,7 +426,18 @@ class Engine:
            intent's anchor; ``window`` over the intent's window (an open start is the
            beginning of time, an open end stays open) with decay anchored at
            T = min(window end, now);
-        4. citations are in ``lang`` ("en" / "zh"; None: "zh" when the text has CJK
+        4. the hits pass a post-stage made for items stored as several rows
+           (:func:`~chrono_engine.ground_rows`: one row per fact of a chunk): ``distinct``
+           (default True) returns each ``content`` once, its best row; ``undated``
+           ("auto", default: left out when the question has a time constraint, kept in
+           ``latest`` mode; "exclude"; "include") decides about undated items (valid from
+           the beginning of time, open-ended); ``window_fit`` (a half-life in days, default
+           None: off) adds, in ``window`` mode with a start, how close an item's
+           ``valid_from`` lies to the window's start: score = α·score + (1 − α)·2^(−|valid_from
+           − start| / half-life) — "from 2004 to 2008" prefers a fact that began in 2004.
+           The core is asked for more rows until this answer is exact (up to 4,096 rows;
+           past that ``certified`` is False);
+        5. citations are in ``lang`` ("en" / "zh"; None: "zh" when the text has CJK
            ideographs) with the effective date's day in ``tz``.
 
         ``options`` / keywords: the other :class:`~chrono_engine.SearchOptions` (known_at,
@@ -434,7 +446,8 @@ class Engine:
         refused. Returns a :class:`QueryResult` (hits table + the intent used).
         """
         return _search.query_text(self.search, self.dim, self.embedder, text, k, now=now, tz=tz, embed=embed,
-                                  lang=lang, options=options, overrides=kwargs, embed_text=embed_text)
+                                  lang=lang, options=options, overrides=kwargs, embed_text=embed_text,
+                                  distinct=distinct, undated=undated, window_fit=window_fit)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike | None = None, *, key: Any = None) -> None:

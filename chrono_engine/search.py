@@ -525,9 +525,91 @@ def _has_cjk(text: str) -> bool:
 _FROM_INTENT = ("mode", "as_of", "window")
 
 
+#: undated items in a text query: left out when the question has a time constraint ("auto"),
+#: always left out, or always kept
+UNDATED = ("auto", "exclude", "include")
+#: the most rows a text query's post-stage asks the core for before it settles for an
+#: uncertified answer (then ``certified`` is False on its hits)
+POST_FETCH_MAX = 4096
+
+
+def _undated(hits: pa.Table) -> np.ndarray:
+    """Rows of an undated item: valid from the beginning of time, open-ended (the mark
+    :func:`chrono_engine.ground_rows` gives a chunk with no placeable time)."""
+    vf = hits.column("valid_from").cast(pa.int64()).to_numpy(zero_copy_only=False)
+    vt = hits.column("valid_to").cast(pa.int64()).fill_null(OPEN_END).to_numpy(zero_copy_only=False)
+    return (vf == MIN_TIME_US) & (vt == OPEN_END)
+
+
+def _post(hits: pa.Table, k: int, *, drop_undated: bool, distinct: bool, fit: tuple | None,
+          alpha: float) -> tuple[pa.Table, float | None]:
+    """The k best rows of ``hits`` (ranked by score) after the text query's post-stage:
+    undated rows dropped, the window fit fused into the score, one row per distinct
+    content. Returns the rows and the k-th final score (None when fewer than k)."""
+    n = hits.num_rows
+    keep = np.ones(n, bool)
+    if drop_undated and n:
+        keep &= ~_undated(hits)
+    score = hits.column("score").to_numpy(zero_copy_only=False).astype(np.float64)
+    if fit is not None and n:
+        start, half_life_us = fit
+        vf = hits.column("valid_from").cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64)
+        closeness = np.exp2(-np.abs(vf - float(start)) / half_life_us)
+        score = alpha * score + (1.0 - alpha) * closeness
+    order = np.flatnonzero(keep)
+    order = order[np.argsort(-score[order], kind="stable")]
+    if distinct and len(order):
+        content = hits.column("content").to_pylist()
+        seen, picked = set(), []
+        for i in order.tolist():
+            c = content[i]
+            key = ("id", i) if c is None else c
+            if key not in seen:
+                seen.add(key)
+                picked.append(i)
+                if len(picked) == k:
+                    break
+        order = np.asarray(picked, np.int64)
+    order = order[:k]
+    out = hits.take(pa.array(order, pa.int64()))
+    if fit is not None:
+        out = out.set_column(out.column_names.index("score"), "score", pa.array(score[order], pa.float64()))
+    out = out.set_column(out.column_names.index("rank"), "rank",
+                         pa.array(np.arange(1, len(order) + 1), out.schema.field("rank").type))
+    return out, (float(score[order[-1]]) if len(order) == k else None)
+
+
+def post_search(search: Callable[..., pa.Table], vec: np.ndarray, k: int, opts: SearchOptions, *,
+                drop_undated: bool, distinct: bool, fit: tuple | None, alpha: float) -> pa.Table:
+    """``search`` with the text query's post-stage (:func:`_post`), asking the core for more
+    rows until the answer is exact: k rows found and, with a window fit, no row not yet
+    fetched could reach the k-th final score (its core score is at most the last fetched
+    one and its closeness at most 1). Past :data:`POST_FETCH_MAX` rows the answer is
+    returned with ``certified`` False."""
+    if not (drop_undated or distinct or fit is not None):
+        return search(vec, k, opts)
+    m = min(max(4 * k, k + 16), K_MAX)
+    while True:
+        hits = search(vec, m, opts)
+        out, kth = _post(hits, k, drop_undated=drop_undated, distinct=distinct, fit=fit, alpha=alpha)
+        if hits.num_rows < m:
+            return out  # every qualifying row was seen
+        if kth is not None:
+            if fit is None:
+                return out
+            last = float(hits.column("score")[hits.num_rows - 1].as_py())
+            if kth >= alpha * last + (1.0 - alpha):
+                return out
+        if m >= POST_FETCH_MAX or m >= K_MAX:
+            cert = pa.array(np.zeros(out.num_rows, bool))
+            return out.set_column(out.column_names.index("certified"), "certified", cert)
+        m = min(m * 4, POST_FETCH_MAX, K_MAX)
+
+
 def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: str, k: int, *, now: Any,
                tz: Any, embed: Callable[[str], Any] | None, lang: str | None,
-               options: SearchOptions | None, overrides: dict, embed_text: str = "full") -> QueryResult:
+               options: SearchOptions | None, overrides: dict, embed_text: str = "full",
+               distinct: bool = True, undated: str = "auto", window_fit: Any = None) -> QueryResult:
     """The body of :meth:`Engine.query <chrono_engine.Engine.query>`; ``search(vector, k,
     options)`` runs one search, ``embedder`` is the engine's."""
     from .timelang import parse_temporal_intent
@@ -547,6 +629,14 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         raise QueryError(f"lang must be 'en', 'zh' or None, got {shown(lang)}")
     if embed_text not in ("full", "cleaned"):
         raise QueryError(f"embed_text must be 'full' or 'cleaned', got {shown(embed_text)}")
+    if not isinstance(distinct, (bool, np.bool_)):
+        raise QueryError(f"distinct must be True or False, got {shown(distinct)}")
+    if not isinstance(undated, str) or undated not in UNDATED:
+        raise QueryError(f"undated must be one of {', '.join(UNDATED)}, got {shown(undated)}")
+    if window_fit is not None:
+        if isinstance(window_fit, (bool, np.bool_)) or not isinstance(window_fit, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(float(window_fit)) or not 0 < float(window_fit) <= 1e7:
+            raise QueryError(f"window_fit must be a half-life in days, > 0 and at most 1e7, got {shown(window_fit)}")
     fn = embed if embed is not None else embedder
     if fn is None:
         raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
@@ -583,7 +673,13 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     if vec.shape != (dim,):
         raise QueryError(f"embed returned shape {vec.shape}, expected ({dim},)")
     opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
-    hits = search(vec, k, opts)
+    fit = None
+    if window_fit is not None and window is not None and window[0] != MIN_TIME_US:
+        fit = (window[0], float(window_fit) * US_PER_DAY)
+    drop = undated == "exclude" or (undated == "auto" and intent.mode != "latest")
+    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
+    hits = post_search(search, vec, k, opts, drop_undated=drop, distinct=bool(distinct), fit=fit,
+                       alpha=opts.alpha)
     if ctx.tz is not _UTC and hits.num_rows:
         vf = hits.column("valid_from").cast(pa.int64()).to_numpy()
         cites = citations(hits.column("title"), hits.column("version"), vf, lang, ctx.tz)

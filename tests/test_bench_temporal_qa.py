@@ -147,7 +147,7 @@ def test_gold_at_k_by_hand(data_dir, tmp_path):
     ranked = {name: {scope: bq.SYSTEMS[name](b, scope, 5) for scope in bq.SCOPES} for name in bq.SYSTEMS}
     for name in bq.SYSTEMS:  # the quokka question: only its gold paragraph holds its words
         for scope in bq.SCOPES:
-            if name in ("engine_parse_time_dated_only", "engine_grounded"):  # its gold is undated: not there
+            if name == "engine_parse_time_dated_only":  # its gold is undated: not in that corpus
                 assert _row(c, 1, 1) not in ranked[name][scope][1].tolist()
             else:
                 assert ranked[name][scope][1][0] == _row(c, 1, 1), (name, scope)
@@ -157,13 +157,17 @@ def test_gold_at_k_by_hand(data_dir, tmp_path):
     assert ranked["engine_parse_time"]["corpus"][0][0] == gold0
     assert ranked["engine_parse_time_dated_only"]["corpus"][0][0] == gold0
     assert set(ranked["engine_parse_time_dated_only"]["corpus"][0].tolist()) == {gold0}  # only it overlaps
-    # grounded: one row per fact ("born in 1950 in Paris" and "1972" ...), collapsed to paragraphs
+    # grounded: one row per fact, undated paragraphs once (kept for the quokka question, which
+    # has no time; left out of question 0's window); each paragraph returned once
     assert ranked["engine_grounded"]["corpus"][0].tolist() == [gold0]
+    assert ranked["engine_grounded_fit"]["corpus"][0].tolist() == [gold0]
     g = bq.grounded(b)
-    assert len(g.row) == int(b.times.dated.sum()) and g.anchors == {"absolute": len(g.row)}
-    for scope in bq.SCOPES:
-        for r in ranked["engine_grounded"][scope]:
-            assert len(set(r.tolist())) == len(r)
+    assert len(g.row) == int(b.times.dated.sum()) + int((~b.times.dated).sum()) and g.undated == int(
+        (~b.times.dated).sum())
+    for name in ("engine_grounded", "engine_grounded_fit"):
+        for scope in bq.SCOPES:
+            for r in ranked[name][scope]:
+                assert len(set(r.tolist())) == len(r)
     assert set(ranked["cosine"]["doc"][0].tolist()) == set(c.doc_rows[0].tolist())
 
     # cosine for question 0, by hand: para 3 (3 shared words of 9), Carol's para 1 (3 of 10),
