@@ -181,3 +181,19 @@ def test_query_post_stage_arguments_are_checked(kw):
     args = {"k": 3, **kw}
     with pytest.raises(QueryError):
         eng.query("from 2004 to 2008", now=NOW, embed=lambda t: np.array([1.0, 0.0], np.float32), **args)
+
+
+@pytest.mark.parametrize("question", ["2018 oscar nominations", "who won last year's grand national 2017"])
+def test_questions_that_hold_their_own_year_are_embedded_whole(question):
+    """Issue 24 (SituatedQA): the year is content; the cleaned text lost it."""
+    seen = []
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1.0, 0.0]], "valid_from": [_us(2017)], "content": ["a"]})
+
+    def embed(text):
+        seen.append(text)
+        return np.array([1.0, 0.0], np.float32)
+
+    eng.query(question, now="2018-06-01", embed=embed)
+    eng.query(question, now="2018-06-01", embed=embed, embed_text="cleaned")
+    assert seen[0] == question and "20" not in seen[1]
