@@ -33,6 +33,11 @@ from .zh import attach_clock_to_day
 __all__ = ["MONTHS", "RULES"]
 
 MON_WORDS = "jan feb mar apr may jun jul aug sep oct nov dec"
+#: the whole words of month names (the gate of the month rules: "married" is not March)
+MONTH_TOKENS = ("jan january feb february mar march apr april may jun june jul july aug august sep sept "
+                "september oct october nov november dec december")
+#: the whole words of weekday names ("friend" is not Friday)
+WEEKDAY_TOKENS = "mon monday tue tues tuesday wed wednesday thu thur thurs thursday fri friday sat saturday sun sunday"
 _UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec for h d w y"
 #: every amount phrase holds a digit or a number word
 _AMOUNT = (r"\d|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
@@ -146,7 +151,7 @@ def _year4(s: str | None, ctx) -> int | None:
 
 @rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}(?:\s+(?:the\s+)?|(?<=[a-z.])(?=\d)|\s*/\s*)(?P<d>\d{{1,2}}){_ORD}\b"
       rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
-      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec')
+      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def month_day(m, ctx):
     """March 7, March 7th 2024, Mon, Mar 7, 2024."""
     y = _year4(m.group("y"), ctx)
@@ -167,7 +172,7 @@ def _day_word(w: str) -> int | None:
 
 
 @rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}\s+(?:the\s+)?{_DAY_WORDS}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
-      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec')
+      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def month_day_words(m, ctx):
     """March eighteenth, may twenty nine, January the first 2024: the day in words."""
     d = _day_word(m.group("dw"))
@@ -178,7 +183,7 @@ def month_day_words(m, ctx):
 
 @rule(rf"(?<![$€£¥])(?<![$€£¥]\s)\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}(?:\s+(?:of\s+)?|-){_MON}(?![a-z])"
       rf"(?:(?:\s*,?\s*|-)(?P<y>\d{{4}})\b)?", _I,
-      lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec')
+      lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def day_month(m, ctx):
     """7 Mar 2024, the 7th of March."""
     y = _year4(m.group("y"), ctx)
@@ -202,7 +207,7 @@ def _day(m, ctx, y, mo, d):
       rf"(?:of\s+)?(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
       rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
       rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
-      lead=r"\dadfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
+      lead=r"\dadfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def day_range(m, ctx):
     """March 7-9, 2024 / 7 to 9 March: a range of days in one month."""
     if m.group("mon"):
@@ -220,7 +225,7 @@ def day_range(m, ctx):
 
 @rule(rf"\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
       r"|(?P<ry>this|last|next|previous)\s+year\b))?(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
-      lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec')
+      lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def month(m, ctx):
     """March, March 2024, Mar '24, March of last year."""
     y = _year4(m.group("y"), ctx) or _year4(m.group("yy"), ctx)
@@ -301,7 +306,7 @@ def relative_unit(m, ctx):
 
 
 @rule(rf"\b(?:(?P<rel>last|this|next|coming|past|previous)\s+|on\s+)?{_WD}(?![a-z])", _I,
-      lead="ltncpomwfs", words='mon tue wed thu fri sat sun')
+      lead="ltncpomwfs", words='mon tue wed thu fri sat sun', exact=WEEKDAY_TOKENS)
 def weekday(m, ctx):
     """Monday = this ISO week's Monday; this Monday likewise; last Monday = the most
     recent Monday before today; next Monday = the first Monday after today."""
@@ -328,7 +333,7 @@ def weekday(m, ctx):
 
 
 @rule(rf"\b(?P<rel>last|this|next)\s+{_MON}(?![a-z])", _I,
-      lead="ltn", words='jan feb mar apr may jun jul aug sep oct nov dec')
+      lead="ltn", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def relative_month_name(m, ctx):
     """last March = the most recent March before this month; next March = the first one
     after it; this March = the current year's."""
@@ -727,7 +732,7 @@ def ordinal_day(m, ctx):
       rf"|\b(?P<rel2>last|this|next|previous|coming|following)\s+week(?:'?s|\s*[-,]?\s*(?:on\s+)?)\s*"
       rf"{_WD.replace('wd', 'wd2')}(?![a-z])", _I,
       lead="mtwfslnpco",
-      words="mon tue wed thu fri sat sun")
+      words="mon tue wed thu fri sat sun", exact=WEEKDAY_TOKENS)
 
 def weekday_of_week(m, ctx):
     """Tuesday of next week / last week's Sunday / next week on Tuesday / previous week -

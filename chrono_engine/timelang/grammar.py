@@ -111,10 +111,11 @@ class Rule(NamedTuple):
     chars: frozenset | None
     words: frozenset | None
     need: re.Pattern | None
+    exact: frozenset | None = None
 
 
 def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | None = None,
-         words: str | None = None, need: str | None = None) -> Callable[[Handler], Rule]:
+         words: str | None = None, need: str | None = None, exact: str | None = None) -> Callable[[Handler], Rule]:
     """Decorator: compile ``pattern`` once, at import time, and bind it to the handler.
 
     ``lead`` is the set of characters a match can start with; a lookahead on it lets the
@@ -123,7 +124,9 @@ def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | Non
     The gates skip a rule before any scan: every match holds one of ``chars`` (年 for a
     Chinese year), or an English word starting with one of ``words`` (three-letter
     prefixes: "day" for "3 days ago"), or a match of ``need``. The parser computes the
-    characters and word prefixes of a text once, so a gate costs one set test.
+    characters and word prefixes of a text once, so a gate costs one set test. ``exact``
+    narrows ``words`` to whole words: every match holds one of them ("march", not the
+    "mar" of "married").
     """
     if lead:
         pattern = f"(?=[{lead}])(?:{pattern})"
@@ -133,7 +136,8 @@ def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | Non
     word_set = frozenset(words.split()) if words else None
 
     def deco(fn: Handler) -> Rule:
-        return Rule(compiled, fn, fn.__name__, char_set, word_set, needed)
+        return Rule(compiled, fn, fn.__name__, char_set, word_set, needed,
+                    frozenset(exact.split()) if exact else None)
     return deco
 
 

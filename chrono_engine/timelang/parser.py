@@ -108,13 +108,15 @@ def _windows(text: str) -> list[tuple[int, int]]:
 
 
 def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: int,
-         chars: set, words: set | None) -> None:
+         chars: set, words: set | None, tokens: set | None = None) -> None:
     rules = grammar.rules
     for i in grammar.select(chars, words):
         r, prio = rules[i]
         if r.chars is not None and r.chars.isdisjoint(chars):
             continue
         if r.words is not None and (words is None or r.words.isdisjoint(words)):
+            continue
+        if r.exact is not None and (tokens is None or r.exact.isdisjoint(tokens)):
             continue
         if r.need is not None and r.need.search(text, lo, hi) is None:
             continue
@@ -145,8 +147,9 @@ def scan(text: str, ctx: Ctx) -> list[Cand]:
         if max(chars) >= "\u3000":
             _run(_ZH, text, ctx, cands, lo, hi, chars, None)
         if not chars.isdisjoint(_LATIN):
-            words = {w[:3] for w in _LOWER_WORD.findall(seg.lower())}
-            _run(_EN, text, ctx, cands, lo, hi, chars, words)
+            tokens = set(_LOWER_WORD.findall(seg.lower()))
+            words = {w[:3] for w in tokens}
+            _run(_EN, text, ctx, cands, lo, hi, chars, words, tokens)
     if not cands:
         return cands
     return compose(text, [c for c in select(cands) if c.cls != "void"], ctx)
