@@ -37,6 +37,10 @@ MON_WORDS = "jan feb mar apr may jun jul aug sep oct nov dec"
 MONTH_TOKENS = ("jan january feb february mar march apr april may jun june jul july aug august sep sept "
                 "september oct october nov november dec december")
 #: the whole words of weekday names ("friend" is not Friday)
+#: the whole words of the units an amount or a rolling range ends with ("3 days", "3d"):
+#: "for", "house" and "minister" do not wake those rules
+UNIT_TOKENS = ("second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks wk wks "
+               "month months quarter quarters year years yr yrs decade decades fortnight fortnights h d w y")
 WEEKDAY_TOKENS = "mon monday tue tues tuesday wed wednesday thu thur thurs thursday fri friday sat saturday sun sunday"
 _UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec for h d w y"
 #: every amount phrase holds a digit or a number word
@@ -269,7 +273,8 @@ def now_word(m, ctx):
       r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b"
       r"|\b(?:the\s+)?(?P<we>weekend)\b(?!s)", _I,
       lead="tlnpcfuw",
-      words="las thi nex pre com cur pas fol upc wee")
+      words="las thi nex pre com cur pas fol upc wee",
+      exact="week month quarter year decade weekend century fortnight weeks months quarters years")
 
 def relative_unit(m, ctx):
     """last week / this month / next quarter / last decade (calendar units); "past week"
@@ -623,7 +628,7 @@ _OF_AFTER = re.compile(r"\s+(?:of|in)\s+(?:the\s+)?(?:this|next|last|previous|\d
       rf"(?P<n>{EN_NUM})|(?P<n2>{EN_NUM})\s+(?P<dir2>past|previous|prior|recent|next|coming|following"
       rf"|upcoming))\s+{_UNIT}\b", _I,
       lead="cdfilnoprtuw",
-      words="pas las pre pri rec nex com fol upc", need=_AMOUNT)
+      words="pas las pre pri rec nex com fol upc", need=_AMOUNT, exact=UNIT_TOKENS)
 
 def rolling(m, ctx):
     """past 90 days / last 2 months / the next 3 weeks / the 5 upcoming years: a rolling
@@ -651,7 +656,7 @@ _UNIT_ATTACHED = (r"(?P<ua>seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|d|w
       rf"(?:\s+{_UNIT}|(?<=\d){_UNIT_ATTACHED})\b(?P<half>\s+and\s+(?:a\s+)?half\b)?"
       r"(?:\s*(?P<dir>ago|before\s+now|back|from\s+now|later|hence|from\s+today|'?\s*time))?",
       _I, lead=r"aefhinostwcz\d",
-      words=_UNIT_WORDS, need=_AMOUNT)
+      words=_UNIT_WORDS, need=_AMOUNT, exact=UNIT_TOKENS)
 
 def amount(m, ctx):
     """3 days ago / in 2 weeks / 2 weeks from now / within 3 days / (for) 15 days."""
