@@ -41,6 +41,8 @@ MONTH_TOKENS = ("jan january feb february mar march apr april may jun june jul j
 #: "for", "house" and "minister" do not wake those rules
 UNIT_TOKENS = ("second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks wk wks "
                "month months quarter quarters year years yr yrs decade decades fortnight fortnights h d w y")
+#: am / pm as a word or right after a digit, not the "am" of "team" (the gate of the clock rules)
+_AMPM_NEED = r"(?<![a-z])[ap]\.?\s?m(?![a-z])"
 WEEKDAY_TOKENS = "mon monday tue tues tuesday wed wednesday thu thur thurs thursday fri friday sat saturday sun sunday"
 _UNIT_WORDS = "sec min hou hr hrs day wee wk wks mon qua yea yr yrs dec for h d w y"
 #: every amount phrase holds a digit or a number word
@@ -432,7 +434,8 @@ def decade(m, ctx):
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.](?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\s*"
       r"(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
       r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
-      lead=r"\dnm", need="[ap]\\.?m|noon|midday|midnight|o'?clock")
+      lead=r"\dnm", need=_AMPM_NEED + r"|noon|midday|midnight|o'?clock",
+      exact="am pm m noon midday midnight clock oclock")
 def clock(m, ctx):
     if m.group("w"):
         w = m.group("w").lower()
@@ -468,7 +471,8 @@ _AMPM_W = r"(?P<ap>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
 
 @rule(rf"\b(?:(?P<pre>at|from|to|until|till|by|around|about|between|and)\s+)?(?P<h>{_HOUR_WORD})[\s-](?P<mi>{_MIN_WORD})\b"
       rf"(?:\s*{_AMPM_W}|\s+{_PART_W})?", _I,
-      lead="aftubotsefn", words="one two thr fou fiv six sev eig nin ten ele twe")
+      lead="aftubotsefn", words="one two thr fou fiv six sev eig nin ten ele twe",
+      exact="one two three four five six seven eight nine ten eleven twelve")
 def clock_hour_minute_words(m, ctx):
     """nine thirty, at five-fifteen, one thirty p m, three o five in the afternoon: a clock
     time in words. Without am / pm or a part of the day it needs a word that introduces
@@ -501,7 +505,8 @@ def _with_part(h: int, part: str | None) -> int:
 
 @rule(rf"\b(?P<fr>half|(?:a\s+)?quarter|{_MIN_W})\s*(?:min(?:ute)?s?\s+)?(?P<rel>past|to)\s+"
       rf"(?P<h>{_HOUR_W})\b(?:\s*o'?clock)?(?:\s+{_PART_W}|\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z]))?", _I,
-      lead=r"hqa\dotfsenw", words="hal qua pas to")
+      lead=r"hqa\dotfsenw", words="hal qua pas to",
+      need=r"\b(?:past|to)\s+(?:1[0-2]|0?[1-9]|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b")
 def clock_words(m, ctx):
     """half past seven, quarter to nine, 20 min past eight in the evening, ten to five pm."""
     fr = m.group("fr").lower()
@@ -562,7 +567,8 @@ def dotted_clock(m, ctx):
       r"(?P<w>-|–|to|and)\s*(?P<h2>1[0-2]|0?\d)(?::(?P<m2>[0-5]\d))?"
       r"(?![\w:./-]|\s*(?:[ap]\.?m\b|o'?clock|in\s+the\s+(?:morning|afternoon|evening)|%|percent\b"
       r"|(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|yrs?|times|people"
-      r"|points?|goals?|games?|wins?|losses)\b))", _I, lead=r"\dfb")
+      r"|points?|goals?|games?|wins?|losses)\b))", _I, lead=r"\dfb",
+      need=r"\d(?::[0-5]\d)?\s*(?:-|–|to|and)\s*\d")
 def hour_range(m, ctx):
     """"3-8", "from 10-4", "between 3 and 5": hours without am / pm, which count only next
     to a day ("Monday 3-8", "between 3 and 5 on 1/1/2015": compose); the second hour is in
@@ -583,7 +589,7 @@ def hour_range(m, ctx):
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?=\s*(?:-|–|to|until|till|and)\s*"
       rf"(?P<h2>{_HOUR_W})(?::[0-5]\d)?\s*(?:(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
       r"|(?:o'?clock\s+)?in\s+the\s+(?P<part>morning|afternoon|evening)))", _I, lead=r"\d",
-      need=r"[ap]\.?m|morning|afternoon|evening")
+      need=_AMPM_NEED + r"|morning|afternoon|evening", exact="am pm m morning afternoon evening")
 def clock_range_start(m, ctx):
     """The bare first hour of "5 to 6pm", "1-3 pm", "between 3 and 8am": the half of the
     day of the second, or the other half when it would come after it ("11-1pm" = 11am)."""
@@ -725,7 +731,7 @@ def to_date(m, ctx):
 @rule(rf"\b(?:the\s+)?(?P<o>{_ORDINAL_RE})\s+(?:of\s+)?{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
       rf"|\b{_MON.replace('mon', 'mon2')}\s+(?:the\s+)?(?P<o2>{_ORDINAL_RE})\b"
       rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
-      lead="tfsenmadjo", words=MON_WORDS)
+      lead="tfsenmadjo", words=MON_WORDS, exact=MONTH_TOKENS)
 def ordinal_day(m, ctx):
     """the first of March, March twenty-first 2024."""
     y = _year4(m.group("y") or m.group("y2"), ctx)
@@ -770,7 +776,7 @@ def old_year_range(m, ctx):
 
 
 @rule(r"\bthe\s+year\s+(?P<y>[1-9]\d{2,3})" + _ERA + r"\b|\b(?P<y2>[1-9]\d{2,3})\s*(?:AD|A\.D\.|CE|C\.E\.)(?![A-Za-z])", _I,
-      lead=r"t\d", need=r"year|ad|a\.d|ce|c\.e")
+      lead=r"t\d", need=r"\byear\s+[1-9]|\d\s*(?:ad|a\.d|ce|c\.e)(?![a-z])", exact="year ad ce d e")
 def old_year(m, ctx):
     """in the year 1066, 800 AD: a year before 1500 written as a year."""
     y = int(m.group("y") or m.group("y2"))
@@ -810,12 +816,17 @@ def _holiday_pattern(names) -> str:
 
 
 _HOLIDAYS = {re.sub("['’]", "", k): f for k, f in HOLIDAYS_EN.items()}
+#: the first words of the holiday names (and their possessives; "st" for saint): the
+#: holiday rule's gate
+_HOLIDAY_TOKENS = sorted({w for k in HOLIDAYS_EN for w0 in re.findall("[a-z]+", k.lower())[:1]
+                          for w in (w0, w0 + "s")} | {"st"})
 
 
 @rule(r"\b(?:(?P<rel>this|next|last)\s+)?(?P<h>" + _holiday_pattern(HOLIDAYS_EN) + r")(?![a-z])"
       r"(?:\s*,?\s*(?:of\s+)?(?P<y>\d{4})\b|\s+(?:of\s+)?(?P<ry>this|last|next)\s+year\b)?", _I,
       lead="tnlvsaemihcxbgfpdlkyw",
-      words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col")
+      words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col",
+      exact=" ".join(_HOLIDAY_TOKENS))
 def holiday(m, ctx):
     """Christmas, Thanksgiving 2020, Easter of next year, last Independence Day: the day
     (``holidays.EN``); without a year the current year's, "last" / "next" the most recent
