@@ -416,7 +416,8 @@ def week_number(m, ctx):
 
 @rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)(?:'?s|\s+s\b)|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)'?s"
       r"|\b(?P<word>twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties))(?![a-z])", _I,
-      lead=r"t'\dfsen", need="\\d'?\\s?s|ties")
+      lead=r"t'\dfsen", need="\\d'?\\s?s|ties",
+      exact="s twenties thirties forties fifties sixties seventies eighties nineties")
 def decade(m, ctx):
     if m.group("full"):
         y0 = int(m.group("full"))

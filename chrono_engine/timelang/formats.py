@@ -96,7 +96,7 @@ def month_year(m, ctx):
 @rule(r"(?<![A-Za-z0-9_])(?:(?P<y1>(?:19|20)\d{2})\s*(?:年\s*)?[-/ ]?\s*)?"
       r"(?:[Qq](?P<q>[1-4])|(?P<q2>[1-4])Q)(?![A-Za-z0-9_])"
       r"(?:\s*(?:[-/,]\s*|'|\s)(?P<y2>(?:19|20)\d{2})(?!\d)|\s*[-']\s*(?P<yy>\d{2})(?!\d))?",
-      lead=r"\dQq", need='q[1-4]|[1-4]q')
+      lead=r"\dQq", need='(?<![a-z])q[1-4]|[1-4]q(?![a-z])', chars="qQ")
 def quarter(m, ctx):
     """Q3 2024, 2024-Q3, 2024Q3, Q3'24, 3Q (the current year's when no year is written)."""
     ys = m.group("y1") or m.group("y2")
