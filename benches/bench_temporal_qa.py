@@ -33,10 +33,19 @@ the encoder passed to :func:`main`), each a function in :data:`SYSTEMS` (add one
   ``engine.query(question, k, now=NOW, embed=...)`` per question (its intent: window,
   as_of or latest; the full question embedded by the same encoder, as ``engine.query``
   does by default, looked up from the cache). Default search options (no decay; in ``latest`` mode items that ended before
-  ``now`` are penalised and those starting after it excluded);
+  ``now`` are penalised and those starting after it excluded) and the query's default
+  post-stage (each text once; undated items — valid from ``MIN_TIME_US``, open-ended —
+  left out of questions with a time constraint, ``undated="auto"``: since then this row
+  and the next agree on window questions);
 - ``engine_parse_time_dated_only``: the same without the undated paragraphs;
 - ``engine_parse_time_cleaned``: ``engine_parse_time`` with ``embed_text="cleaned"`` (the
   question's time words removed before embedding, the default before issue 24);
+- ``engine_grounded``: the documented path for text whose time is inside it:
+  ``ce.ground_rows`` over the paragraphs (no document date; one row per fact of
+  ``ce.ground``, undated paragraphs once), ``engine.ingest``, ``engine.query(question)`` with
+  its defaults; hits mapped back to paragraphs (each comes once: ``distinct``);
+- ``engine_grounded_fit``: the same with ``window_fit=WINDOW_FIT_DAYS`` (1,095 days, chosen
+  on the tune part): a fact's closeness to the window's start fused into the score;
 - ``lexical_year_filter``: a control without the engine: keep the paragraphs that write a
   four-digit year (``\\b1[0-9]{3}\\b|\\b20[0-9]{2}\\b``) inside the question's window (its
   intent's window, or the year of its as_of anchor; a question with no time keeps every
@@ -202,7 +211,9 @@ def embed_texts(encoder: Any, texts: list[str], cache: str | os.PathLike | None,
     table: dict[bytes, np.ndarray] = {}
     if path is not None and path.is_file():
         with np.load(path) as z:
-            table = {bytes(k): v for k, v in zip(z["keys"], z["vecs"])}
+            # NumPy's fixed-width bytes drop trailing NULs: pad the sha1 digests back to 20
+            # bytes (else the ~1/256 of texts whose digest ends in a NUL never hit the cache)
+            table = {bytes(k).ljust(20, b"\0"): v for k, v in zip(z["keys"], z["vecs"])}
     keys = [_key(t) for t in texts]
     todo: dict[bytes, str] = {}
     for k, t in zip(keys, texts):

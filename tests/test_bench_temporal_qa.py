@@ -227,3 +227,18 @@ def test_main_prints_both_parts_and_writes_json(data_dir, tmp_path, capsys):
     assert set(res["parts"]) == {"tune", "report", "all"}
     assert res["dataset"]["questions"] == 3 and res["speed"]["encoder"]["sentences_per_s"] > 0
     assert set(res["parts"]["all"]["systems"]) == set(bq.SYSTEMS)
+
+
+def test_embedding_cache_keeps_digests_that_end_in_nul(tmp_path):
+    """A sha1 digest ending in NUL bytes came back from the .npz without them (NumPy's
+    fixed-width bytes), so ~1/256 of the texts were encoded again on every run."""
+    import hashlib
+    texts = [f"text {i}" for i in range(2000)]
+    nul = [t for t in texts if hashlib.sha1(t.encode()).digest().endswith(b"\0")]
+    assert nul  # ~8 of 2000
+    enc = BagOfWords({w for t in texts for w in _WORD.findall(t.lower())})
+    enc.cache_id = "bow-test"
+    v1, s1 = bq.embed_texts(enc, texts, tmp_path, log=lambda m: None)
+    v2, s2 = bq.embed_texts(enc, texts, tmp_path, log=lambda m: None)
+    assert s1["encoded"] == len(texts) and s2["encoded"] == 0 and s2["cached"] == len(texts)
+    assert np.array_equal(v1, v2)
