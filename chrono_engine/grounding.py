@@ -14,7 +14,7 @@ constraint (``undated="auto"``).
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -80,19 +80,25 @@ def ground_rows(rows: Any, *, doc_date: Any = None, tz: Any = None) -> dict[str,
                               rule="column lengths differ")
     content = _canon("content", cols["content"])
     texts = content.to_pylist() if isinstance(content, (pa.Array, pa.ChunkedArray)) else list(content)
-    if doc_date is None or isinstance(doc_date, (str, datetime)) or not hasattr(doc_date, "__len__"):
+    if isinstance(doc_date, np.ndarray) and doc_date.ndim == 0:
+        doc_date = doc_date.item()
+    if doc_date is None or isinstance(doc_date, (str, bytes, date)) or not hasattr(doc_date, "__len__"):
         dates = [doc_date] * n
     else:
-        dates = list(doc_date.to_pylist() if isinstance(doc_date, (pa.Array, pa.ChunkedArray)) else doc_date)
+        try:
+            dates = list(doc_date.to_pylist() if isinstance(doc_date, (pa.Array, pa.ChunkedArray)) else doc_date)
+        except TypeError as e:
+            raise SchemaError(f"doc_date must be a time or one per row: {e}", column="doc_date",
+                              rule="wrong type") from None
         if len(dates) != n:
             raise SchemaError(f"doc_date has {len(dates)} values for {n} rows", column="doc_date",
                               rule="one per row")
     src, vf, vt = [], [], []
-    for i, (text, date) in enumerate(zip(texts, dates)):
+    for i, (text, when) in enumerate(zip(texts, dates)):
         if text is not None and not isinstance(text, str):
             raise SchemaError(f"content must be strings, row {i} is {type(text).__name__}",
                               column="content", row=i, rule="wrong type")
-        facts = ground(text, date, tz=tz) if text else []
+        facts = ground(text, when, tz=tz) if text else []
         if not facts:
             src.append(i)
             vf.append(MIN_TIME_US)

@@ -634,8 +634,13 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     if not isinstance(undated, str) or undated not in UNDATED:
         raise QueryError(f"undated must be one of {', '.join(UNDATED)}, got {shown(undated)}")
     if window_fit is not None:
-        if isinstance(window_fit, (bool, np.bool_)) or not isinstance(window_fit, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(float(window_fit)) or not 0 < float(window_fit) <= 1e7:
+        bad = isinstance(window_fit, (bool, np.bool_)) or not isinstance(window_fit, (int, float, np.integer, np.floating))
+        if not bad:
+            try:
+                bad = not 0 < float(window_fit) <= 1e7  # NaN fails too
+            except OverflowError:  # an int beyond the float range
+                bad = True
+        if bad:
             raise QueryError(f"window_fit must be a half-life in days, > 0 and at most 1e7, got {shown(window_fit)}")
     fn = embed if embed is not None else embedder
     if fn is None:
