@@ -45,6 +45,7 @@ _SHIFT = timedelta(days=400, hours=7, minutes=13, seconds=17)
 #: the reference instant when no document date is given (any instant works: expressions that
 #: depend on it are either re-resolved against the narrative or left out)
 _REFERENCE = datetime(2001, 7, 11, 13, 37, 11)
+_YEAR4 = re.compile(r"[0-9]{4}")
 #: relative expressions that refer back to a time the text just named, not to "now"
 _ANAPHORIC = re.compile(
     r"\b(?:later|earlier|after(?:wards)?|before|following|previous|prior|same|that|the\s+next)\b"
@@ -136,15 +137,19 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
     out: list[GroundedFact] = []
     anchor: datetime | None = None
     for e in first:
-        # the expression read alone, when alone it reads as it does in the text; else the
-        # whole text read again at the second reference
-        alone = _alone(e.text, now1, now2, tz_key) if tz_key is not None or tz is None else None
-        if alone is not None and alone[0] == (e.start, e.end):
-            other = alone[1]
+        # a bare four-digit year is that year whatever "now" is; another expression is read
+        # alone when alone it reads as it does in the text, else the whole text again at
+        # the second reference
+        if e.grain == "year" and e.kind == "point" and _YEAR4.fullmatch(e.text):
+            other = (e.start, e.end)
         else:
-            if second is None:
-                second = {x.span: (x.start, x.end) for x in _expressions(norm, now2, tz)[0]}
-            other = second.get(e.span)
+            alone = _alone(e.text, now1, now2, tz_key) if tz_key is not None or tz is None else None
+            if alone is not None and alone[0] == (e.start, e.end):
+                other = alone[1]
+            else:
+                if second is None:
+                    second = {x.span: (x.start, x.end) for x in _expressions(norm, now2, tz)[0]}
+                other = second.get(e.span)
         s, t = e.start, e.end
         if other is not None and other == (s, t):
             how = "absolute"
