@@ -17,7 +17,8 @@ Paths follow the vector databases' collection style; the one collection is the s
     POST /v1/collections/{c}/search                [read]  {"vector", "k", options...}
     POST /v1/collections/{c}/search/batch          [read]  {"vectors", "k", options...}
     POST /v1/collections/{c}/validity              [read]  {"at", "ids"?}
-    POST /v1/collections/{c}/query                 [read]  {"text", "k"?, "now"?, "tz"?, options...}
+    POST /v1/collections/{c}/query                 [read]  {"text", "k"?, "now"?, "tz"?, "distinct"?, "undated"?,
+                                                            "window_fit"?, "embed_text"?, options...}
     POST /v1/collections/{c}/score                 [read]  {"candidates": {column: [...]}, "as_of", policy...}
     POST /v1/collections/{c}/verify                [read]  {"chains": [[[id, ...] per step] per chain], "at", "gamma"}
     GET  /v1/collections/{c}/history/{stem_id}     [read]  ?known_at=
@@ -82,6 +83,10 @@ from .search import NUMERIC_COLUMNS, to_table
 from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
 
 __all__ = ["Limits", "Keys", "make_app", "serve"]
+
+#: what a /query body may hold besides "text", "k" and the search options: Engine.query's own
+#: arguments (checked by Engine.query)
+_QUERY_FIELDS = ("now", "tz", "lang", "embed_text", "distinct", "undated", "window_fit")
 
 ARROW = "application/vnd.apache.arrow.stream"
 _NUMPY_TYPES = {name: t.to_pandas_dtype() for name, t in NUMERIC_COLUMNS.items()}
@@ -499,8 +504,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         text, k = require(obj, "text"), check_k(obj)
         if engine.embedder is None:
             raise _HTTPError(409, "embedder", "this engine has no text embedder: search with a vector instead")
-        kw = options(obj, ("text", "k", "now", "tz", "lang"))
-        for name in ("now", "tz", "lang"):
+        kw = options(obj, ("text", "k") + _QUERY_FIELDS)
+        for name in _QUERY_FIELDS:
             if name in obj:
                 kw[name] = obj[name]
         res = await run(lambda: engine.query(text, k, **kw))
@@ -805,8 +810,11 @@ def openapi_spec(name: str) -> dict:
             c + "/validity": {"post": op("validity of items at a time", {
                 "type": "object", "required": ["at"], "properties": {"at": {"type": "string"}, "ids": ids["properties"]["ids"]}})},
             c + "/query": {"post": op("a question in words (its time intent read from the text)", {
-                "type": "object", "required": ["text"], "properties": {"text": {"type": "string"},
-                                                                       "k": {"type": "integer", "minimum": 1}}})},
+                "type": "object", "required": ["text"], "properties": {
+                    "text": {"type": "string"}, "k": {"type": "integer", "minimum": 1},
+                    "embed_text": {"type": "string", "enum": ["full", "cleaned"]}, "distinct": {"type": "boolean"},
+                    "undated": {"type": "string", "enum": ["auto", "exclude", "include"]},
+                    "window_fit": {"type": "number", "exclusiveMinimum": 0}}})},
             c + "/score": {"post": op("rescore another retriever's candidates", {
                 "type": "object", "required": ["candidates", "as_of"], "properties": {
                     "candidates": obj, "as_of": {"type": "string"}}})},

@@ -328,6 +328,17 @@ def test_query_score_and_verify(served):
             want = eng.query("policy as of 2024-03-15", 3, now="2026-01-01")
             assert [h["id"] for h in r.json()["hits"]] == want.hits.column("id").to_pylist()
             assert r.json()["intent"]["mode"] == want.intent.mode
+            # Engine.query's own arguments pass through and are checked by it
+            body = {"text": "what changed from 2020 to 2024", "k": 3, "now": "2026-01-01", "distinct": False,
+                    "undated": "include", "window_fit": 365.0, "embed_text": "cleaned"}
+            r = c.post(f"{C}/query", json=body)
+            assert r.status_code == 200, r.text
+            want = eng.query(body["text"], 3, now="2026-01-01", distinct=False, undated="include",
+                             window_fit=365.0, embed_text="cleaned")
+            assert [h["id"] for h in r.json()["hits"]] == want.hits.column("id").to_pylist()
+            for bad in ({"undated": "never"}, {"window_fit": -1}, {"distinct": "yes"}, {"embed_text": 3}):
+                r = c.post(f"{C}/query", json={"text": "what changed from 2020 to 2024", **bad})
+                assert r.status_code == 422, (bad, r.text)
         finally:
             eng.embedder = None
         cand = {"similarity": [0.9, 0.5, 0.7], "valid_from": ["2024-01-01", "2025-06-01", "2023-01-01"]}
