@@ -79,6 +79,12 @@ _ORDINALS = {w: i for i, w in enumerate(
 _ORDINAL_RE = "|".join(sorted(_ORDINALS, key=len, reverse=True)).replace("-", "[-\\s]")
 
 
+#: the whole words of ordinal day numbers (first ... thirty-first) and of cardinal ones from ten
+_ORDINAL_TOKENS = " ".join(sorted({w for k in _ORDINALS for w in k.split("-")}))
+_DAY_WORD_TOKENS = _ORDINAL_TOKENS + (" ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen "
+                                      "nineteen twenty thirty")
+
+
 def _ordinal(word: str) -> int | None:
     """The value of an ordinal word as matched by ``_ORDINAL_RE`` ("twenty first" = 21)."""
     return _ORDINALS.get("-".join(word.lower().replace("-", " ").split()))
@@ -178,7 +184,7 @@ def _day_word(w: str) -> int | None:
 
 
 @rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}\s+(?:the\s+)?{_DAY_WORDS}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
-      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
+      lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS + "|" + _DAY_WORD_TOKENS)
 def month_day_words(m, ctx):
     """March eighteenth, may twenty nine, January the first 2024: the day in words."""
     d = _day_word(m.group("dw"))
@@ -473,7 +479,8 @@ _AMPM_W = r"(?P<ap>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
 @rule(rf"\b(?:(?P<pre>at|from|to|until|till|by|around|about|between|and)\s+)?(?P<h>{_HOUR_WORD})[\s-](?P<mi>{_MIN_WORD})\b"
       rf"(?:\s*{_AMPM_W}|\s+{_PART_W})?", _I,
       lead="aftubotsefn", words="one two thr fou fiv six sev eig nin ten ele twe",
-      exact="one two three four five six seven eight nine ten eleven twelve")
+      exact="one two three four five six seven eight nine ten eleven twelve"
+            "|o ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty")
 def clock_hour_minute_words(m, ctx):
     """nine thirty, at five-fifteen, one thirty p m, three o five in the afternoon: a clock
     time in words. Without am / pm or a part of the day it needs a word that introduces
@@ -635,7 +642,8 @@ _OF_AFTER = re.compile(r"\s+(?:of|in)\s+(?:the\s+)?(?:this|next|last|previous|\d
       rf"(?P<n>{EN_NUM})|(?P<n2>{EN_NUM})\s+(?P<dir2>past|previous|prior|recent|next|coming|following"
       rf"|upcoming))\s+{_UNIT}\b", _I,
       lead="cdfilnoprtuw",
-      words="pas las pre pri rec nex com fol upc", need=_AMOUNT, exact=UNIT_TOKENS)
+      words="pas las pre pri rec nex com fol upc", need=_AMOUNT,
+      exact="past last previous prior recent next coming following upcoming|" + UNIT_TOKENS)
 
 def rolling(m, ctx):
     """past 90 days / last 2 months / the next 3 weeks / the 5 upcoming years: a rolling
@@ -732,7 +740,7 @@ def to_date(m, ctx):
 @rule(rf"\b(?:the\s+)?(?P<o>{_ORDINAL_RE})\s+(?:of\s+)?{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
       rf"|\b{_MON.replace('mon', 'mon2')}\s+(?:the\s+)?(?P<o2>{_ORDINAL_RE})\b"
       rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
-      lead="tfsenmadjo", words=MON_WORDS, exact=MONTH_TOKENS)
+      lead="tfsenmadjo", words=MON_WORDS, exact=MONTH_TOKENS + "|" + _ORDINAL_TOKENS)
 def ordinal_day(m, ctx):
     """the first of March, March twenty-first 2024."""
     y = _year4(m.group("y") or m.group("y2"), ctx)

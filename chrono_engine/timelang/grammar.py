@@ -111,7 +111,7 @@ class Rule(NamedTuple):
     chars: frozenset | None
     words: frozenset | None
     need: re.Pattern | None
-    exact: frozenset | None = None
+    exact: tuple | None = None  # groups of whole words: the text holds one of each group
 
 
 def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | None = None,
@@ -126,7 +126,8 @@ def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | Non
     prefixes: "day" for "3 days ago"), or a match of ``need``. The parser computes the
     characters and word prefixes of a text once, so a gate costs one set test. ``exact``
     narrows ``words`` to whole words: every match holds one of them ("march", not the
-    "mar" of "married").
+    "mar" of "married"); groups separated by "|" must each be met (a month word and a day
+    word for "March eighteenth").
     """
     if lead:
         pattern = f"(?=[{lead}])(?:{pattern})"
@@ -137,7 +138,7 @@ def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | Non
 
     def deco(fn: Handler) -> Rule:
         return Rule(compiled, fn, fn.__name__, char_set, word_set, needed,
-                    frozenset(exact.split()) if exact else None)
+                    tuple(frozenset(g.split()) for g in exact.split("|")) if exact else None)
     return deco
 
 

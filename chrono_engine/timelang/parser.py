@@ -116,7 +116,7 @@ def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: i
             continue
         if r.words is not None and (words is None or r.words.isdisjoint(words)):
             continue
-        if r.exact is not None and (tokens is None or r.exact.isdisjoint(tokens)):
+        if r.exact is not None and (tokens is None or any(g.isdisjoint(tokens) for g in r.exact)):
             continue
         if r.need is not None and r.need.search(text, lo, hi) is None:
             continue
