@@ -542,7 +542,8 @@ def clock_words(m, ctx):
 @rule(rf"\b(?P<h>{_HOUR_W})(?::(?P<mi>[0-5]\d))?(?:\s*o'?clock)?\s+{_PART_W}"
       rf"|\bin\s+the\s+(?P<part2>morning|afternoon|evening)\s+at\s+(?P<h2>{_HOUR_W})(?::(?P<mi2>[0-5]\d))?\b"
       rf"|\b(?P<h3>1[0-2]|0?[1-9]|noon)ish\b", _I,
-      lead=r"\dotfsenwi", words="mor aft eve nig ton noo ish")
+      lead=r"\dotfsenwi", words="mor aft eve nig ton noo ish",
+      exact="morning afternoon evening night tonight ish noonish")
 def clock_with_part(m, ctx):
     """7 in the evening, 3 in the morning, 11 at night, in the afternoon at 7, 11ish, noonish."""
     if m.group("h3"):
@@ -830,13 +831,16 @@ _HOLIDAYS = {re.sub("['’]", "", k): f for k, f in HOLIDAYS_EN.items()}
 #: holiday rule's gate
 _HOLIDAY_TOKENS = sorted({w for k in HOLIDAYS_EN for w0 in re.findall("[a-z]+", k.lower())[:1]
                           for w in (w0, w0 + "s")} | {"st"})
+#: and their last words ("day", "eve", "christmas" ...; "s" of a possessive written last)
+_HOLIDAY_LAST = sorted({w for k in HOLIDAYS_EN for w0 in re.findall("[a-z]+", k.lower())[-1:]
+                        for w in (w0, w0 + "s")} | {"s"})
 
 
 @rule(r"\b(?:(?P<rel>this|next|last)\s+)?(?P<h>" + _holiday_pattern(HOLIDAYS_EN) + r")(?![a-z])"
       r"(?:\s*,?\s*(?:of\s+)?(?P<y>\d{4})\b|\s+(?:of\s+)?(?P<ry>this|last|next)\s+year\b)?", _I,
       lead="tnlvsaemihcxbgfpdlkyw",
       words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col",
-      exact=" ".join(_HOLIDAY_TOKENS))
+      exact=" ".join(_HOLIDAY_TOKENS) + "|" + " ".join(_HOLIDAY_LAST))
 def holiday(m, ctx):
     """Christmas, Thanksgiving 2020, Easter of next year, last Independence Day: the day
     (``holidays.EN``); without a year the current year's, "last" / "next" the most recent
