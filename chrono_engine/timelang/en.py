@@ -798,7 +798,7 @@ def old_year(m, ctx):
 
 @rule(r"\b(?:in|since|until|till|during|circa|c\.|around|after|before)\s+(?P<y>1[0-4]\d\d)" + _ERA
       + r"\b(?![.,:/-]\d)" + _NOT_UNIT, _I, lead="isutdcab", words="in sin unt til dur cir c aro aft bef",
-      need=r"(?<![0-9])1[0-4][0-9][0-9](?![0-9])")
+      need=r"1[0-4][0-9][0-9]")  # a prefilter: literal-led, fast (lookarounds made it ~9x slower)
 def old_year_after_preposition(m, ctx):
     """in 1109, since 1204, before 1453: a four-digit year before 1500 right after a
     preposition of time (the year alone is the expression; the preposition is read by the
