@@ -835,3 +835,21 @@ def test_days_and_clock_times_in_words(text, expected):
 @pytest.mark.parametrize("text", ["nine thirty people came", "twenty forty five", "june thirty-first"])
 def test_number_words_that_are_not_times(text):
     assert parse_time(text, now="2016-11-07T12:00") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("What happened the day before", ("2018-11-07 00:00", "2018-11-08 00:00")),
+    ("the next day he left", ("2018-11-09 00:00", "2018-11-10 00:00")),
+    ("on the following day, rain", ("2018-11-09 00:00", "2018-11-10 00:00")),
+    ("the previous day.", ("2018-11-07 00:00", "2018-11-08 00:00")),
+    ("the day after tomorrow", ("2018-11-10 00:00", "2018-11-11 00:00")),
+])
+def test_the_day_next_to_the_reference(text, expected):
+    assert _one(text, "2018-11-08T12:00") == expected
+
+
+def test_the_day_next_to_a_date_in_a_narrative():
+    from chrono_engine import ground
+    facts = ground("He was born on 12 May 1950. The next day his father left.")
+    assert [(f.text, f.start.date().isoformat(), f.anchor) for f in facts] == [
+        ("12 May 1950", "1950-05-12", "absolute"), ("The next day", "1950-05-13", "narrative")]

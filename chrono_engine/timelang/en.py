@@ -269,6 +269,19 @@ def relative_day(m, ctx):
     return c
 
 
+@rule(r"\bthe\s+(?P<rel>next|following|previous|preceding)\s+day\b"
+      r"|\bthe\s+day\s+(?P<ba>before|after)(?=\s*(?:[.,;:!?)]|$))", _I, lead="t", words="the",
+      exact="day")
+def day_next_to(m, ctx):
+    """the next day, the following day, the previous day; "the day before" / "the day after"
+    ending a clause: the day after / before the reference — tomorrow or yesterday against
+    ``now``, the day after the date before it in a narrative (``ce.ground``)."""
+    w = (m.group("rel") or m.group("ba")).lower()
+    d = ctx.today + timedelta(days=1 if w in ("next", "following", "after") else -1)
+    s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    return cal(m.start(), m.end(), s, e, "day")
+
+
 @rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently)\b", _I,
       lead="rnap", words='now pre mom')
 def now_word(m, ctx):
@@ -974,6 +987,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
