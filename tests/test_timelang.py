@@ -411,6 +411,12 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
             assert e.start is None or e.end is None or e.start < e.end
     intent = ce.parse_temporal_intent("yesterday at noon", now="0001-01-01T00:00:00", tz="Pacific/Pago_Pago")
     assert intent.mode in ("as_of", "window", "latest")
+    # an offset from a day ("2 days after tomorrow") whose day lies past year 9999
+    for text in ("2 days after tomorrow", "two days after today", "a week from tomorrow"):
+        for now in ("9999-12-30T00:00:00", "9999-12-31T20:00:00"):
+            for tz in (None, "Pacific/Kiritimati"):
+                for e in ce.parse_time(text, now=now, tz=tz):
+                    assert e.start is None or e.end is None or e.start < e.end
     # CI fuzz run of 2026-12-02: a bound on "24:00" of the last day (clamped to the last
     # representable instant) took one microsecond past it
     for text in ("until 24:00", "before 24:00", "after 24:00", "since 24:00", "@<24:00"):

@@ -563,12 +563,11 @@ def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
             if m:
                 k, u = prev.inner
                 k = -k if m.group("w").lower() == "before" else k
-                try:
-                    t = P.shift(c.start, u, k)
+                try:  # the shift, and the day holding its end, may leave datetime's range
+                    s, e = P.period(P.shift(c.start, u, k), "day")
                 except (ValueError, OverflowError):
                     out.append(c)
                     continue
-                s, e = P.period(t, "day")
                 r = Cand(prev.b, c.e, s, e, "day")
                 out[-1] = r
                 continue
