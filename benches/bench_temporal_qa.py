@@ -340,6 +340,7 @@ class Bench:
     threads: int = 1
     k: int = 5                 # results asked of every system (the largest cut-off)
     engine_stats: dict = field(default_factory=dict)
+    grounded: Grounded | None = None  # ce.ground_rows over the paragraphs, made on first use
 
     @property
     def now_us(self) -> int:
@@ -411,57 +412,70 @@ def sys_lexical_year_filter(b: Bench, scope: str, k: int) -> list[np.ndarray]:
     return out
 
 
-def make_engine(b: Bench, rows: np.ndarray) -> ce.Engine:
+def make_engine(b: Bench, ids: np.ndarray, rows: np.ndarray, valid_from: np.ndarray,
+                valid_to: np.ndarray) -> ce.Engine:
+    """An engine holding, under each id, the paragraph ``rows[i]`` with the validity
+    ``[valid_from[i], valid_to[i])``."""
     c = b.corpus
     eng = ce.Engine(dim=b.P.shape[1], threads=b.threads)
-    eng.ingest({"id": rows.astype(np.uint64), "vector": b.P[rows],
-                "valid_from": b.times.valid_from[rows], "valid_to": b.times.valid_to[rows],
+    eng.ingest({"id": ids.astype(np.uint64), "vector": b.P[rows], "valid_from": valid_from, "valid_to": valid_to,
                 "content": [c.texts[r] for r in rows],
                 "title": [c.titles[c.para_doc[r]] for r in rows],
                 "source": [c.doc_ids[c.para_doc[r]] for r in rows]})
     return eng
 
 
-def _engine(b: Bench, scope: str, k: int, dated_only: bool, name: str,
-            embed_text: str = "full") -> list[np.ndarray]:
-    """engine.query per question (``embed_text``: the full question, the default, or its
-    cleaned text); what it embeds is looked up in the cached vectors of the same encoder
-    (exactly what engine.query would embed)."""
+def _query_engines(b: Bench, scope: str, k: int, name: str, rows: np.ndarray, valid_from: np.ndarray,
+                   valid_to: np.ndarray, extra: dict | None = None, **query_kw: Any) -> list[np.ndarray]:
+    """Engine row i is paragraph ``rows[i]`` valid over ``[valid_from[i], valid_to[i])``
+    (several rows may share a paragraph); one engine over the corpus or one per document;
+    ``engine.query`` per question with ``query_kw``, its hits mapped back to paragraphs.
+    What it embeds is looked up in the cached vectors of the same encoder (exactly what
+    engine.query would embed: the full question, or its cleaned text)."""
+    c = b.corpus
     lookup = {t: b.Qc[i] for i, t in enumerate(b.cleaned)}
-    lookup.update({q.text: b.Q[i] for i, q in enumerate(b.corpus.questions)})
+    lookup.update({q.text: b.Q[i] for i, q in enumerate(c.questions)})
+    ids = np.arange(len(rows), dtype=np.int64)
 
-    def embed(text: str) -> np.ndarray:
-        return lookup[text]
+    def build(sel: np.ndarray) -> ce.Engine | None:
+        return make_engine(b, sel, rows[sel], valid_from[sel], valid_to[sel]) if len(sel) else None
 
-    keep = b.times.dated if dated_only else np.ones(len(b.corpus.texts), bool)
     t0 = time.perf_counter()
     if scope == "corpus":
-        engines = {None: make_engine(b, np.flatnonzero(keep))}
+        engines = {None: build(ids)}
     else:
-        engines = {}
-        for d in sorted({q.doc for q in b.corpus.questions}):
-            rows = b.corpus.doc_rows[d]
-            rows = rows[keep[rows]]
-            engines[d] = make_engine(b, rows) if len(rows) else None
+        doc = c.para_doc[rows]
+        engines = {d: build(ids[doc == d]) for d in sorted({q.doc for q in c.questions})}
     t_build = time.perf_counter() - t0
-    out, uncertified, mismatched = [], 0, 0
+    out, uncertified, mismatched, repeated = [], 0, 0, 0
     t0 = time.perf_counter()
-    for qi, q in enumerate(b.corpus.questions):
+    for qi, q in enumerate(c.questions):
         eng = engines[None if scope == "corpus" else q.doc]
         if eng is None:
             out.append(np.zeros(0, np.int64))
             continue
-        res = eng.query(q.text, k=k, now=b.now, embed=embed, embed_text=embed_text)
+        res = eng.query(q.text, k=k, now=b.now, embed=lookup.__getitem__, **query_kw)
         if res.intent.cleaned_query != b.intents[qi].cleaned_query or res.intent.mode != b.intents[qi].mode:
             mismatched += 1
-        ids = res.hits.column("id").to_numpy().astype(np.int64)
         uncertified += int(not all(res.hits.column("certified").to_pylist()))
-        out.append(ids)
+        paras = rows[res.hits.column("id").to_numpy().astype(np.int64)]
+        repeated += len(set(paras.tolist())) != len(paras)
+        out.append(paras)
     b.engine_stats[f"{name}/{scope}"] = {"build_s": t_build, "query_s": time.perf_counter() - t0,
                                          "engines": sum(e is not None for e in engines.values()),
-                                         "rows": int(keep.sum()), "intent_mismatch": mismatched,
-                                         "uncertified_answers": uncertified}
+                                         "rows": int(len(rows)), "intent_mismatch": mismatched,
+                                         "uncertified_answers": uncertified, "repeated_paragraphs": repeated,
+                                         **(extra or {})}
     return out
+
+
+def _engine(b: Bench, scope: str, k: int, dated_only: bool, name: str,
+            embed_text: str = "full") -> list[np.ndarray]:
+    """One engine row per paragraph, validity from ``parse_time`` (:func:`paragraph_times`);
+    ``embed_text``: the full question, the default, or its cleaned text."""
+    rows = np.flatnonzero(b.times.dated) if dated_only else np.arange(len(b.corpus.texts), dtype=np.int64)
+    return _query_engines(b, scope, k, name, rows, b.times.valid_from[rows], b.times.valid_to[rows],
+                          embed_text=embed_text)
 
 
 def sys_engine_parse_time(b: Bench, scope: str, k: int) -> list[np.ndarray]:
@@ -488,19 +502,19 @@ class Grounded:
 
 
 def grounded(b: Bench) -> Grounded:
-    if getattr(b, "_grounded", None) is None:
+    if b.grounded is None:
         n = len(b.corpus.texts)
         t0 = time.perf_counter()
         g = ce.ground_rows({"content": b.corpus.texts, "row": np.arange(n, dtype=np.int64)})
         seconds = time.perf_counter() - t0
         undated = (g["valid_from"] == MIN_TIME_US) & (g["valid_to"] == OPEN_END)
-        b._grounded = Grounded(np.asarray(g["row"], np.int64), g["valid_from"], g["valid_to"], int(undated.sum()),
-                               seconds)
-    return b._grounded
+        b.grounded = Grounded(np.asarray(g["row"], np.int64), g["valid_from"], g["valid_to"], int(undated.sum()),
+                              seconds)
+    return b.grounded
 
 
 #: the window fit (half-life in days) of engine_grounded_fit, chosen on the tune part
-#: (730, 1095 and 1825 tried; see benches/RESULTS.md)
+#: (730, 1,095, 1,825 and 3,650 tried; see benches/RESULTS.md)
 WINDOW_FIT_DAYS = 1095.0
 
 
@@ -511,41 +525,9 @@ def _engine_grounded(b: Bench, scope: str, k: int, name: str, window_fit: float 
     a time constraint) and, for ``window_fit``, the closeness of a fact's start to the
     window's start. Hits are mapped back to paragraphs by their row."""
     g = grounded(b)
-    c = b.corpus
-    lookup = {q.text: b.Q[i] for i, q in enumerate(c.questions)}
-
-    def build(fact_ids: np.ndarray) -> ce.Engine | None:
-        if not len(fact_ids):
-            return None
-        eng = ce.Engine(dim=b.P.shape[1], threads=b.threads)
-        rows = g.row[fact_ids]
-        eng.ingest({"id": fact_ids.astype(np.uint64), "vector": b.P[rows], "valid_from": g.valid_from[fact_ids],
-                    "valid_to": g.valid_to[fact_ids], "content": [c.texts[r] for r in rows]})
-        return eng
-
-    t0 = time.perf_counter()
-    all_ids = np.arange(len(g.row), dtype=np.int64)
-    if scope == "corpus":
-        engines = {None: build(all_ids)}
-    else:
-        doc_of_fact = c.para_doc[g.row]
-        engines = {d: build(all_ids[doc_of_fact == d]) for d in sorted({q.doc for q in c.questions})}
-    t_build = time.perf_counter() - t0
-    out, repeated = [], 0
-    t0 = time.perf_counter()
-    for q in c.questions:
-        eng = engines[None if scope == "corpus" else q.doc]
-        if eng is None:
-            out.append(np.zeros(0, np.int64))
-            continue
-        res = eng.query(q.text, k=k, now=b.now, embed=lookup.__getitem__, window_fit=window_fit)
-        paras = g.row[res.hits.column("id").to_numpy().astype(np.int64)]
-        repeated += len(set(paras.tolist())) != len(paras)
-        out.append(paras)
-    b.engine_stats[f"{name}/{scope}"] = {"build_s": t_build, "query_s": time.perf_counter() - t0,
-                                         "rows": int(len(g.row)), "undated_rows": g.undated, "ground_s": g.seconds,
-                                         "window_fit_days": window_fit, "repeated_paragraphs": repeated}
-    return out
+    return _query_engines(b, scope, k, name, g.row, g.valid_from, g.valid_to,
+                          extra={"undated_rows": g.undated, "ground_s": g.seconds, "window_fit_days": window_fit},
+                          window_fit=window_fit)
 
 
 def sys_engine_grounded(b: Bench, scope: str, k: int) -> list[np.ndarray]:

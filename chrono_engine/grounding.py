@@ -14,7 +14,7 @@ constraint (``undated="auto"``).
 """
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 import numpy as np
@@ -32,10 +32,6 @@ _REFUSED = {"valid_from": "ground_rows sets valid_from and valid_to from the tex
             "valid_to": "ground_rows sets valid_from and valid_to from the text: drop the column",
             "id": "ground_rows repeats a chunk once per fact, so ids cannot be kept: drop the id column "
                   "(the engine assigns them)"}
-
-
-def _to_us(t: datetime) -> int:
-    return scalar_us(t, "fact time")
 
 
 def _take(name: str, col: Any, src: np.ndarray) -> Any:
@@ -73,8 +69,8 @@ def ground_rows(rows: Any, *, doc_date: Any = None, tz: Any = None) -> dict[str,
         raise SchemaError("ground_rows needs a 'content' column: the text to read times from",
                           column="content", rule="required column")
     n = _length("content", cols["content"])
-    lengths = {name: _length(name, c) for name, c in cols.items()}
-    for name, m in lengths.items():
+    for name, col in cols.items():
+        m = _length(name, col)
         if m != n:
             raise SchemaError(f"column {name!r} has {m} rows, 'content' has {n}", column=name,
                               rule="column lengths differ")
@@ -106,8 +102,8 @@ def ground_rows(rows: Any, *, doc_date: Any = None, tz: Any = None) -> dict[str,
             continue
         for f in facts:
             src.append(i)
-            vf.append(_to_us(f.start) if f.start is not None else MIN_TIME_US)
-            vt.append(_to_us(f.end) if f.end is not None else OPEN_END)
+            vf.append(scalar_us(f.start, "fact start") if f.start is not None else MIN_TIME_US)
+            vt.append(scalar_us(f.end, "fact end") if f.end is not None else OPEN_END)
     idx = np.asarray(src, np.int64)
     out = {name: _take(name, c, idx) for name, c in cols.items()}
     out["valid_from"] = np.asarray(vf, np.int64)

@@ -55,17 +55,24 @@ def choice(value: Any, options: dict, name: str) -> int:
     return options[value]
 
 
-def unit_float(value: Any, name: str) -> float:
-    """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
+def real(value: Any, name: str, lo: float, hi: float, *, open_lo: bool = False) -> float:
+    """A real number in [lo, hi] — (lo, hi] with ``open_lo`` — (bools refused), or
+    QueryError naming the argument."""
+    bounds = f"{'(' if open_lo else '['}{lo:g}, {hi:g}]"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise QueryError(f"{name} must be a number in [0, 1], got {shown(value)}")
+        raise QueryError(f"{name} must be a number in {bounds}, got {shown(value)}")
     try:
         v = float(value)
     except OverflowError:  # an int beyond the float range
-        v = float("inf")
-    if not (0.0 <= v <= 1.0):
-        raise QueryError(f"{name} must be in [0, 1], got {shown(value)}")
+        v = float("inf") if value > 0 else float("-inf")
+    if not ((lo < v) if open_lo else (lo <= v)) or not v <= hi:  # NaN fails too
+        raise QueryError(f"{name} must be in {bounds}, got {shown(value)}")
     return v
+
+
+def unit_float(value: Any, name: str) -> float:
+    """A real number in [0, 1] (bools refused), or QueryError naming the argument."""
+    return real(value, name, 0.0, 1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -533,28 +540,20 @@ UNDATED = ("auto", "exclude", "include")
 POST_FETCH_MAX = 4096
 
 
-def _undated(hits: pa.Table) -> np.ndarray:
-    """Rows of an undated item: valid from the beginning of time, open-ended (the mark
-    :func:`chrono_engine.ground_rows` gives a chunk with no placeable time)."""
-    vf = hits.column("valid_from").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    vt = hits.column("valid_to").cast(pa.int64()).fill_null(OPEN_END).to_numpy(zero_copy_only=False)
-    return (vf == MIN_TIME_US) & (vt == OPEN_END)
-
-
 def _post(hits: pa.Table, k: int, *, drop_undated: bool, distinct: bool, fit: tuple | None,
           alpha: float) -> tuple[pa.Table, float | None]:
     """The k best rows of ``hits`` (ranked by score) after the text query's post-stage:
     undated rows dropped, the window fit fused into the score, one row per distinct
     content. Returns the rows and the k-th final score (None when fewer than k)."""
-    n = hits.num_rows
-    keep = np.ones(n, bool)
-    if drop_undated and n:
-        keep &= ~_undated(hits)
+    vf = hits.column("valid_from").cast(pa.int64()).to_numpy(zero_copy_only=False)
     score = hits.column("score").to_numpy(zero_copy_only=False).astype(np.float64)
-    if fit is not None and n:
+    keep = np.ones(hits.num_rows, bool)
+    if drop_undated:  # undated: valid from the beginning of time, open-ended (ground_rows' mark)
+        vt = hits.column("valid_to").cast(pa.int64()).fill_null(OPEN_END).to_numpy(zero_copy_only=False)
+        keep &= (vf != MIN_TIME_US) | (vt != OPEN_END)
+    if fit is not None:
         start, half_life_us = fit
-        vf = hits.column("valid_from").cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64)
-        closeness = np.exp2(-np.abs(vf - float(start)) / half_life_us)
+        closeness = np.exp2(-np.abs(vf.astype(np.float64) - float(start)) / half_life_us)
         score = alpha * score + (1.0 - alpha) * closeness
     order = np.flatnonzero(keep)
     order = order[np.argsort(-score[order], kind="stable")]
@@ -633,15 +632,9 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         raise QueryError(f"distinct must be True or False, got {shown(distinct)}")
     if not isinstance(undated, str) or undated not in UNDATED:
         raise QueryError(f"undated must be one of {', '.join(UNDATED)}, got {shown(undated)}")
-    if window_fit is not None:
-        bad = isinstance(window_fit, (bool, np.bool_)) or not isinstance(window_fit, (int, float, np.integer, np.floating))
-        if not bad:
-            try:
-                bad = not 0 < float(window_fit) <= 1e7  # NaN fails too
-            except OverflowError:  # an int beyond the float range
-                bad = True
-        if bad:
-            raise QueryError(f"window_fit must be a half-life in days, > 0 and at most 1e7, got {shown(window_fit)}")
+    if window_fit is not None:  # a half-life in days
+        window_fit = real(window_fit, "window_fit", 0.0, 1e7, open_lo=True)
+    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
     fn = embed if embed is not None else embedder
     if fn is None:
         raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
@@ -680,9 +673,8 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
     fit = None
     if window_fit is not None and window is not None and window[0] != MIN_TIME_US:
-        fit = (window[0], float(window_fit) * US_PER_DAY)
+        fit = (window[0], window_fit * US_PER_DAY)
     drop = undated == "exclude" or (undated == "auto" and intent.mode != "latest")
-    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
     hits = post_search(search, vec, k, opts, drop_undated=drop, distinct=bool(distinct), fit=fit,
                        alpha=opts.alpha)
     if ctx.tz is not _UTC and hits.num_rows:

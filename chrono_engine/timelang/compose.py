@@ -486,9 +486,6 @@ def _lend_years(text: str, sel: list[Cand]) -> list[Cand]:
 
 
 _ON_DAY_GAP = re.compile(r"\s*(?:on|of|,|for)?\s*(?:the\s+)?$", _IA)
-#: a bound word between a day and a clock time: "feb 1st no later than 6:00", "1/1/2015 after 2:00"
-_DAY_BOUND_GAP = re.compile(r"\s*,?\s*(?:(?:no|not)\s+(?:later|earlier)\s+than|later\s+than|earlier\s+than"
-                            r"|after|before|by|until|till|since)\s+$", _IA)
 _OFFSET_GAP = re.compile(r"\s*(?P<w>after|before|from)\s+$", _IA)
 
 
@@ -522,6 +519,14 @@ def _move_days(c: Cand, delta: timedelta) -> None:
         c.inner = (c.inner[0] + delta, c.inner[1] + delta)
 
 
+def _bound_word_between(text: str, b: int, e: int) -> bool:
+    """Whether ``text[b:e]`` is an English bound word of :data:`_BOUND_PRE` (not a weak one
+    such as "from"), after an optional comma: "feb 1st no later than 6:00"."""
+    m = _BOUND_PRE.search(text, b, e)
+    return (m is not None and m.group("en") is not None and _norm(m.group("en")) not in _WEAK_PRE
+            and not text[b:m.start()].strip(" ,"))
+
+
 def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
     """Clock times put on today for want of a day move to a day written right after them
     ("3:00 to 4:00 tomorrow", "from 5 to 6pm of April 22", "from 3:30 to 5:55 on 1/1/2015"),
@@ -535,7 +540,7 @@ def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
             c.b, c.floating = prev.b, False
             out[-1] = c
             continue
-        if (c.floating and _is_day(prev) and c.b - prev.e <= 24 and _DAY_BOUND_GAP.match(text, prev.e, c.b)):
+        if c.floating and _is_day(prev) and c.b - prev.e <= 24 and _bound_word_between(text, prev.e, c.b):
             # "feb 1st no later than 6:00": the clock is on the day; the bound joins them
             _move_days(c, prev.start.date() - c.start.date())
             c.floating, c.joined = False, prev

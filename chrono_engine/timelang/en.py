@@ -451,6 +451,17 @@ def decade(m, ctx):
 
 
 # -- clock times and parts of the day ----------------------------------------------------
+def _ampm(h: int, ap: str | None) -> int:
+    """The 24-hour hour of ``h`` said with "am" / "pm" (any dots and spaces: "p. m."),
+    or ``h`` itself without them."""
+    ap = (ap or "").lower().replace(".", "").replace(" ", "")
+    if ap == "pm" and h < 12:
+        return h + 12
+    if ap == "am" and h == 12:
+        return 0
+    return h
+
+
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.](?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\s*"
       r"(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
       r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
@@ -465,24 +476,22 @@ def clock(m, ctx):
         mi = int(m.group("mi") or 0)
         sec = int(m.group("s") or 0)
         grain = "second" if m.group("s") else "minute" if m.group("mi") else "hour"
-        ap = (m.group("ap") or "").lower().replace(".", "")
-        if ap == "pm" and h < 12:
-            h += 12
-        elif ap == "am" and h == 12:
-            h = 0
+        h = _ampm(h, m.group("ap"))
         part = None
     c = clock_cand(m.start(), m.end(), h, mi, sec, grain, part)
     return c
 
 
-_HOUR_W = r"(?:1[0-2]|0?[1-9]|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+#: the hours in words, one to twelve
+_HOUR_NAMES = "one two three four five six seven eight nine ten eleven twelve"
+_HOUR_W = rf"(?:1[0-2]|0?[1-9]|{_HOUR_NAMES.replace(' ', '|')})"
 _MIN_W = (r"(?:[1-5]?\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
           r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty(?:[\s-](?:one|two|three|four"
           r"|five|six|seven|eight|nine))?)")
 _PART_W = r"(?:in\s+the\s+(?P<part>morning|afternoon|evening)|(?P<night>at\s+night|tonight))"
 
 
-_HOUR_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_HOUR_WORD = f"(?:{_HOUR_NAMES.replace(' ', '|')})"
 _MIN_WORD = (r"(?:o[\s-](?:one|two|three|four|five|six|seven|eight|nine)|ten|eleven|twelve|thirteen|fourteen"
              r"|fifteen|sixteen|seventeen|eighteen|nineteen"
              r"|(?:twenty|thirty|forty|fifty)(?:[\s-](?:one|two|three|four|five|six|seven|eight|nine))?)")
@@ -492,26 +501,18 @@ _AMPM_W = r"(?P<ap>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
 @rule(rf"\b(?:(?P<pre>at|from|to|until|till|by|around|about|between|and)\s+)?(?P<h>{_HOUR_WORD})[\s-](?P<mi>{_MIN_WORD})\b"
       rf"(?:\s*{_AMPM_W}|\s+{_PART_W})?", _I,
       lead="aftubotsefn", words="one two thr fou fiv six sev eig nin ten ele twe",
-      exact="one two three four five six seven eight nine ten eleven twelve"
-            "|o ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty")
+      exact=_HOUR_NAMES + "|o ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty")
 def clock_hour_minute_words(m, ctx):
     """nine thirty, at five-fifteen, one thirty p m, three o five in the afternoon: a clock
     time in words. Without am / pm or a part of the day it needs a word that introduces
     times before it (at, from, to, until, by, around) or a day next to it."""
-    ap = (m.group("ap") or "").lower().replace(".", "").replace(" ", "")
     part = (m.group("part") or ("night" if m.group("night") else "")).lower() or None
-    weak = not (m.group("pre") or ap or part)  # kept only next to a day ("five-thirty tomorrow")
-    h, mi = en_int(m.group("h")), en_int(" ".join(m.group("mi").lower().replace("-", " ").split()[-2:])
-                                        if not m.group("mi").lower().startswith("o") else
-                                        m.group("mi").lower().replace("-", " ").split()[-1])
+    weak = not (m.group("pre") or m.group("ap") or part)  # kept only next to a day ("five-thirty tomorrow")
+    words = m.group("mi").lower().replace("-", " ").split()
+    h, mi = en_int(m.group("h")), en_int(words[-1] if words[0] == "o" else " ".join(words))
     if h is None or mi is None or not 0 < mi < 60:
         return None
-    h = int(h)
-    if ap == "pm" and h < 12:
-        h += 12
-    elif ap == "am" and h == 12:
-        h = 0
-    h = _with_part(h, part)
+    h = _with_part(_ampm(int(h), m.group("ap")), part)
     return clock_cand(m.start("h"), m.end(), h, int(mi), 0, "minute", cls="weakclock" if weak else "clock")
 
 
@@ -542,12 +543,7 @@ def clock_words(m, ctx):
     if m.group("rel").lower() == "to":
         h, mins = (h - 1) % 12 or 12, 60 - mins
     part = (m.group("part") or ("night" if m.group("night") else "")).lower() or None
-    ap = (m.group("ap") or "").lower().replace(".", "")
-    if ap == "pm" and h < 12:
-        h += 12
-    elif ap == "am" and h == 12:
-        h = 0
-    h = _with_part(h, part)
+    h = _with_part(_ampm(h, m.group("ap")), part)
     c = clock_cand(m.start(), m.end(), h, int(mins), 0, "minute")
     return c
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
 from ..errors import ArgumentTypeError
-from .parser import context, normalise, scan, to_expression
-from .types import TimeExpression
+from .grammar import Ctx
+from .parser import context, expressions, normalise
 
 __all__ = ["GroundedFact", "ground"]
 
@@ -46,6 +46,8 @@ _SHIFT = timedelta(days=400, hours=7, minutes=13, seconds=17)
 #: depend on it are either re-resolved against the narrative or left out)
 _REFERENCE = datetime(2001, 7, 11, 13, 37, 11)
 _YEAR4 = re.compile(r"[0-9]{4}")
+#: the second reading of an expression the second reference did not find
+_UNREAD = object()
 #: relative expressions that refer back to a time the text just named, not to "now"
 _ANAPHORIC = re.compile(
     r"\b(?:later|earlier|after(?:wards)?|before|following|previous|prior|same|that|the\s+next)\b"
@@ -74,32 +76,32 @@ class GroundedFact:
     fuzzy: bool = False
 
 
-def _expressions(text: str, now: datetime | None, tz: object) -> tuple[list[TimeExpression], datetime]:
-    ctx = context(now, tz)
-    return [to_expression(c, text) for c in scan(text, ctx)
-            if c.start is None or c.end is None or c.start < c.end], ctx.now
-
-
 @lru_cache(maxsize=16384)
-def _alone(text: str, now1: datetime, now2: datetime, tz: object) -> tuple | None:
+def _alone(text: str, now1: datetime, now2: datetime, tz: tzinfo) -> tuple | None:
     """The intervals of an expression's own text read alone at ``now1`` and at ``now2``, or
     None when alone it is not exactly one expression covering the whole text. An exact
     cache: the result depends only on the arguments (corpora repeat their expressions:
     "2009", "the following year")."""
-    a, _ = _expressions(text, now1, tz)
-    if len(a) != 1 or a[0].span != (0, len(text)):
-        return None
-    b, _ = _expressions(text, now2, tz)
-    if len(b) != 1 or b[0].span != (0, len(text)):
-        return None
-    return (a[0].start, a[0].end), (b[0].start, b[0].end)
+    out = []
+    for now in (now1, now2):
+        got = expressions(text, Ctx(now, tz))
+        if len(got) != 1 or got[0].span != (0, len(text)):
+            return None
+        out.append((got[0].start, got[0].end))
+    return tuple(out)
+
+
+def _read_alone(text: str, now1: datetime, now2: datetime, tz: tzinfo) -> tuple | None:
+    try:
+        return _alone(text, now1, now2, tz)
+    except TypeError:  # an unhashable tzinfo: read without the cache
+        return _alone.__wrapped__(text, now1, now2, tz)
 
 
 def _shifted(now: datetime) -> datetime:
-    try:
-        return now - _SHIFT if now.year > 5000 else now + _SHIFT
-    except OverflowError:  # pragma: no cover - both directions cannot overflow
-        return now
+    """The second reference: ``now`` moved by :data:`_SHIFT`, away from the calendar's
+    nearer end (so it never leaves datetime's range)."""
+    return now - _SHIFT if now.year > 5000 else now + _SHIFT
 
 
 def ground(text: str, doc_date: datetime | str | None = None, *,
@@ -123,17 +125,13 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
         context(doc_date, tz)  # a bad doc_date or tz is refused even for an empty text
         return []
     norm = normalise(text)
-    first, now1 = _expressions(norm, doc_date if doc_date is not None else _REFERENCE, tz)
+    ctx = context(doc_date if doc_date is not None else _REFERENCE, tz)
+    z, now1 = ctx.tz, ctx.now
+    first = expressions(norm, ctx)
     if not first:
         return []
     now2 = _shifted(now1)
     second = None
-    try:
-        hash(tz)
-    except TypeError:  # pragma: no cover - an unhashable tzinfo: no cache
-        tz_key = None
-    else:
-        tz_key = tz
     out: list[GroundedFact] = []
     anchor: datetime | None = None
     for e in first:
@@ -143,41 +141,39 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
         if e.grain == "year" and e.kind == "point" and _YEAR4.fullmatch(e.text):
             other = (e.start, e.end)
         else:
-            alone = _alone(e.text, now1, now2, tz_key) if tz_key is not None or tz is None else None
+            alone = _read_alone(e.text, now1, now2, z)
             if alone is not None and alone[0] == (e.start, e.end):
                 other = alone[1]
             else:
                 if second is None:
-                    second = {x.span: (x.start, x.end) for x in _expressions(norm, now2, tz)[0]}
+                    second = {x.span: (x.start, x.end) for x in expressions(norm, Ctx(now2, z))}
                 other = second.get(e.span)
         s, t = e.start, e.end
-        if other is not None and other == (s, t):
+        o_s, o_t = other if other is not None else (_UNREAD, _UNREAD)
+        if (o_s, o_t) == (s, t):
             how = "absolute"
         else:
-            # a side that is "now" under both references: open end / document-date start
-            s_now = other is not None and s == now1 and other[0] == now2
-            # an end at "now" under one reference may be open under the other (the parser
-            # opens "since 2003" read before 2003): both mean "still holds when written"
-            t_now = other is not None and (t is None or t == now1) and (other[1] is None or other[1] == now2)
-            fixed_s = other is not None and (s_now or other[0] == s)
-            fixed_t = other is not None and (t_now or other[1] == t)
-            if fixed_s and fixed_t:  # "since 2003": a fixed start, an end at now
-                how = "absolute" if not s_now else ("document" if doc_date is not None else None)
-                if t_now:
-                    t = None
+            # a side that is "now" under both references: open end / document-date start; an
+            # end at "now" under one reference may be open under the other (the parser opens
+            # "since 2003" read before 2003): both mean "still holds when written"
+            s_now = s == now1 and o_s == now2
+            t_now = (t is None or t == now1) and (o_t is None or o_t == now2)
+            fixed = (s_now or o_s == s) and (t_now or o_t == t)
+            if t_now:
+                t = None
+            if fixed:  # "since 2003": a fixed start, an end at now
+                if s_now and doc_date is None:
+                    continue
+                how = "document" if s_now else "absolute"
             elif doc_date is not None:
                 how = "document"
-                if t_now:
-                    t = None
             elif anchor is not None and _ANAPHORIC.search(e.text):
                 how = "narrative"
-                again = _expressions(e.text, anchor, tz)[0]
+                again = expressions(e.text, Ctx(anchor, z))
                 if len(again) != 1:
                     continue
                 s, t = again[0].start, again[0].end
             else:
-                continue
-            if how is None:
                 continue
         if s is None and t is None:
             continue  # a bare duration: no position in time

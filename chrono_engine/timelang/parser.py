@@ -172,6 +172,15 @@ def to_expression(c: Cand, text: str) -> TimeExpression:
                           duration=c.dur, fuzzy=c.fuzzy, text=text[c.b:c.e], span=(c.b, c.e))
 
 
+def expressions(text: str, ctx: Ctx, original: str | None = None) -> list[TimeExpression]:
+    """The expressions of a normalised ``text`` at ``ctx`` (``parse_time`` without its
+    argument checks); their ``text`` is sliced from ``original`` when given (the caller's
+    text before :func:`normalise`: the offsets are the same)."""
+    shown = text if original is None else original
+    return [to_expression(c, shown) for c in scan(text, ctx)
+            if c.start is None or c.end is None or c.start < c.end]
+
+
 def parse_time(text: str, now: datetime | str | None = None,
                tz: str | tzinfo | None = None) -> list[TimeExpression]:
     """Every time expression in ``text``, in text order, resolved against ``now``.
@@ -194,5 +203,4 @@ def parse_time(text: str, now: datetime | str | None = None,
     ctx = context(now, tz)
     if not text:
         return []
-    return [to_expression(c, text) for c in scan(normalise(text), ctx)
-            if c.start is None or c.end is None or c.start < c.end]
+    return expressions(normalise(text), ctx, text)
