@@ -417,6 +417,13 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
             for tz in (None, "Pacific/Kiritimati"):
                 for e in ce.parse_time(text, now=now, tz=tz):
                     assert e.start is None or e.end is None or e.start < e.end
+    # a clock with an amount, or moved to a written day, at the calendar's ends
+    for text, now, tz in (("The meeting is start from 10 am for 3 hours 30 minutes", "9999-12-31T23:59:59",
+                           "Pacific/Kiritimati"),
+                          ("The meeting will last for 3 hours from 10 am", "9999-12-31T23:59:59", "Pacific/Kiritimati"),
+                          ("It will happen 1/1/2015 after 2:00", "0001-01-01T00:00:00", "Pacific/Pago_Pago")):
+        for e in ce.parse_time(text, now=now, tz=tz):
+            assert e.start is None or e.end is None or e.start < e.end
     # CI fuzz run of 2026-12-02: a bound on "24:00" of the last day (clamped to the last
     # representable instant) took one microsecond past it
     for text in ("until 24:00", "before 24:00", "after 24:00", "since 24:00", "@<24:00"):

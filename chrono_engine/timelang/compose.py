@@ -511,12 +511,18 @@ def _week_of(text: str, sel: list[Cand]) -> list[Cand]:
     return sel
 
 
-def _move_days(c: Cand, delta: timedelta) -> None:
-    """Move a clock time (or a range of them) by whole days, its wall-clock times kept."""
-    c.start = c.start + delta
-    c.end = None if c.end is None else c.end + delta
-    if c.inner is not None:
-        c.inner = (c.inner[0] + delta, c.inner[1] + delta)
+def _move_days(c: Cand, delta: timedelta) -> bool:
+    """Move a clock time (or a range of them) by whole days, its wall-clock times kept;
+    False, and ``c`` unchanged, when that leaves datetime's range (a clock on the
+    calendar's first or last day moved to a written day)."""
+    try:
+        start = c.start + delta
+        end = None if c.end is None else c.end + delta
+        inner = None if c.inner is None else (c.inner[0] + delta, c.inner[1] + delta)
+    except OverflowError:
+        return False
+    c.start, c.end, c.inner = start, end, inner
+    return True
 
 
 def _bound_word_between(text: str, b: int, e: int) -> bool:
@@ -534,21 +540,20 @@ def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
     out: list[Cand] = []
     for c in sel:
         prev = out[-1] if out else None
-        if (c.floating and _is_day(prev) and c.b - prev.e <= 3 and not text[prev.e:c.b].strip(" ,")):
+        if (c.floating and _is_day(prev) and c.b - prev.e <= 3 and not text[prev.e:c.b].strip(" ,")
+                and _move_days(c, prev.start.date() - c.start.date())):
             # "14th Feb for 7 hours from 9:30am": the day written before the composed span
-            _move_days(c, prev.start.date() - c.start.date())
             c.b, c.floating = prev.b, False
             out[-1] = c
             continue
-        if c.floating and _is_day(prev) and c.b - prev.e <= 24 and _bound_word_between(text, prev.e, c.b):
+        if (c.floating and _is_day(prev) and c.b - prev.e <= 24 and _bound_word_between(text, prev.e, c.b)
+                and _move_days(c, prev.start.date() - c.start.date())):
             # "feb 1st no later than 6:00": the clock is on the day; the bound joins them
-            _move_days(c, prev.start.date() - c.start.date())
             c.floating, c.joined = False, prev
             out.append(c)
             continue
         if (_is_day(c) and prev is not None and prev.floating and c.b - prev.e <= 8
-                and _ON_DAY_GAP.match(text, prev.e, c.b)):
-            _move_days(prev, c.start.date() - prev.start.date())
+                and _ON_DAY_GAP.match(text, prev.e, c.b) and _move_days(prev, c.start.date() - prev.start.date())):
             prev.e, prev.floating = c.e, False
             continue
         out.append(c)
@@ -642,7 +647,12 @@ def _clock_spans(text: str, sel: list[Cand]) -> list[Cand]:
         if clock is None:
             out.append(c)
             continue
-        r = range_cand(b, c.e, clock.start, clock.start + dur.dur, clock.grain)
+        try:
+            end = clock.start + dur.dur
+        except OverflowError:  # a clock on the calendar's last day, an amount past it
+            out.append(c)
+            continue
+        r = range_cand(b, c.e, clock.start, end, clock.grain)
         r.floating = clock.floating
         out[-1] = r
     return out
