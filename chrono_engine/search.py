@@ -605,6 +605,32 @@ def post_search(search: Callable[..., pa.Table], vec: np.ndarray, k: int, opts: 
         m = min(m * 4, POST_FETCH_MAX, K_MAX)
 
 
+
+def _check_embedder(fn: Any) -> None:
+    if fn is None:
+        raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
+                         "or set engine.embedder")
+    if not callable(fn) and not hasattr(fn, "embed_query"):
+        raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
+
+
+def embed_question(fn: Any, question: str, t: int, dim: int) -> np.ndarray:
+    """The question's float32 vector from ``fn`` (a callable str -> vector, or a
+    time-aware embedder, whose ``embed_query`` embeds it at T = ``t`` µs), checked to be
+    ``dim`` wide; anything else is a QueryError."""
+    _check_embedder(fn)
+    try:
+        if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
+            raw = fn.embed_query(question, at=np.array([t], np.int64))
+        else:
+            raw = fn(question)
+        vec = _as_float32(raw)
+    except (TypeError, ValueError) as e:
+        raise QueryError(f"embed returned something that is not a vector: {shown(str(e))}") from None
+    if vec.shape != (dim,):
+        raise QueryError(f"embed returned shape {vec.shape}, expected ({dim},)")
+    return vec
+
 def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: str, k: int, *, now: Any,
                tz: Any, embed: Callable[[str], Any] | None, lang: str | None,
                options: SearchOptions | None, overrides: dict, embed_text: str = "full",
@@ -636,11 +662,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         window_fit = real(window_fit, "window_fit", 0.0, 1e7, open_lo=True)
     k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
     fn = embed if embed is not None else embedder
-    if fn is None:
-        raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
-                         "or set engine.embedder")
-    if not callable(fn) and not hasattr(fn, "embed_query"):
-        raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
+    _check_embedder(fn)
     ctx = context(now, tz)
     intent = parse_temporal_intent(text, now=ctx.now, tz=ctx.tz)
     with errors_as(QueryError):
@@ -659,17 +681,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
         else:
             t = now_at
             kw = {"mode": "latest", "as_of": t}
-    question = text if embed_text == "full" else (intent.cleaned_query or text)
-    try:
-        if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
-            raw = fn.embed_query(question, at=np.array([t], np.int64))
-        else:
-            raw = fn(question)
-        vec = _as_float32(raw)
-    except (TypeError, ValueError) as e:
-        raise QueryError(f"embed returned something that is not a vector: {shown(str(e))}") from None
-    if vec.shape != (dim,):
-        raise QueryError(f"embed returned shape {vec.shape}, expected ({dim},)")
+    vec = embed_question(fn, text if embed_text == "full" else (intent.cleaned_query or text), t, dim)
     opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
     fit = None
     if window_fit is not None and window is not None and window[0] != MIN_TIME_US:

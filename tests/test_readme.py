@@ -148,3 +148,65 @@ def test_layer2_example_runs(tmp_path):
     exec(compile(code, "README.md (layer 2)", "exec"), ns)
     assert 0.0 < ns["m"]["mrr"] <= 1.0
     assert isinstance(ns["g"], tkg.graph.RuleGraph)
+
+
+def _board_namespace() -> dict:
+    """Stand-ins for the adapters' examples: three board chairs, one after another."""
+    texts = ["Ada chairs the board", "Bo chairs the board", "Cy chairs the board"]
+    return {"ce": ce, "my_text_encoder": _hashed_vector, "texts": texts, "stems": ["chair"] * 3,
+            "starts": ["2015-01-01", "2020-03-01", "2023-07-01"], "ends": ["2020-03-01", "2023-07-01", None]}
+
+
+def test_langchain_example_runs():
+    pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed (needs Python >= 3.11)")
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    class Hashed(Embeddings):
+        def embed_documents(self, texts):
+            return [_hashed_vector(t).tolist() for t in texts]
+
+        def embed_query(self, text):
+            return _hashed_vector(text).tolist()
+
+    ns = _board_namespace()
+    vs = InMemoryVectorStore(Hashed())
+    vs.add_documents([Document(page_content=t, metadata={"observed_at": s}) for t, s in zip(ns["texts"], ns["starts"])])
+    ns["vector_store"] = vs
+    code = _block("integrations.langchain")
+    exec(compile(code, "README.md (LangChain)", "exec"), ns)
+    at_2021 = ns["retriever"].invoke("who chaired the board in 2021?", k=1)
+    assert at_2021[0].page_content == "Bo chairs the board" and at_2021[0].metadata["valid_to"].startswith("2023-07-01")
+    scores = [d.metadata["score"] for d in ns["docs"]]
+    assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+    assert {"validity", "score", "similarity"} <= set(ns["docs"][0].metadata)
+
+
+def test_llama_index_example_runs():
+    pytest.importorskip("llama_index.core", reason="the [llama-index] extra is not installed")
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.schema import TextNode
+
+    class Hashed(BaseEmbedding):
+        def _get_query_embedding(self, query):
+            return _hashed_vector(query).tolist()
+
+        async def _aget_query_embedding(self, query):
+            return _hashed_vector(query).tolist()
+
+        def _get_text_embedding(self, text):
+            return _hashed_vector(text).tolist()
+
+    ns = _board_namespace()
+    eng = ce.Engine(dim=DIM, embedder=_hashed_vector)
+    eng.ingest({"vector": [_hashed_vector(t) for t in ns["texts"]], "content": ns["texts"], "stem_id": ns["stems"],
+                "valid_from": ns["starts"], "valid_to": ns["ends"]})
+    nodes = [TextNode(text=t, metadata={"observed_at": s}) for t, s in zip(ns["texts"], ns["starts"])]
+    ns.update(eng=eng, llm=MockLLM(), index=VectorStoreIndex(nodes, embed_model=Hashed()))
+    exec(compile(_block("integrations.llama_index"), "README.md (LlamaIndex)", "exec"), ns)
+    assert ns["answer"].source_nodes[0].node.get_content() == "Bo chairs the board"
+    got = ns["qe"].query("board chair").source_nodes
+    assert len(got) == 3 and got[0].node.get_content() == "Cy chairs the board"

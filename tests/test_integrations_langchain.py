@@ -1,0 +1,249 @@
+"""The LangChain adapters (chrono_engine.integrations.langchain): langchain-tests' standard
+retriever suite, the documents against the engine's own hits, per-call time overrides, and
+the rerank wrapper against a NumPy reference of its scores over LangChain's own in-memory
+vector store."""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import hashlib
+import sys
+
+import numpy as np
+import pytest
+
+if sys.version_info < (3, 11):  # pragma: no cover - the CI image runs 3.11
+    pytest.skip("langchain-core 1.x needs Python >= 3.11 (the [langchain] extra installs nothing below)",
+                allow_module_level=True)
+pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed")
+lt = pytest.importorskip("langchain_tests.integration_tests", reason="langchain-tests is not installed")
+
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.embeddings import Embeddings  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+
+import chrono_engine as ce  # noqa: E402
+from chrono_engine.errors import QueryError  # noqa: E402
+from chrono_engine.integrations._common import MetadataKeys  # noqa: E402
+from chrono_engine.integrations.langchain import (  # noqa: E402
+    ChronoRerankRetriever,
+    ChronoRetriever,
+    time_weighted_policy,
+)
+
+DIM = 32
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+
+
+def embed(text: str) -> np.ndarray:
+    """A deterministic bag-of-words embedding (hashed words): similar texts, similar vectors."""
+    v = np.zeros(DIM, np.float32)
+    for w in text.lower().replace("?", " ").replace(",", " ").split():
+        v[int.from_bytes(hashlib.sha256(w.encode()).digest()[:4], "little") % DIM] += 1.0
+    return v + 1e-3
+
+
+class HashEmbeddings(Embeddings):
+    def embed_documents(self, texts):
+        return [embed(t).tolist() for t in texts]
+
+    def embed_query(self, text):
+        return embed(text).tolist()
+
+
+FACTS = [  # (stem, content, valid_from, valid_to)
+    ("ceo", "the ceo of acme is ada", "2015-01-01", "2019-03-01"),
+    ("ceo", "the ceo of acme is bo", "2019-03-01", "2023-07-01"),
+    ("ceo", "the ceo of acme is cy", "2023-07-01", None),
+    ("hq", "acme headquarters are in oslo", "2010-01-01", "2020-01-01"),
+    ("hq", "acme headquarters are in bergen", "2020-01-01", None),
+    ("river", "the river flows to the sea", "1900-01-01", None),
+    ("price", "acme shares trade at 10 dollars", "2024-01-01", "2024-02-01"),
+    ("price", "acme shares trade at 12 dollars", "2024-02-01", None),
+]
+
+
+@functools.lru_cache(maxsize=None)
+def engine() -> ce.Engine:
+    eng = ce.Engine(DIM, embedder=embed, threads=1)
+    eng.ingest({"vector": np.stack([embed(c) for _, c, _, _ in FACTS]), "content": [c for _, c, _, _ in FACTS],
+                "stem_id": [s for s, _, _, _ in FACTS], "title": [f"{s} page" for s, _, _, _ in FACTS],
+                "valid_from": [f for _, _, f, _ in FACTS], "valid_to": [t for _, _, _, t in FACTS]})
+    return eng
+
+
+class TestStandardRetriever(lt.RetrieversIntegrationTests):
+    """langchain-tests' own retriever suite, unchanged."""
+
+    @property
+    def retriever_constructor(self):
+        return ChronoRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        return {"engine": engine(), "k": 2, "now": NOW}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "who is the ceo of acme"
+
+
+def test_documents_are_the_engines_hits():
+    r = ChronoRetriever(engine=engine(), k=3, now=NOW)
+    docs = r.invoke("who was the ceo of acme in 2020?")
+    hits = engine().query("who was the ceo of acme in 2020?", 3, now=NOW).hits
+    assert [d.page_content for d in docs] == hits.column("content").to_pylist()
+    assert [int(d.id) for d in docs] == hits.column("id").to_pylist()
+    assert docs[0].page_content == "the ceo of acme is bo"
+    m = docs[0].metadata
+    assert m["valid_from"] == "2019-03-01T00:00:00+00:00" and m["valid_to"] == "2023-07-01T00:00:00+00:00"
+    assert m["stem_id"] == "ceo" and m["rank"] == 1 and m["certified"] is True
+    assert m["score"] == pytest.approx(hits.column("score")[0].as_py())
+    assert m["citation"] == hits.column("citation")[0].as_py()
+    assert set(m) >= {"id", "score", "similarity", "validity", "version", "title"}
+
+
+def test_open_ended_fact_has_no_end_and_latest_is_current():
+    docs = ChronoRetriever(engine=engine(), k=1, now=NOW).invoke("who is the ceo of acme")
+    assert docs[0].page_content == "the ceo of acme is cy" and docs[0].metadata["valid_to"] is None
+
+
+def test_per_call_and_per_retriever_time_overrides_match_search():
+    r = ChronoRetriever(engine=engine(), k=1)
+    for at, want in (("2016-05-01", "ada"), ("2021-01-01", "bo"), ("2025-01-01", "cy")):
+        got = r.invoke("who is the ceo of acme", as_of=at)
+        ref = engine().search(embed("who is the ceo of acme"), 1, mode="as_of", as_of=at)
+        assert got[0].page_content.endswith(want)
+        assert int(got[0].id) == ref.column("id")[0].as_py()
+    fixed = ChronoRetriever(engine=engine(), k=1, mode="as_of", as_of="2016-05-01")
+    assert fixed.invoke("who is the ceo of acme")[0].page_content.endswith("ada")
+    # window: every fact valid during 2019 (both CEOs); k per call
+    w = r.invoke("who is the ceo of acme", window=("2019-01-01", "2020-01-01"), k=2,
+                 fact_types=None, arbitrate=False)
+    assert {d.page_content for d in w} == {"the ceo of acme is ada", "the ceo of acme is bo"}
+
+
+def test_search_kwargs_pass_through():
+    r = ChronoRetriever(engine=engine(), k=3, now=NOW, search_kwargs={"known_at": "2000-01-01"})
+    assert r.invoke("who is the ceo of acme") == []  # nothing was known yet (transaction time)
+
+
+def test_async_matches_sync():
+    r = ChronoRetriever(engine=engine(), k=3, now=NOW)
+    q = "acme headquarters in 2015"
+    assert asyncio.run(r.ainvoke(q)) == r.invoke(q)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"k": 0}, "k"), ({"mode": "soon"}, "mode"),
+                                           ({"as_of": "not a date"}, "as_of"), ({"nope": 1}, "nope")])
+def test_bad_arguments_are_clear_errors(kwargs, match):
+    r = ChronoRetriever(engine=engine(), k=2, now=NOW)
+    with pytest.raises(QueryError, match=match):
+        r.invoke("who is the ceo of acme", **kwargs)
+
+
+# ---------------------------------------------------------------------- reranking
+
+
+def _store(docs):
+    vs = InMemoryVectorStore(HashEmbeddings())
+    vs.add_documents(docs)
+    return vs
+
+
+def _reference(sims, ages_days, half_life):
+    """ScoringPolicy(decay=Exponential(half_life)), product fusion: s+ * 2^(-age / h)."""
+    return np.clip(sims, 0, 1) * np.exp(-np.log(2) / half_life * np.maximum(ages_days, 0))
+
+
+def test_rerank_vector_store_against_numpy():
+    rng = np.random.default_rng(3)
+    words = ["acme", "ceo", "price", "river", "oslo", "bergen", "ada", "bo"]
+    docs, times = [], []
+    for i in range(60):
+        text = " ".join(rng.choice(words, 4))
+        t = NOW - dt.timedelta(days=float(rng.uniform(0, 900)))
+        docs.append(Document(page_content=f"{text} #{i}", metadata={"observed_at": t.isoformat(), "n": i}))
+        times.append(t)
+    vs = _store(docs)
+    pol = ce.ScoringPolicy(decay=ce.Exponential(half_life=90))
+    rr = ChronoRerankRetriever(base=vs, policy=pol, k=10, fetch_k=60, as_of=NOW)
+    got = rr.invoke("acme ceo ada")
+    pairs = vs.similarity_search_with_score("acme ceo ada", k=60)  # cosine: the store has no relevance fn
+    sims = np.array([s for _, s in pairs])
+    ages = np.array([(NOW - dt.datetime.fromisoformat(d.metadata["observed_at"])).total_seconds() / 86400
+                     for d, _ in pairs])
+    ref = _reference(sims, ages, 90)
+    order = np.lexsort((np.arange(60), -sims, -ref))[:10]
+    assert [d.metadata["n"] for d in got] == [pairs[i][0].metadata["n"] for i in order]
+    np.testing.assert_allclose([d.metadata["score"] for d in got], ref[order], rtol=1e-5, atol=1e-6)
+    assert all(d.metadata["validity"] <= 1.0 for d in got)
+    assert asyncio.run(rr.ainvoke("acme ceo ada")) == got
+
+
+def test_time_weighted_policy_is_langchains_formula():
+    """TimeWeightedVectorStoreRetriever: relevance + (1 - decay_rate) ** hours_passed."""
+    rng = np.random.default_rng(4)
+    hours = rng.uniform(0, 500, 40)
+    docs = [Document(page_content=f"acme news {i}", metadata={"observed_at": (NOW - dt.timedelta(hours=h)).isoformat(),
+                                                                "score": float(s), "n": i})
+            for i, (h, s) in enumerate(zip(hours, rng.uniform(0, 1, 40)))]
+
+    class Fixed(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager):
+            return docs
+
+    rr = ChronoRerankRetriever(base=Fixed(), policy=time_weighted_policy(0.01), k=40, fetch_k=40, as_of=NOW)
+    got = rr.invoke("acme")
+    sims = np.array([d.metadata["score"] for d in docs])
+    ref = sims + (1 - 0.01) ** hours
+    assert [d.metadata["n"] for d in got] == list(np.lexsort((np.arange(40), -sims, -ref)))
+    np.testing.assert_allclose([2 * d.metadata["score"] for d in got], np.sort(ref)[::-1], rtol=1e-5)
+    with pytest.raises(QueryError, match="decay_rate"):
+        time_weighted_policy(1.0)
+
+
+def test_rerank_undated_and_validity_from_metadata():
+    docs = [Document(page_content="old", metadata={"valid_from": "2001-01-01", "valid_to": "2002-01-01", "score": 0.9}),
+            Document(page_content="now", metadata={"valid_from": "2026-05-01", "score": 0.5}),
+            Document(page_content="undated", metadata={"score": 0.99})]
+
+    class Fixed(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager):
+            return docs
+
+    pol = ce.ScoringPolicy(decay=ce.Exponential(half_life=365), deprecated="exclude")
+    keep = ChronoRerankRetriever(base=Fixed(), policy=pol, k=3, as_of=NOW).invoke("x")
+    assert [d.page_content for d in keep] == ["now", "undated", "old"]  # 'old' ended: excluded (-inf)
+    assert keep[2].metadata["score"] == -np.inf
+    drop = ChronoRerankRetriever(base=Fixed(), policy=pol, k=3, as_of=NOW, undated="drop").invoke("x")
+    assert [d.page_content for d in drop] == ["now", "old"]
+    with pytest.raises(QueryError, match="candidate 2 has no 'observed_at'"):
+        ChronoRerankRetriever(base=Fixed(), policy=pol, as_of=NOW, undated="error").invoke("x")
+    renamed = ChronoRerankRetriever(base=Fixed(), policy=pol, k=1, as_of=NOW,
+                                    keys=MetadataKeys(observed_at="valid_from")).invoke("x")
+    assert renamed[0].page_content == "now"
+
+
+def test_rerank_hostile_metadata():
+    class Fixed(BaseRetriever):
+        docs: list
+
+        def _get_relevant_documents(self, query, *, run_manager):
+            return self.docs
+
+    bad_time = Fixed(docs=[Document(page_content="a", metadata={"observed_at": "yesterday-ish"})])
+    with pytest.raises(QueryError, match="candidate 0: metadata 'observed_at'"):
+        ChronoRerankRetriever(base=bad_time, as_of=NOW).invoke("x")
+    bad_score = Fixed(docs=[Document(page_content="a", metadata={"observed_at": "2020-01-01", "score": "high"})])
+    with pytest.raises(QueryError, match="metadata 'score'"):
+        ChronoRerankRetriever(base=bad_score, as_of=NOW).invoke("x")
+    bad_rel = Fixed(docs=[Document(page_content="a", metadata={"observed_at": "2020-01-01", "reliability": "x"})])
+    with pytest.raises(QueryError, match="candidate 0: metadata 'reliability'"):
+        ChronoRerankRetriever(base=bad_rel, as_of=NOW).invoke("x")
+    with pytest.raises(QueryError, match="base must be"):
+        ChronoRerankRetriever(base=object(), as_of=NOW).invoke("x")
+    with pytest.raises(QueryError, match="unknown argument"):
+        ChronoRerankRetriever(base=bad_time, as_of=NOW).invoke("x", fetch=3)
