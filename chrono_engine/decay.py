@@ -32,6 +32,7 @@ Conventions shared by every family:
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from numbers import Real
@@ -56,6 +57,7 @@ __all__ = [
     "DecayPolicy",
     "parse_decay",
     "evaluate_spec",
+    "CHRONOFY_DEFAULT_BETA",
 ]
 
 _LN2 = math.log(2.0)
@@ -69,6 +71,15 @@ _CODE_NONE, _CODE_EXP, _CODE_GAUSS, _CODE_LINEAR, _CODE_POWER, _CODE_WEIBULL = r
 KernelSpec = tuple[int, float, float, float, bool]
 
 _POLICY_FORMAT_VERSION = 1
+
+#: chronofy 0.1.9's default β table (``chronofy.decay.exponential.DEFAULT_BETA``), per day;
+#: β = 0 does not decay. :meth:`DecayPolicy.from_chronofy` lays a user's table over it.
+CHRONOFY_DEFAULT_BETA: Mapping[str, float] = MappingProxyType({
+    "vital_sign": 5.0, "lab_result": 2.0, "medication": 1.0, "diagnosis": 0.5,
+    "chronic_condition": 0.01, "demographic": 0.0, "general": 0.5})
+
+# chronofy's time_unit as the divisor of an age in seconds -> our unit name.
+_CHRONOFY_UNITS = {1.0: "seconds", 3600.0: "hours", 86400.0: "days"}
 
 
 # --------------------------------------------------------------------------------------
@@ -126,6 +137,74 @@ def _one_of(owner: str, first: tuple[str, object], second: tuple[str, object]) -
     if v1 is not None and v2 is not None:
         raise QueryError(f"{owner} needs exactly one of {n1} or {n2}; got both "
                          f"({n1}={shown(v1)}, {n2}={shown(v2)})")
+
+
+# Elasticsearch time units (TimeValue.parseTimeValue, the parser of a date decay's scale
+# and offset) in nanoseconds, in the order it tries the suffixes.
+_ES_TIME_UNITS = (("nanos", 1), ("micros", 10**3), ("ms", 10**6), ("s", 10**9),
+                  ("m", 60 * 10**9), ("h", 3600 * 10**9), ("d", 86400 * 10**9))
+_ES_MS_PER_UNIT = {"days": 86_400_000, "hours": 3_600_000, "seconds": 1000}
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _es_duration(value: object, name: str, owner: str) -> tuple[int, str]:
+    """An Elasticsearch duration ("10d", "12h", "90m") as (whole milliseconds, its unit).
+
+    The rules of Elasticsearch's TimeValue parser, which reads a date decay's scale and
+    offset: a whole number (no fraction, not negative) and one of nanos, micros, ms, s, m,
+    h, d, case-insensitive except m ("M" is months elsewhere); a bare "0" is zero; the
+    value is truncated to whole milliseconds, as ``TimeValue.getMillis`` does.
+    """
+    rule = ("an Elasticsearch duration: a whole number and a unit d, h, m, s, ms, micros or "
+            "nanos, such as '10d' or '12h'")
+    if not isinstance(value, str):
+        raise QueryError(f"{owner}: {name} must be {rule}; got {shown(value)}")
+    text = value.strip()
+    norm = text.lower()
+    for suffix, ns in _ES_TIME_UNITS:
+        if (text if suffix == "m" else norm).endswith(suffix):
+            number = norm[:-len(suffix)].strip()
+            break
+    else:
+        if re.fullmatch(r"0+", norm):
+            return 0, ""
+        raise QueryError(f"{owner}: {name} must be {rule}; got {shown(value)} (no such unit)")
+    if not re.fullmatch(r"[+-]?[0-9]+", number):
+        try:
+            fractional = math.isfinite(float(number))
+        except ValueError:
+            fractional = False
+        why = ("fractional durations are not supported, as in Elasticsearch: write '36h' for "
+               "'1.5d'" if fractional else "not a whole number")
+        raise QueryError(f"{owner}: {name} must be {rule}; got {shown(value)} ({why})")
+    n = int(number)
+    if n < 0:
+        raise QueryError(f"{owner}: {name} must not be negative; got {shown(value)}")
+    return n * ns // 10**6, suffix
+
+
+def _f32(value: object, name: str, owner: str) -> float:
+    """A finite number rounded to float32, as Qdrant stores a decay's scale and midpoint."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise QueryError(f"{owner}: {name} must be a finite number, got {shown(value)}")
+    x = _float(value)
+    if not (math.isfinite(x) and abs(x) <= _F32_MAX):
+        raise QueryError(f"{owner}: {name} must be a finite number within Qdrant's 32-bit "
+                         f"float range, got {shown(value)}")
+    return float(np.float32(x))
+
+
+def _description(data: Mapping[str, Any], kinds: tuple[str, ...],
+                 owner: str) -> tuple[str, Any]:
+    """The one ``{kind: body}`` entry of a JSON decay description."""
+    found = [k for k in data if k in kinds]
+    unknown = [k for k in data if k not in kinds]
+    if unknown:
+        raise QueryError(f"{owner}: unsupported key {shown(unknown[0])} in {shown(dict(data))}; "
+                         f"expected one of {list(kinds)}")
+    if len(found) != 1:
+        raise QueryError(f"{owner} needs exactly one of {list(kinds)}, got {shown(dict(data))}")
+    return found[0], data[found[0]]
 
 
 def _as_age_days(age_days: npt.ArrayLike) -> np.ndarray:
@@ -357,20 +436,175 @@ class Decay(ABC):
     def __reduce__(self) -> tuple[Any, ...]:
         return (Decay.from_dict, (self.to_dict(),))
 
+    # -- other systems' parameters -----------------------------------------------------
+    @classmethod
+    def from_elasticsearch(cls, function: str | Mapping[str, Any], *,
+                           scale: str | None = None, offset: str | None = None,
+                           decay: float | None = None, origin: str | None = None,
+                           symmetric: bool = True) -> Decay:
+        """An Elasticsearch ``function_score`` decay on a date field, as the same curve.
+
+        ``function`` is ``"exp"``, ``"gauss"`` or ``"linear"`` with the parameters as
+        keywords, or the function's JSON as Elasticsearch takes it,
+        ``{"gauss": {"<field>": {"origin": "now", "scale": "10d", "offset": "2d",
+        "decay": 0.5}}}`` (the field name is not read: here it is the item's
+        ``observed_at``; ``multi_value_mode`` is accepted and has no effect, an item has
+        one time). Elasticsearch's formulas, with d = max(0, |x − origin| − offset):
+
+        * exp: exp(ln(decay) / scale · d);
+        * gauss: exp(−d² / 2σ²), σ² = −scale² / (2 ln(decay));
+        * linear: max(0, (s − d) / s), s = scale / (1 − decay).
+
+        ``scale`` (required) and ``offset`` (default "0d") are Elasticsearch durations: a
+        whole number and a unit d, h, m, s, ms, micros or nanos, truncated to whole
+        milliseconds; "1.5d" is refused as Elasticsearch refuses it ("36h"). ``decay``
+        (default 0.5) is in (0, 1). The origin is the query time T, so ``origin`` may only
+        be ``"now"`` (Elasticsearch's default); a fixed date or date math such as
+        ``"now-1d"`` is refused: pass that time as the search's ``as_of`` instead. The
+        result's ``unit`` is that of ``scale`` (days for "d", hours for "h", seconds for
+        the rest) and, as in Elasticsearch, it measures |T − t_e| (``symmetric=True``);
+        ``symmetric=False`` keeps items observed after T at D = 1.
+
+        >>> Decay.from_elasticsearch({"gauss": {"timestamp": {
+        ...     "origin": "now", "scale": "10d", "offset": "2d", "decay": 0.5}}})
+        Gaussian(sigma=8.493218002880191, offset=2.0, symmetric=True)
+        >>> round(float(Decay.from_elasticsearch("exp", scale="12h", decay=0.25)(0.5)), 12)
+        0.25
+        """
+        owner = f"{cls.__name__}.from_elasticsearch"
+        if isinstance(function, Mapping):
+            given = [k for k, v in (("scale", scale), ("offset", offset), ("decay", decay),
+                                    ("origin", origin)) if v is not None]
+            if given:
+                raise QueryError(f"{owner}: give the parameters in the description or as "
+                                 f"keywords, not both (got keywords {given})")
+            function, body = _description(function, ("exp", "gauss", "linear"), owner)
+            if not isinstance(body, Mapping):
+                raise QueryError(f"{owner}: {function!r} must map one field name to its "
+                                 f"parameters, got {shown(body)}")
+            fields = {k: v for k, v in body.items() if k != "multi_value_mode"}
+            if len(fields) != 1 or not isinstance(next(iter(fields.values())), Mapping):
+                raise QueryError(f"{owner}: {function!r} must map one field name to its "
+                                 f"parameters, got {shown(dict(body))}")
+            ((field, params),) = fields.items()
+            for key in params:
+                if key not in ("origin", "scale", "offset", "decay"):
+                    raise QueryError(f"{owner}: unsupported parameter {shown(key)} for field "
+                                     f"{shown(field)}; expected origin, scale, offset, decay")
+            scale, offset, decay, origin = (params.get(k) for k in
+                                            ("scale", "offset", "decay", "origin"))
+        families = {"exp": Exponential, "gauss": Gaussian, "linear": Linear}
+        family = families.get(function) if isinstance(function, str) else None
+        if family is None:
+            raise QueryError(f"{owner}: function must be one of {list(families)}, "
+                             f"got {shown(function)}")
+        if cls is not Decay and family is not cls:
+            raise QueryError(f"{owner} got the {function!r} function; use Decay.from_elasticsearch")
+        if origin is not None and origin != "now":
+            raise QueryError(f"{owner}: origin must be 'now' (the query time T; pass another "
+                             f"time as the search's as_of), got {shown(origin)}")
+        if scale is None:
+            raise QueryError(f"{owner}: scale is required (a duration such as '10d')")
+        scale_ms, suffix = _es_duration(scale, "scale", owner)
+        offset_ms, _ = _es_duration("0d" if offset is None else offset, "offset", owner)
+        if scale_ms <= 0:
+            raise QueryError(f"{owner}: scale must be at least one millisecond, "
+                             f"got {shown(scale)}")
+        dec = _fraction(0.5 if decay is None else decay, "decay", owner)
+        unit = {"d": "days", "h": "hours"}.get(suffix, "seconds")
+        per = _ES_MS_PER_UNIT[unit]
+        return family.from_scale(scale_ms / per, offset=offset_ms / per, decay=dec, unit=unit,
+                                 symmetric=_flag(symmetric, "symmetric", owner))
+
+    @classmethod
+    def from_qdrant(cls, kind: str | Mapping[str, Any], *, scale: float | None = None,
+                    midpoint: float | None = None, unit: str = "seconds",
+                    symmetric: bool = True) -> Decay:
+        """A Qdrant score-boosting decay expression, as the same curve.
+
+        ``kind`` is ``"exp_decay"``, ``"gauss_decay"`` or ``"lin_decay"`` with the
+        parameters as keywords, or the expression's JSON, ``{"exp_decay": {"x":
+        {"datetime_key": "updated"}, "target": {"datetime": "…"}, "scale": 86400,
+        "midpoint": 0.5}}``. ``x`` is the item's ``observed_at`` and ``target`` the query
+        time T (the search's ``as_of``), so their values are not read. Qdrant's formulas
+        (lib/segment, rescore_formula), with d = |x − target|:
+
+        * exp_decay: exp(ln(midpoint) / scale · d);
+        * gauss_decay: exp(ln(midpoint) / scale² · d²);
+        * lin_decay: max(0, 1 − (1 − midpoint) / scale · d).
+
+        Defaults as in Qdrant: ``scale`` 1, ``midpoint`` 0.5; scale > 0, midpoint in
+        (0, 1), or [0, 1] for lin_decay, where midpoint 1 never decays
+        (:class:`NoDecay`). Qdrant measures datetimes in seconds, hence
+        ``unit="seconds"``; give another ``unit`` for a scale in days or hours. Qdrant
+        holds scale and midpoint as 32-bit floats; they are rounded the same way here,
+        so the curve is Qdrant's to double precision. D uses |T − t_e|
+        (``symmetric=True``), as Qdrant does.
+
+        >>> Decay.from_qdrant({"exp_decay": {"x": {"datetime_key": "updated"},
+        ...                                  "scale": 86400, "midpoint": 0.5}})
+        Exponential(beta=8.022536812036404e-06, unit='seconds', symmetric=True)
+        >>> float(Decay.from_qdrant("lin_decay", scale=2, midpoint=0.0, unit="days")(1.0))
+        0.5
+        """
+        owner = f"{cls.__name__}.from_qdrant"
+        if isinstance(kind, Mapping):
+            given = [k for k, v in (("scale", scale), ("midpoint", midpoint)) if v is not None]
+            if given:
+                raise QueryError(f"{owner}: give the parameters in the description or as "
+                                 f"keywords, not both (got keywords {given})")
+            kind, body = _description(kind, ("exp_decay", "gauss_decay", "lin_decay"), owner)
+            if not isinstance(body, Mapping):
+                raise QueryError(f"{owner}: {kind!r} must map to its parameters, "
+                                 f"got {shown(body)}")
+            for key in body:
+                if key not in ("x", "target", "scale", "midpoint"):
+                    raise QueryError(f"{owner}: unsupported parameter {shown(key)} in {kind!r}; "
+                                     f"expected x, target, scale, midpoint")
+            scale, midpoint = body.get("scale"), body.get("midpoint")
+        families = {"exp_decay": Exponential, "gauss_decay": Gaussian, "lin_decay": Linear}
+        family = families.get(kind) if isinstance(kind, str) else None
+        if family is None:
+            raise QueryError(f"{owner}: kind must be one of {list(families)}, got {shown(kind)}")
+        if cls is not Decay and family is not cls:
+            raise QueryError(f"{owner} got {kind!r}; use Decay.from_qdrant")
+        s = _f32(1.0 if scale is None else scale, "scale", owner)
+        m = _f32(0.5 if midpoint is None else midpoint, "midpoint", owner)
+        _unit(unit, owner)
+        if not s > 0.0:
+            raise QueryError(f"{owner}: scale must be > 0, got {shown(scale)}")
+        if family is Linear:
+            if not 0.0 <= m <= 1.0:
+                raise QueryError(f"{owner}: lin_decay midpoint must be in [0, 1], "
+                                 f"got {shown(midpoint)}")
+            if m == 1.0:
+                return NoDecay()
+        elif not 0.0 < m < 1.0:
+            raise QueryError(f"{owner}: {kind} midpoint must be in (0, 1), got {shown(midpoint)}")
+        return family.from_midpoint(s, midpoint=m, unit=unit,
+                                    symmetric=_flag(symmetric, "symmetric", owner))
+
 
 class Exponential(Decay):
     """Exponential decay D(age) = exp(−β · max(0, age − offset)).
 
     The paper's decay (eq. 2) and the Bayes-optimal surrogate under an Ornstein–Uhlenbeck
     latent process, with β = 2κ (κ the mean-reversion rate). Give exactly one of
-    ``beta`` (β, per ``unit``) or ``half_life`` (h ⇒ β = ln 2 / h). ``offset`` is a grace
-    period with D = 1; the :attr:`half_life` property is ``offset + ln 2 / β``.
+    ``beta`` (β ≥ 0, per ``unit``) or ``half_life`` (h ⇒ β = ln 2 / h). ``offset`` is a
+    grace period with D = 1; the :attr:`half_life` property is ``offset + ln 2 / β``.
+
+    β = 0 means "does not decay", as in chronofy's tables (``demographic: 0.0``): D = 1 at
+    every age (NaN for a NaN age), :attr:`half_life` is ``math.inf``, and the kernels
+    receive the :class:`NoDecay` record (a rate of 0 would put 0/0 into the indexes'
+    inverse of D).
 
     >>> d = Exponential(half_life=30)
     >>> round(d.beta, 6), round(float(d(30)), 6)
     (0.023105, 0.5)
     >>> float(Exponential(beta=1.0, offset=2)(1.5))   # inside the grace period
     1.0
+    >>> Exponential(beta=0)([0.0, 1e9]).tolist(), Exponential(beta=0).half_life
+    ([1.0, 1.0], inf)
     """
 
     __slots__ = ("_beta", "_offset")
@@ -381,7 +615,8 @@ class Exponential(Decay):
         super().__init__(unit=unit, symmetric=symmetric)
         _one_of("Exponential", ("beta (β)", beta), ("half_life", half_life))
         if beta is not None:
-            self._beta = _number(beta, "beta (β)", "Exponential", positive=True)
+            # + 0.0 turns a β of -0.0 into 0.0, so it prints and saves as "no decay"
+            self._beta = _number(beta, "beta (β)", "Exponential", positive=False) + 0.0
         else:
             h = _number(half_life, "half_life", "Exponential", positive=True)
             self._beta = _LN2 / h
@@ -422,12 +657,14 @@ class Exponential(Decay):
     @classmethod
     def from_mean_reversion_rate(cls, kappa: float, *, unit: str = "days",
                                  symmetric: bool = False) -> Exponential:
-        """β = 2κ from the mean-reversion rate κ of an OU latent process (paper, Prop. 1).
+        """β = 2κ from the mean-reversion rate κ ≥ 0 of an OU latent process (paper, Prop. 1).
+
+        κ = 0 (no mean reversion, an invariant fact) gives β = 0, as in chronofy.
 
         >>> Exponential.from_mean_reversion_rate(0.25).beta
         0.5
         """
-        k = _number(kappa, "kappa (κ)", "Exponential.from_mean_reversion_rate", positive=True)
+        k = _number(kappa, "kappa (κ)", "Exponential.from_mean_reversion_rate", positive=False)
         return cls(beta=2.0 * k, unit=unit, symmetric=symmetric)
 
     @property
@@ -442,13 +679,19 @@ class Exponential(Decay):
 
     @property
     def half_life(self) -> float:
-        """Age at which D = 0.5: offset + ln 2 / β."""
-        return self._offset + _LN2 / self._beta
+        """Age at which D = 0.5: offset + ln 2 / β (``math.inf`` when β = 0)."""
+        return self._offset + _LN2 / self._beta if self._beta > 0.0 else math.inf
 
     def _evaluate_units(self, a: np.ndarray) -> np.ndarray:
+        if self._beta == 0.0:  # exp(-0 · inf) would be NaN
+            return np.where(np.isnan(a), np.nan, 1.0)
         return np.exp(-self._beta * np.maximum(0.0, a - self._offset))
 
     def _kernel_spec(self) -> KernelSpec:
+        if self._beta == 0.0:
+            # The core's inverse of D (freshness_index.hpp, decay_reach_days) divides by
+            # β; the NoDecay record is the same function without that division.
+            return (_CODE_NONE, 0.0, 0.0, 1.0, False)
         return (_CODE_EXP, self._beta, self._offset, self._unit_factor, self._symmetric)
 
     def _params(self) -> dict[str, float]:
@@ -878,6 +1121,94 @@ class DecayPolicy:
                 profiles[name] = Exponential(half_life=h, unit=unit)
             except QueryError as exc:
                 raise QueryError(f"fact type {shown(name)}: {exc}") from None
+        return cls(profiles, default=default)
+
+    @classmethod
+    def from_chronofy(cls, source: Any = None, *, default_beta: float | None = None,
+                      time_unit: str | None = None) -> DecayPolicy:
+        """The policy of a chronofy (0.1.9) decay configuration, with chronofy's values.
+
+        ``source`` is one of
+
+        * None: chronofy's default ``ExponentialDecay()``, i.e. :data:`CHRONOFY_DEFAULT_BETA`;
+        * a mapping fact type → β (≥ 0; 0 does not decay): read as chronofy's
+          ``ExponentialDecay(beta=source, default_beta=…, time_unit=…)`` reads it, laid
+          over :data:`CHRONOFY_DEFAULT_BETA`;
+        * a chronofy decay object (``ExponentialDecay``, ``HalfLifeDecay``,
+          ``LinearDecay``, ``PowerLawDecay`` or ``WeibullDecay``): its per-type table, its
+          fallback for other types and its ``time_unit``. A rate or exponent of 0 (which
+          chronofy allows for the linear and power-law families) becomes :class:`NoDecay`.
+
+        ``default_beta`` (default 0.5) and ``time_unit`` (default "days") go with the first
+        two forms; an object carries its own. Types outside the table get chronofy's
+        fallback as the policy's ``default``. Ages are clamped at 0 as in chronofy;
+        chronofy's ``source_quality`` is the item's ``reliability``.
+
+        >>> p = DecayPolicy.from_chronofy({"news": 0.3})
+        >>> p["news"], p["demographic"], p["unseen"]
+        (Exponential(beta=0.3), Exponential(beta=0.0), Exponential(beta=0.5))
+        >>> p.evaluate([10.0, 10.0], ["demographic", "vital_sign"]).tolist()[0]
+        1.0
+        """
+        owner = "DecayPolicy.from_chronofy"
+        if source is None or isinstance(source, Mapping):
+            unit = "days" if time_unit is None else time_unit
+            if not isinstance(unit, str) or unit not in _UNIT_FACTORS:
+                raise QueryError(f"{owner}: time_unit must be one of 'days', 'hours' or "
+                                 f"'seconds', got {shown(time_unit)}")
+            table = dict(CHRONOFY_DEFAULT_BETA)
+            table.update({} if source is None else source)
+            fallback = 0.5 if default_beta is None else default_beta
+            make = lambda beta: Exponential(beta=beta, unit=unit)  # noqa: E731
+            try:
+                default = make(fallback)
+            except QueryError as exc:
+                raise QueryError(f"{owner}: default_beta: {exc}") from None
+            return cls._from_table(table, make, default, owner)
+        name = type(source).__name__
+        if (type(source).__module__ or "").split(".")[0] != "chronofy" or name not in (
+                "ExponentialDecay", "HalfLifeDecay", "LinearDecay", "PowerLawDecay",
+                "WeibullDecay"):
+            raise QueryError(f"{owner} takes a mapping of fact type to β, None, or a chronofy "
+                             f"ExponentialDecay, HalfLifeDecay, LinearDecay, PowerLawDecay or "
+                             f"WeibullDecay; got {type(source).__name__}")
+        if default_beta is not None or time_unit is not None:
+            raise QueryError(f"{owner}: a chronofy {name} carries its own default and "
+                             f"time_unit; do not pass default_beta or time_unit with it")
+        try:  # chronofy 0.1.9 keeps its tables in these attributes
+            unit = _CHRONOFY_UNITS[float(source._time_divisor)]
+            if name == "WeibullDecay":
+                shapes, scales = dict(source._shape), dict(source._scale)
+                ks, lam = source._default_shape, source._default_scale
+                table = {t: (shapes.get(t, ks), scales.get(t, lam)) for t in {**shapes, **scales}}
+                fallback = (ks, lam)
+            else:
+                attr = {"ExponentialDecay": "beta", "HalfLifeDecay": "half_life",
+                        "LinearDecay": "rate", "PowerLawDecay": "exponent"}[name]
+                table = dict(getattr(source, "_" + attr))
+                fallback = getattr(source, "_default_" + attr)
+        except (AttributeError, KeyError, TypeError):
+            raise QueryError(f"{owner}: cannot read this chronofy {name}; chrono_engine reads "
+                             f"chronofy 0.1.9's") from None
+        makers = {
+            "ExponentialDecay": lambda b: Exponential(beta=b, unit=unit),
+            "HalfLifeDecay": lambda h: HalfLife(h, unit=unit),
+            "LinearDecay": lambda r: Linear(rate=r, unit=unit) if r else NoDecay(),
+            "PowerLawDecay": lambda a: PowerLaw(a, unit=unit) if a else NoDecay(),
+            "WeibullDecay": lambda p: Weibull(shape=p[0], scale=p[1], unit=unit),
+        }
+        make = makers[name]
+        return cls._from_table(table, make, make(fallback), owner)
+
+    @classmethod
+    def _from_table(cls, table: Mapping[str, Any], make: Any, default: Decay,
+                    owner: str) -> DecayPolicy:
+        profiles: dict[str, Decay] = {}
+        for name, value in table.items():
+            try:
+                profiles[name] = make(value)
+            except QueryError as exc:
+                raise QueryError(f"{owner}: fact type {shown(name)}: {exc}") from None
         return cls(profiles, default=default)
 
     # -- lookup ------------------------------------------------------------------------

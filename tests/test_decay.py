@@ -494,7 +494,6 @@ BAD_NUMBERS = [0, -1.0, math.nan, math.inf, -math.inf, "1", None, True]
 
 @pytest.mark.parametrize("value", BAD_NUMBERS)
 @pytest.mark.parametrize("make", [
-    lambda v: Exponential(beta=v),
     lambda v: Exponential(half_life=v),
     lambda v: HalfLife(v),
     lambda v: Gaussian(sigma=v),
@@ -506,10 +505,21 @@ BAD_NUMBERS = [0, -1.0, math.nan, math.inf, -math.inf, "1", None, True]
     lambda v: Weibull(shape=1.0, scale=v),
     lambda v: Exponential.from_scale(v),
     lambda v: Gaussian.from_midpoint(v),
-    lambda v: Exponential.from_mean_reversion_rate(v),
 ])
 def test_bad_parameters(make, value):
     with pytest.raises(QueryError) as info:
+        make(value)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, ChronoError)
+
+
+# β and κ may be 0 (no decay, chronofy's invariant facts); every other bad number is refused
+@pytest.mark.parametrize("value", [v for v in BAD_NUMBERS if v != 0] + [-1e-300])
+@pytest.mark.parametrize("make, name", [
+    (lambda v: Exponential(beta=v), "beta"),
+    (lambda v: Exponential.from_mean_reversion_rate(v), "kappa"),
+])
+def test_bad_rates(make, name, value):
+    with pytest.raises(QueryError, match=name) as info:
         make(value)
     assert isinstance(info.value, ValueError) and isinstance(info.value, ChronoError)
 
@@ -567,7 +577,7 @@ def test_symmetric_must_be_bool():
 
 
 def test_error_messages_name_the_parameter():
-    with pytest.raises(QueryError, match=r"Exponential: beta \(β\) must be a finite number > 0, "
+    with pytest.raises(QueryError, match=r"Exponential: beta \(β\) must be a finite number >= 0, "
                                          r"got -2"):
         Exponential(beta=-2)
     with pytest.raises(QueryError, match=r"Weibull: scale \(λ\)"):
