@@ -1,4 +1,4 @@
-"""Column containers users pass in (Arrow, NumPy, pandas, Python lists), brought to one of
+"""Column containers users pass in (Arrow, NumPy, pandas, polars, Python lists), brought to one of
 three canonical forms that the converters of :mod:`.schema` and :mod:`._time` read.
 
 Internal: no public names. Knows nothing about errors; callers check what they need.
@@ -34,6 +34,41 @@ def is_series(obj: Any) -> bool:
     return cls is not None and isinstance(obj, cls)
 
 
+def polars_type(name: str):
+    """polars' class ``name`` if polars is imported (else no object can be a polars one)."""
+    pl = sys.modules.get("polars")
+    return getattr(pl, name, None) if pl is not None else None
+
+
+def is_polars(obj: Any, name: str = "DataFrame") -> bool:
+    cls = polars_type(name)
+    return cls is not None and isinstance(obj, cls)
+
+
+def frame_kind(obj: Any) -> str | None:
+    """"pandas" or "polars" for a DataFrame of either, else None."""
+    return "pandas" if is_dataframe(obj) else "polars" if is_polars(obj) else None
+
+
+def frame_to_arrow(obj: Any) -> pa.Table:
+    """A pandas or polars DataFrame as an Arrow table: polars' ``to_arrow`` (zero-copy for
+    its numeric, temporal and list columns), pandas' columns by ``pa.Table.from_pandas``
+    without the index (zero-copy where NumPy's layout is Arrow's)."""
+    if is_polars(obj):
+        return obj.to_arrow()
+    return pa.Table.from_pandas(obj, preserve_index=False)
+
+
+def as_frame(table: pa.Table, kind: str | None) -> Any:
+    """``table`` in the kind of frame a caller passed: pandas (``to_pandas``), polars
+    (``polars.from_arrow``, zero-copy) or, for anything else, the Arrow table itself."""
+    if kind == "pandas":
+        return table.to_pandas()
+    if kind == "polars":
+        return sys.modules["polars"].from_arrow(table)
+    return table
+
+
 def combine(ch: pa.ChunkedArray) -> pa.Array:
     """One Array from a ChunkedArray (zero-copy when it has a single chunk)."""
     if ch.num_chunks == 1:
@@ -61,6 +96,8 @@ def canonical(col: Any):
     Object columns (pandas ``object`` dtype, NumPy object arrays) follow pandas'
     missing-value convention: None, NaN and NaT are null.
     """
+    if is_polars(col, "Series"):
+        col = col.to_arrow()  # zero-copy where polars' buffers are Arrow's
     if isinstance(col, pa.ChunkedArray):
         col = combine(col)
     if isinstance(col, pa.Array):

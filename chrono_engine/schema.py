@@ -72,7 +72,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._args import arrow_type, holds_containers, shown
-from ._columns import ARROW_ERRORS, combine, is_dataframe, is_series
+from ._columns import ARROW_ERRORS, combine, is_dataframe, is_polars, is_series
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us, scalar_column
 from .errors import ArgumentTypeError, ConfigError, SchemaError
 
@@ -227,11 +227,19 @@ def _raw_columns(rows: Any) -> dict[str, Any]:
                       rule="duplicate column")
             cols[name] = rows.iloc[:, i]
         return cols
-    if isinstance(rows, Mapping):
-        return dict(rows)
+    if is_polars(rows):
+        try:  # zero-copy for polars' numeric, temporal and list columns
+            table = rows.to_arrow()
+        except Exception as e:  # noqa: BLE001 - polars raises its own kinds (an Object column)
+            _fail(f"the polars DataFrame does not convert to Arrow: {shown(str(e))}", rule="unsupported input")
+        return _raw_columns(table)
+    if is_polars(rows, "LazyFrame"):
+        _fail("rows is a polars LazyFrame: collect() it first", rule="unsupported input")
+    if isinstance(rows, Mapping):  # polars Series as Arrow arrays (zero-copy where polars allows)
+        return {k: v.to_arrow() if is_polars(v, "Series") else v for k, v in rows.items()}
     if isinstance(rows, (list, tuple)):
         return _records_to_columns(rows)
-    _fail(f"rows must be a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of "
+    _fail(f"rows must be a pyarrow Table or RecordBatch, a pandas or polars DataFrame, a dict of "
           f"columns or a list of row dicts, got {type(rows).__name__}", rule="unsupported input")
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._args import NESTING_MAX, arrow_type, holds_containers, nested_deeper, shown, thread_count
+from ._columns import ARROW_ERRORS, as_frame, frame_kind, frame_to_arrow, is_polars
 from ._time import OPEN_END, column_us, errors_as
 from .decay import DecayPolicy, parse_decay
 from .errors import QueryError
@@ -109,8 +110,16 @@ def _table(candidates: Any) -> pa.Table:
         return candidates
     if isinstance(candidates, pa.RecordBatch):
         return pa.Table.from_batches([candidates])
-    if not isinstance(candidates, dict):
-        raise QueryError(f"candidates must be a pyarrow Table, RecordBatch or dict, got {type(candidates).__name__}")
+    if frame_kind(candidates) is not None:
+        try:
+            return frame_to_arrow(candidates)
+        except ARROW_ERRORS as e:
+            raise QueryError(f"candidates: the DataFrame does not convert to Arrow: {shown(str(e))}") from None
+    if isinstance(candidates, dict):  # polars Series as Arrow arrays
+        candidates = {k: v.to_arrow() if is_polars(v, "Series") else v for k, v in candidates.items()}
+    else:
+        raise QueryError(f"candidates must be a pyarrow Table or RecordBatch, a pandas or polars DataFrame or a dict, "
+                         f"got {type(candidates).__name__}")
     for name, col in candidates.items():
         if isinstance(col, (pa.Array, pa.ChunkedArray)):
             continue
@@ -180,9 +189,14 @@ def _valid_to(col: Any) -> np.ndarray:
 
 
 def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
-          threads: int | None = 1, window: Any = None, query: str | None = None) -> pa.Table:
+          threads: int | None = 1, window: Any = None, query: str | None = None) -> Any:
     """Rescore candidates from any retriever; returns the table with ``validity`` and
     ``score`` columns added (input order kept).
+
+    ``candidates``: a pyarrow Table or RecordBatch, a dict of columns (arrays, lists,
+    pandas or polars Series), or a pandas or polars DataFrame — then the answer is a
+    DataFrame of the same library (polars: zero-copy from the Arrow answer; pandas:
+    ``Table.to_pandas``), otherwise an Arrow table.
 
     Columns read: ``similarity`` (required), ``observed_at`` (or ``valid_from``),
     optional ``reliability`` (q), ``fact_type`` (selects the decay profile), ``valid_from``
@@ -198,10 +212,15 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     its clock); that preset reads ``similarity``, ``valid_from``, ``valid_to`` and
     ``deprecated`` (see :func:`chrono_engine.article.score_table`).
     """
+    out = _score_table(_table(candidates), as_of, policy, threads, window, query)
+    return as_frame(out, frame_kind(candidates))
+
+
+def _score_table(t: pa.Table, as_of: Any, policy: ScoringPolicy | None, threads: Any, window: Any,
+                 query: str | None) -> pa.Table:
     policy = ScoringPolicy() if policy is None else policy
     if not isinstance(policy, ScoringPolicy):
         raise QueryError(f"policy must be a ScoringPolicy, got {type(policy).__name__}")
-    t = _table(candidates)
     threads = thread_count(threads, "threads", QueryError)
     if policy.preset == "article":
         from .article import score_table
