@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "CONTAINERS", "shown", "arrow_type", "holds_containers",
+__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "CONTAINERS", "as_float32", "shown", "arrow_type", "holds_containers",
            "nested_deeper", "count", "thread_count", "array", "id_array"]
 
 #: The most worker threads an Engine, a batch search or an ingest may be given. Work is
@@ -183,3 +183,24 @@ def id_array(value: Any, name: str, error: type[Exception]) -> tuple[np.ndarray,
     given = [items[i] for i in at] if kind == "O" else a[at].tolist()
     bad = {int(i): int(v) for i, v in zip(at, given, strict=True)}
     return np.where(impossible, 0, a).astype(np.uint64), bad
+
+
+# NumPy kinds that are not numbers (text, bytes, times, complex): never a vector
+_NOT_NUMBERS = "USMmcV"
+
+
+def as_float32(values: Any) -> np.ndarray:
+    """A caller's numbers as a float32 array (values beyond float32 become inf, for the
+    caller's finite check). Anything that is not numbers is a TypeError or ValueError,
+    whatever the conversion of the caller's objects raised (their ``__float__`` may raise
+    anything), with the original as the cause."""
+    try:
+        a = values if isinstance(values, np.ndarray) else np.asarray(values)
+        if a.dtype.kind in _NOT_NUMBERS:
+            raise TypeError(f"dtype {a.dtype} is not numbers")
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(a, dtype=np.float32)
+    except (MemoryError, TypeError, ValueError):
+        raise
+    except Exception as e:
+        raise ValueError(f"{type(e).__name__}: {e}") from e

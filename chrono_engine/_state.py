@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from . import _core, _partition, _wal
 from ._args import id_array, shown
+from ._embedder import is_temporal, text_vectors
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
 from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
@@ -33,6 +34,8 @@ __all__ = ["StoreState", "STRING_COLUMNS", "AMEND_FIELDS", "ALL_KNOWN", "embed_c
 
 #: String columns kept by row (fact_type and stem_id names are not: the core holds their codes).
 STRING_COLUMNS = ("content", "title", "source", "modality", "version", "supersedes")
+# the most fact-type names an error message lists
+_KNOWN_SHOWN = 20
 
 
 def strings_at(strings: pa.Table | None, rows: np.ndarray, columns: tuple = STRING_COLUMNS) -> pa.Table:
@@ -178,18 +181,30 @@ class StoreState:
 
     def type_mask(self, fact_types: Any) -> np.ndarray | None:
         """The core's fact-type mask for a search restricted to ``fact_types`` (None: all).
-        A name the policy knows but no row carries yet selects nothing; an unknown name is
-        a QueryError."""
+        A type the decay policy names but no row carries yet selects nothing; a type that
+        is neither (one the policy's default alone would cover included: a typo would
+        otherwise select nothing, silently) is a QueryError naming every unknown type and
+        listing the known ones."""
         if fact_types is None:
             return None
         if isinstance(fact_types, str):
             fact_types = [fact_types]
         mask = np.zeros(max(len(self.fact_types), 1), np.uint8)
+        unknown = []
         for name in fact_types:
             if name in self.fact_code:
                 mask[self.fact_code[name]] = 1
-            elif not self.policy.knows(name):
-                raise QueryError(f"fact_types: unknown fact type {name!r}")
+            elif name not in self.policy and name not in unknown:
+                unknown.append(name)
+        if unknown:
+            known = list(self.fact_types) + [t for t in self.policy if t not in self.fact_code]
+            listed = ", ".join(shown(t) for t in known[:_KNOWN_SHOWN]) or "none"
+            more = f" and {len(known) - _KNOWN_SHOWN} more" if len(known) > _KNOWN_SHOWN else ""
+            names = ", ".join(shown(t) for t in unknown[:_KNOWN_SHOWN])
+            many = len(unknown) > 1
+            raise QueryError(f"fact_types: unknown fact type{'s' if many else ''} {names}: no stored row carries "
+                             f"{'them' if many else 'it'} and the decay policy does not name "
+                             f"{'them' if many else 'it'} (known: {listed}{more})")
         return mask
 
     # ------------------------------------------------------------------ the write path
@@ -400,12 +415,15 @@ def batch_table(b: IngestBatch) -> pa.Table:
 
 
 def embed_content(embedder: Any, rows: Any, at_us: int | None = None) -> Any:
-    """Rows that carry ``content`` and no ``vector``, with vectors from a time-aware embedder
-    (a :class:`~chrono_engine.TemporalEmbedder`): each row at its ``observed_at`` (else
-    ``valid_from``), or every row at ``at_us`` when given (a new version, at its effective
-    time). Any other rows, or any other embedder, come back unchanged (validation then
-    names what is missing). Raises SchemaError (rule "embedding") naming the row."""
-    if embedder is None or not hasattr(embedder, "embed"):
+    """Rows that carry ``content`` and no ``vector``, with vectors from the engine's
+    embedder: a time-aware one (a :class:`~chrono_engine.TemporalEmbedder`) embeds each row
+    at its ``observed_at`` (else ``valid_from``), or every row at ``at_us`` when given (a new
+    version, at its effective time); a plain text embedder (``str -> vector``, e.g.
+    :class:`~chrono_engine.TextEncoder`) embeds the text alone
+    (:func:`~chrono_engine._embedder.text_vectors`). Any other rows, or no embedder, come
+    back unchanged (validation then names what is missing). Raises SchemaError (rule
+    "embedding") naming the row."""
+    if embedder is None:
         return rows
     raw = _raw_columns(rows)
     if "vector" in raw or "content" not in raw:
@@ -419,6 +437,11 @@ def embed_content(embedder: Any, rows: Any, at_us: int | None = None) -> Any:
         if not isinstance(t, str):
             raise SchemaError(f"column 'content', row {i}: a row without 'vector' needs 'content' text to embed "
                               "(embedding)", column="content", row=i, rule="embedding")
+    if not is_temporal(embedder):
+        def fail(row: int | None, detail: str) -> None:
+            where = "embedding the 'content' column" if row is None else f"column 'content', row {row}"
+            raise SchemaError(f"{where}: {detail} (embedding)", column="content", row=row, rule="embedding")
+        return dict(raw, vector=text_vectors(embedder, texts, fail))
     if at_us is not None:
         t_us = np.full(n, at_us, np.int64)
     else:

@@ -349,7 +349,8 @@ _SEARCH_FLAGS = {
     "mode": (dict(choices=["latest", "as_of", "window", "all"]), "search mode (default latest)"),
     "as_of": (dict(metavar="T"), "valid time T (ISO-8601; naive = UTC)"),
     "known_at": (dict(metavar="T"), "transaction time: what the store knew then (default now)"),
-    "window": (dict(nargs=2, metavar=("START", "END")), "window mode's interval [START, END)"),
+    "window": (dict(nargs=2, metavar=("START", "END")),
+               "window mode's interval [START, END); 'open' for an open end (START: the beginning of time)"),
     "fact_types": (dict(nargs="+", metavar="TYPE"), "search only these fact types"),
     "tau": (dict(type=float), "τ: items with validity below it never qualify (default 0)"),
     "deprecated": (dict(choices=["penalize", "exclude", "include"]),
@@ -376,8 +377,8 @@ def _search_options(args):
     """The search options of ``chrono search``'s flags."""
     from .search import SearchOptions
     given = {name: getattr(args, name) for name in _SEARCH_FLAGS if getattr(args, name) is not None}
-    if "window" in given:
-        given["window"] = tuple(given["window"])
+    if "window" in given:  # 'open': an open end, as None in the Python API
+        given["window"] = tuple(None if w == "open" else w for w in given["window"])
     return SearchOptions(**given)
 
 
@@ -579,7 +580,7 @@ def cmd_bench(argv: list[str]) -> int:
         serve_load.main([a for a in argv if a != "--serve"])
         return EXIT_OK
     from . import bench
-    bench.main(argv)
+    bench.main(argv, prog="chrono bench")
     return EXIT_OK
 
 

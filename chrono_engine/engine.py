@@ -29,11 +29,12 @@ import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
 from ._coalesce import AsyncCoalescer, Coalescer
-from ._args import count, id_array, shown, thread_count
+from ._embedder import declared_dim, embedder_dim
+from ._args import as_float32, count, id_array, shown, thread_count
 from ._state import ALL_KNOWN, StoreState, embed_content
 from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
-from .errors import ConfigError, CorruptStoreError, QueryError, StorageError
+from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, StorageError
 from .search import QueryResult, SearchOptions
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
@@ -78,7 +79,10 @@ class Engine:
         least 8,192 rows and they are to be scanned anyway (``exact=True`` or at most
         ``scan_limit`` of them), else bounds.
     seed : HNSW level generator seed (ingest in one thread is then deterministic).
-    embedder : the text embedder :meth:`query` uses (see :attr:`embedder`).
+    embedder : the text embedder :meth:`query` and :meth:`ingest` use (see :attr:`embedder`).
+        Without ``dim``, the engine takes its width from it: its ``dim`` attribute
+        (:class:`~chrono_engine.TextEncoder`, :class:`~chrono_engine.TemporalEmbedder`), else
+        the length of the vector it returns for one probe text.
 
     Times are UTC: naive datetimes and strings without an offset are read as UTC.
     """
@@ -89,15 +93,19 @@ class Engine:
                  seed_min: int = 150_000, group: int = 64, seed: int = 100,
                  scan: str = "auto", embedder: Any = None) -> None:
         if dim is None:
-            if embedder is None or not hasattr(embedder, "embed"):
-                raise ConfigError("dim is required (or pass embedder= a TemporalEmbedder, whose width is used)")
-            dim = embedder.dim
+            if embedder is None:
+                raise ConfigError("dim is required (or pass embedder=, whose width is used)")
+            try:
+                dim = embedder_dim(embedder)
+            except EmbeddingError as e:
+                raise ConfigError(f"dim is required: the embedder's width is unknown ({e})") from None
         given = dict(dim=dim, M=M, ef_construction=ef_construction, ef=ef, ef_max=ef_max, group=group,
                      scan_limit=scan_limit, seed_ef=seed_ef, seed_min=seed_min, seed=seed)
         sizes = {name: count(given[name], name, lo=lo, hi=hi, error=ConfigError) for name, (lo, hi) in _SIZES.items()}
         dim = sizes["dim"]
-        if embedder is not None and hasattr(embedder, "embed") and dim != embedder.dim:
-            raise ConfigError(f"dim={dim} but the embedder produces {shown(embedder.dim)}-dimensional vectors")
+        declared = declared_dim(embedder) if embedder is not None else None
+        if declared is not None and dim != declared:
+            raise ConfigError(f"dim={dim} but the embedder produces {declared}-dimensional vectors")
         if not isinstance(metric, str) or metric not in ("cosine", "ip", "l2"):
             raise ConfigError(f"metric must be 'cosine', 'ip' or 'l2', got {shown(metric)}")
         if not isinstance(scan, str) or scan not in _search.SCAN_ORDERS:
@@ -121,11 +129,14 @@ class Engine:
         self._async_lock = threading.Lock()
         self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
         self._replayed = (0, -1)
-        #: Text embedder :meth:`query` uses when no ``embed=`` is given: a callable
-        #: ``str -> vector`` of length ``dim``, or a time-aware
-        #: :class:`~chrono_engine.TemporalEmbedder` (then :meth:`ingest` also embeds rows
-        #: that have ``content`` and no ``vector``, at their ``observed_at`` / ``valid_from``,
-        #: and :meth:`query` embeds the question at its query time). None: query needs ``embed=``.
+        #: Text embedder :meth:`query` uses when no ``embed=`` is given, and :meth:`ingest` /
+        #: :meth:`supersede` use for rows that have ``content`` and no ``vector``: a callable
+        #: ``str -> vector`` of length ``dim`` (e.g. :class:`~chrono_engine.TextEncoder`; at
+        #: ingest, one with an ``encode(list[str])`` method embeds the batch in one call,
+        #: any other is called per row), or a time-aware
+        #: :class:`~chrono_engine.TemporalEmbedder` (then rows are embedded at their
+        #: ``observed_at`` / ``valid_from`` and the question at its query time). None:
+        #: query needs ``embed=`` and rows need ``vector``.
         self.embedder: Any = embedder
 
     # ------------------------------------------------------------------ properties
@@ -198,7 +209,8 @@ class Engine:
 
         ``rows`` is a pyarrow Table/RecordBatch, a pandas DataFrame, a dict of arrays or a
         list of dicts with the columns of :mod:`chrono_engine.schema` (``vector`` and
-        ``valid_from`` required). A rejected batch raises
+        ``valid_from`` required; with an :attr:`embedder`, ``content`` may stand in for
+        ``vector`` and is embedded). A rejected batch raises
         :class:`~chrono_engine.errors.SchemaError` naming the column, row and rule, and
         changes nothing.
         """
@@ -227,7 +239,7 @@ class Engine:
         when the call is made): its grouping key and its payload for :meth:`_group_table`.
         Raises the call's QueryError."""
         try:
-            v = _search._as_float32(vector)
+            v = as_float32(vector)
         except (TypeError, ValueError) as e:
             raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
                              f"({shown(str(e))})") from None
@@ -325,7 +337,8 @@ class Engine:
         ``options``: a :class:`~chrono_engine.SearchOptions` and/or its fields as keywords
         (keywords override): the mode (``latest``, ``as_of``, ``window``, ``all``) and its
         times (``as_of`` / ``known_at``: one time or one per query; ``window=(start,
-        end)``), the fusion, τ, the out-of-force policy, arbitration, fact types,
+        end)``, either end None: open), the fusion, τ, the out-of-force policy, arbitration,
+        fact types (an unknown one is a QueryError),
         ``exact=True`` (force the certified scan plan), ``explain``, ``lang`` and
         ``verify=γ`` (the layer-3 gate). See :class:`~chrono_engine.SearchOptions`.
 

@@ -67,6 +67,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._args import array, id_array, shown
+from ._embedder import is_temporal, text_vectors
 from ._state import ALL_KNOWN, StoreState, embed_content, strings_at
 from ._time import OPEN_END, errors_as, iso as _iso, now_us, scalar_us
 from .errors import LifecycleError, NotFoundError, SchemaError
@@ -122,8 +123,8 @@ def supersede(state: StoreState, stem_id: str, rows: Any, effective_at: Any, *,
     (:meth:`Engine.supersede <chrono_engine.Engine.supersede>`).
 
     ``rows``: the new version's rows in any form :meth:`Engine.ingest` takes (``vector``
-    required, or ``content`` and a time-aware ``embedder``, which embeds them at
-    ``effective_at``). Defaults filled in when a column is absent: ``stem_id`` = the stem,
+    required, or ``content`` and an ``embedder``: a time-aware one embeds them at
+    ``effective_at``, a plain text embedder the text alone). Defaults filled in when a column is absent: ``stem_id`` = the stem,
     ``valid_from`` = ``effective_at``, ``version`` = the ``version`` argument, ``supersedes``
     = the ``supersedes`` argument or else the predecessor's version string. Every version of
     the stem still valid at ``effective_at`` is closed there and marked deprecated (see the
@@ -167,7 +168,7 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     raw = _raw_columns(rows)
     if "vector" not in raw:
         raise LifecycleError("rows need a 'vector' column (the new version's embeddings), or 'content' "
-                             "and an engine embedder (TemporalEmbedder)")
+                             "and an engine embedder")
     try:
         n = len(raw["vector"])
     except TypeError:
@@ -493,12 +494,14 @@ def apply_event(state: StoreState, event: Mapping[str, Any], *, embed: Callable[
                 raise LifecycleError(f"row {i} has no 'vector' and there is no embedder (pass embed=)")
             if not isinstance(r.get("content"), str):
                 raise LifecycleError(f"row {i} has neither a 'vector' nor 'content' text to embed")
-            if hasattr(fn, "embed_query"):  # time-aware: embedded at the row's own time
+            if is_temporal(fn):  # time-aware: embedded at the row's own time
                 at = r.get("observed_at") or r.get("valid_from") or eff
                 r["vector"] = np.asarray(fn.embed_query(r["content"], at=np.array([_time(at, "observed_at")])),
                                          dtype=np.float32).tolist()
-            else:
-                r["vector"] = np.asarray(fn(r["content"]), dtype=np.float32).tolist()
+            else:  # a plain text embedder, called as at ingest
+                def fail(_row: Any, detail: str, i: int = i) -> None:
+                    raise LifecycleError(f"row {i}: {detail}")
+                r["vector"] = text_vectors(fn, [r["content"]], fail)[0].tolist()
         if title is not None:
             r.setdefault("title", title)
         fixed.append(r)

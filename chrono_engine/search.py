@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._args import K_MAX, count, shown
+from ._args import K_MAX, as_float32, count, shown
+from ._embedder import is_temporal, text_vectors
 from ._state import ALL_KNOWN, StoreState, strings_at
 from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
@@ -87,13 +88,17 @@ class SearchOptions:
     excluded by default: "valid now" does not answer with a rule that takes effect next
     year; per stem the highest version in force wins);
     ``as_of`` (hard filter valid_from ≤ T < valid_to; per stem the version in force at T);
-    ``window`` (valid interval overlaps ``window=(start, end)``; decay measured from
-    T = ``as_of`` or the window's end); ``all`` (no validity filter). Every mode sees the
+    ``window`` (valid interval overlaps ``window=(start, end)``; either end may be None,
+    open: a None start is the beginning of time, a None end never closes; decay measured
+    from T = ``as_of``, else the window's end, else — end open — now); ``all`` (no validity
+    filter). Every mode sees the
     store as known at ``known_at`` (default now): ingested_at ≤ known_at < retracted_at.
 
     ``fusion``: "product" (s⁺·V, the paper) or "linear" (α·s + (1−α)·V, the article,
     α = ``alpha``); ``tau`` (τ): items with V < τ never qualify; ``arbitrate=False``
-    returns every version of a stem; ``fact_types`` restricts the search to those types;
+    returns every version of a stem; ``fact_types`` restricts the search to those types (a
+    type that no stored row carries and the decay policy does not name is a QueryError
+    listing the known ones, when the search runs);
     ``exact=True`` forces the certified scan plan; ``explain=True`` adds decay, penalty,
     plan and reason columns; ``lang`` is the citations' language ("en" / "zh");
     ``verify=γ`` gates the retrieved context (layer 3): each query's hits form one chain,
@@ -136,7 +141,7 @@ class SearchOptions:
         if self.fact_types is not None:
             object.__setattr__(self, "fact_types", _names(self.fact_types, "fact_types"))
         if self.mode == "window" and not _pair(self.window):
-            raise QueryError(f"window mode needs window=(start, end), got {shown(self.window)}")
+            raise QueryError(f"window mode needs window=(start, end) (None for an open end), got {shown(self.window)}")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -194,27 +199,6 @@ def _names(value: Any, name: str) -> str | tuple[str, ...]:
 
 # ----------------------------------------------------------------------------- running one
 
-# NumPy kinds that are not numbers (text, bytes, times, complex): never a query vector
-_NOT_NUMBERS = "USMmcV"
-
-
-def _as_float32(values: Any) -> np.ndarray:
-    """A caller's numbers as a float32 array (values beyond float32 become inf, for the
-    caller's finite check). Anything that is not numbers is a TypeError or ValueError,
-    whatever the conversion of the caller's objects raised (their ``__float__`` may raise
-    anything), with the original as the cause."""
-    try:
-        a = values if isinstance(values, np.ndarray) else np.asarray(values)
-        if a.dtype.kind in _NOT_NUMBERS:
-            raise TypeError(f"dtype {a.dtype} is not numbers")
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(a, dtype=np.float32)
-    except (MemoryError, TypeError, ValueError):
-        raise
-    except Exception as e:
-        raise ValueError(f"{type(e).__name__}: {e}") from e
-
-
 def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
     """Query vectors as C-contiguous float32 (n, dim), unit length under cosine; bad ones
     (not numbers, wrong shape, non-finite or beyond float32, zero under cosine) raise
@@ -222,7 +206,7 @@ def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
     sum of squares over- or underflows again in float64), so a query with components
     near 1e19 or 1e-20 is normalised exactly, not to zero or infinity."""
     try:
-        q = np.ascontiguousarray(_as_float32(vectors))
+        q = np.ascontiguousarray(as_float32(vectors))
     except (TypeError, ValueError) as e:
         raise QueryError(f"vectors must be numbers of shape (n, {dim}), got {type(vectors).__name__} "
                          f"{shown(vectors)} ({shown(str(e))})") from None
@@ -266,16 +250,21 @@ def _instants(value: Any, n: int, name: str, default: int | None) -> np.ndarray:
 
 
 def query_times(opts: SearchOptions, nq: int, now: int) -> tuple[np.ndarray, ...]:
-    """(T, known_at, window start, window end) per query, int64 µs."""
+    """(T, known_at, window start, window end) per query, int64 µs. An open window start
+    (None) is :data:`MIN_TIME_US`, before every stored time; an open end is
+    :data:`OPEN_END` (as :meth:`Engine.query <chrono_engine.Engine.query>` sends them)."""
     ws = we = np.zeros(nq, np.int64)
     if opts.mode == "as_of":
         t = _instants(opts.as_of, nq, "as_of", None)
     elif opts.mode == "window":
-        ws = _instants(opts.window[0], nq, "window start", None)
-        we = _instants(opts.window[1], nq, "window end", None)
+        ws = _instants(opts.window[0], nq, "window start", MIN_TIME_US)
+        we = _instants(opts.window[1], nq, "window end", OPEN_END)
         if (ws >= we).any():
             raise QueryError(f"window start must be before its end (query {int(np.flatnonzero(ws >= we)[0])})")
-        t = _instants(opts.as_of, nq, "as_of", None) if opts.as_of is not None else we.copy()
+        if opts.as_of is not None:
+            t = _instants(opts.as_of, nq, "as_of", None)
+        else:  # the window's end; an open one: now
+            t = np.where(we == OPEN_END, np.int64(now), we)
     else:
         t = _instants(opts.as_of, nq, "as_of", now)
     return t, _instants(opts.known_at, nq, "known_at", now), ws, we
@@ -610,23 +599,28 @@ def _check_embedder(fn: Any) -> None:
     if fn is None:
         raise QueryError("query needs an embedder: pass embed= (a callable str -> vector) "
                          "or set engine.embedder")
-    if not callable(fn) and not hasattr(fn, "embed_query"):
+    if not callable(fn) and not is_temporal(fn) and not callable(getattr(fn, "encode", None)):
         raise QueryError(f"embed must be callable (str -> vector), got {type(fn).__name__}")
 
 
+def _embed_failed(row: int | None, detail: str) -> None:
+    raise QueryError(f"embed returned something that is not a vector ({detail})")
+
+
 def embed_question(fn: Any, question: str, t: int, dim: int) -> np.ndarray:
-    """The question's float32 vector from ``fn`` (a callable str -> vector, or a
-    time-aware embedder, whose ``embed_query`` embeds it at T = ``t`` µs), checked to be
-    ``dim`` wide; anything else is a QueryError."""
+    """The question's float32 vector from ``fn``: a time-aware embedder (a
+    :class:`~chrono_engine.TemporalEmbedder`: ``embed_query`` embeds it at T = ``t`` µs) or
+    a plain one as ingest calls it (``encode([question])`` when it has ``encode``, else
+    ``fn(question)``; :mod:`chrono_engine._embedder`), checked to be ``dim`` wide; anything
+    else is a QueryError."""
     _check_embedder(fn)
-    try:
-        if hasattr(fn, "embed_query"):  # time-aware: the question is embedded at T
-            raw = fn.embed_query(question, at=np.array([t], np.int64))
-        else:
-            raw = fn(question)
-        vec = _as_float32(raw)
-    except (TypeError, ValueError) as e:
-        raise QueryError(f"embed returned something that is not a vector: {shown(str(e))}") from None
+    if is_temporal(fn):
+        try:
+            vec = as_float32(fn.embed_query(question, at=np.array([t], np.int64)))
+        except (TypeError, ValueError) as e:
+            raise QueryError(f"embed returned something that is not a vector: {shown(str(e))}") from None
+    else:
+        vec = text_vectors(fn, [question], _embed_failed)[0]
     if vec.shape != (dim,):
         raise QueryError(f"embed returned shape {vec.shape}, expected ({dim},)")
     return vec

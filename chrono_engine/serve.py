@@ -785,12 +785,16 @@ def openapi_spec(name: str) -> dict:
         return o
 
     vec = {"type": "array", "items": {"type": "number"}}
+    # search options both search endpoints take (the others: SearchOptions' fields, as JSON);
+    # a window end that is null is open
+    when = {"mode": {"type": "string", "enum": ["latest", "as_of", "window", "all"]},
+            "as_of": {"type": "string"}, "known_at": {"type": "string"},
+            "window": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": ["string", "null"]}},
+            "fact_types": {"type": "array", "items": {"type": "string"}}}
     search = {"type": "object", "required": ["vector"], "properties": {
-        "vector": vec, "k": {"type": "integer", "minimum": 1}, "mode": {"type": "string",
-                                                                       "enum": ["latest", "as_of", "window", "all"]},
-        "as_of": {"type": "string"}, "known_at": {"type": "string"}}}
+        "vector": vec, "k": {"type": "integer", "minimum": 1}, **when}}
     batch = {"type": "object", "required": ["vectors"], "properties": {
-        "vectors": {"type": "array", "items": vec}, "k": {"type": "integer", "minimum": 1}}}
+        "vectors": {"type": "array", "items": vec}, "k": {"type": "integer", "minimum": 1}, **when}}
     rows = {"type": "object", "required": ["rows"], "properties": {"rows": {"type": "array", "items": obj}}}
     ids = {"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}},
                                                                  "at": {"type": "string"}}}

@@ -155,6 +155,31 @@ def test_bench_tiny(tmp_path, capsys):
     assert json.loads(out.read_text())
 
 
+
+def test_bench_help_names_the_command_and_its_regimes_parse(capsys):
+    """`chrono bench --help` says `usage: chrono bench` (not `python -m ...`), and every
+    regime word its help offers is one the parser takes ("both": every regime)."""
+    from chrono_engine import bench
+    from chrono_engine.bench.corpus import REGIMES
+    for argv, usage in ((["bench", "--help"], "usage: chrono bench "), (["bench", "--serve", "--help"],
+                                                                        "usage: chrono bench --serve")):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        out = " ".join(capsys.readouterr().out.split())
+        assert e.value.code == 0 and out.startswith(usage), out[:120]
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m chrono_engine.bench ")
+    text = " ".join(bench.parser().format_help().split())
+    offered = [w for w in [*REGIMES, "both"] if w in text.split("--regime REGIME ", 1)[1].split(" --", 1)[0]]
+    assert offered == [*REGIMES, "both"]
+    for word in offered:
+        cfg = bench.config_from_args(bench.parser().parse_args(["--regime", word]))
+        assert cfg.regimes == (tuple(REGIMES) if word == "both" else (word,))
+    assert bench.config_from_args(bench.parser().parse_args(["--regime", "gentle,steep"])).regimes == ("gentle", "steep")
+    with pytest.raises(SystemExit, match="unknown regime 'flat' \\(steep, gentle, both\\)"):
+        bench.config_from_args(bench.parser().parse_args(["--regime", "flat"]))
+
 def test_plot_decay_renders(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     out = tmp_path / "d.png"
@@ -189,6 +214,13 @@ def test_search_flags_are_the_search_options(files, capsys):
     # a bad option value is a usage error of the engine, named, exit 1
     code, _, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--alpha", "2")
     assert code == 1 and "alpha" in err
+    # an open window end is 'open' (None in the Python API); an unknown fact type is refused
+    want = eng.search(vec[5], 7, mode="window", window=("2024-01-05", None), as_of="2024-01-25").to_pylist()
+    code, out, _ = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "-k", "7", "--json",
+                       "--mode", "window", "--window", "2024-01-05", "open", "--as-of", "2024-01-25")
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [r["id"] for r in want] and len(want) == 7
+    code, _, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--fact-types", "nwes")
+    assert code == 1 and "fact_types" in err and "'nwes'" in err and "known: 'policy', 'news'" in err
 
 
 # ----------------------------------------------------------------------------- bad input (issue 20, failure 8)

@@ -440,8 +440,6 @@ def test_minilm_against_manual_onnxruntime(text_encoder):
 
 
 def test_text_encoder_errors(text_encoder, tmp_path):
-    with pytest.raises(EmbeddingError, match="one string"):
-        text_encoder.encode("abc")
     with pytest.raises(EmbeddingError, match="empty batch"):
         text_encoder.encode([])
     with pytest.raises(EmbeddingError, match=r"texts\[1\]"):
@@ -515,3 +513,74 @@ def test_supersede_text_rows_embedded_at_effective_time(composed):
     with pytest.raises(ce.errors.LifecycleError, match="needs 'content' text"):
         eng.supersede("travel", {"content": [None]}, "2025-03-01", version="v3.0.0")
     assert len(eng) == 2
+
+
+# ---------------------------------------------------------------- plain text embedders (issue 25, part 5)
+def test_text_encoder_takes_one_string_or_a_list(text_encoder):
+    """A TextEncoder is an embedder as documented (str -> vector) and a batch encoder
+    (list -> matrix), with the same vectors either way."""
+    one = text_encoder("Who led Acme in 2019?")
+    assert one.shape == (text_encoder.dim,) and one.dtype == np.float32
+    batch = text_encoder(["Who led Acme in 2019?", "Bob became CEO."])
+    assert batch.shape == (2, text_encoder.dim)
+    np.testing.assert_allclose(one, batch[0], atol=1e-6)
+    np.testing.assert_array_equal(text_encoder.encode("Who led Acme in 2019?"), one)
+
+
+def test_text_encoder_as_the_engine_embedder(text_encoder):
+    """Engine(embedder=TextEncoder()) ingests text rows, answers questions, and takes its
+    width from the encoder when dim is not given."""
+    texts = ["Alice became CEO of Acme.", "Oil exports fell sharply.", "The court ruled on the merger."]
+    for eng in (ce.Engine(dim=text_encoder.dim, embedder=text_encoder, threads=1),
+                ce.Engine(embedder=text_encoder, threads=1)):
+        assert eng.dim == text_encoder.dim
+        ids = eng.ingest({"content": texts, "valid_from": ["2019-01-01", "2020-01-01", "2021-01-01"]})
+        np.testing.assert_allclose(eng.vectors(ids), text_encoder.encode(texts), atol=1e-6)
+        r = eng.query("Who is the CEO of Acme?", k=1, now="2024-01-01")
+        assert r.hits.column("id").to_pylist() == [int(ids[0])]
+    with pytest.raises(ce.errors.ConfigError, match=f"dim=5 but the embedder produces {text_encoder.dim}"):
+        ce.Engine(5, embedder=text_encoder)
+
+
+def _bag_of_words(text: str) -> np.ndarray:
+    """A plain Python embedder: one string -> one vector (the demo's 256-d bag of words)."""
+    assert isinstance(text, str)  # called once per text, never with a batch
+    return bow_embed(text)
+
+
+def test_plain_function_embedder_ingests_queries_and_supersedes():
+    """Any callable str -> vector: called once per text at ingest (rows with `content` and no
+    `vector`) and on the question; the engine's width comes from one probe call."""
+    eng = ce.Engine(embedder=_bag_of_words, decay=ce.Exponential(half_life=365), threads=1)
+    assert eng.dim == 256
+    texts = ["director hotel cap 600", "oil export talks", "court ruling on rates"]
+    ids = eng.ingest({"content": texts, "valid_from": ["2020-01-01", "2021-01-01", "2022-01-01"],
+                      "stem_id": ["travel", None, None], "version": ["v1", None, None]})
+    np.testing.assert_allclose(eng.vectors(ids), np.stack([bow_embed(t) for t in texts]), atol=1e-6)
+    r = eng.query("what is the director hotel cap?", k=1, now="2023-01-01")
+    assert r.hits.column("id").to_pylist() == [int(ids[0])]
+    new = eng.supersede("travel", {"content": ["director hotel cap 800"]}, "2024-03-01", version="v2")
+    np.testing.assert_allclose(eng.vectors(new)[0], bow_embed("director hotel cap 800"), atol=1e-6)
+    assert ce.Engine(256, embedder=_bag_of_words).dim == 256
+    # a list of rows without vectors, and a rejected embedding names the column and row
+    eng.ingest([{"content": "wheat price", "valid_from": "2024-01-01"}])
+    short = ce.Engine(256, embedder=lambda text: np.ones(3 if text == "bad" else 256, np.float32))
+    with pytest.raises(SchemaError, match="column 'content', row 1"):
+        short.ingest({"content": ["fine", "bad"], "valid_from": ["2024-01-01"] * 2})
+    assert len(short) == 0
+    with pytest.raises(ce.errors.ConfigError, match="embedder"):
+        ce.Engine(embedder=lambda text: "not a vector")
+
+
+def test_embed_query_reads_times_as_search_does(composed):
+    """One rule for naive times everywhere: embed_query reads ``at`` with the function search
+    reads ``as_of`` with (naive = UTC), and a bad one is named ``at``."""
+    from chrono_engine.search import instant
+    want = composed.embed_query("director hotel cap", at=instant("2005-01-01", "as_of"))
+    for at in ("2005-01-01", "2005-01-01T00:00:00", "2005-01-01 00:00", "2005-01-01T08:00+08:00",
+               dt.datetime(2005, 1, 1), dt.datetime(2005, 1, 1, tzinfo=UTC), dt.date(2005, 1, 1),
+               np.datetime64("2005-01-01"), np.array(["2005-01-01"], "datetime64[us]")):
+        np.testing.assert_array_equal(composed.embed_query("director hotel cap", at=at), want, err_msg=repr(at))
+    for bad in (None, "yesterday", True):
+        with pytest.raises(EmbeddingError, match=r"^at: "):
+            composed.embed_query("director hotel cap", at=bad)

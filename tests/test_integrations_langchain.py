@@ -125,6 +125,15 @@ def test_per_call_and_per_retriever_time_overrides_match_search():
     assert {d.page_content for d in w} == {"the ceo of acme is ada", "the ceo of acme is bo"}
 
 
+def test_langchain_embeddings_as_the_question_embedder():
+    eng = ce.Engine(DIM, threads=1)  # no embedder of its own
+    eng.ingest({"vector": np.stack([embed(c) for _, c, _, _ in FACTS]), "content": [c for _, c, _, _ in FACTS],
+                "valid_from": [f for _, _, f, _ in FACTS], "valid_to": [t for _, _, _, t in FACTS]})
+    got = ChronoRetriever(engine=eng, k=2, now=NOW, embed=HashEmbeddings()).invoke("acme headquarters")
+    ref = ChronoRetriever(engine=eng, k=2, now=NOW, embed=embed).invoke("acme headquarters")
+    assert got == ref and "headquarters" in got[0].page_content
+
+
 def test_search_kwargs_pass_through():
     r = ChronoRetriever(engine=engine(), k=3, now=NOW, search_kwargs={"known_at": "2000-01-01"})
     assert r.invoke("who is the ceo of acme") == []  # nothing was known yet (transaction time)

@@ -6,6 +6,7 @@ import pytest
 
 import chrono_engine as ce
 import reference as ref
+from chrono_engine._time import MIN_TIME_US, OPEN_END
 from chrono_engine.synthetic import US_PER_DAY, times_for_selectivity
 
 
@@ -327,3 +328,85 @@ def test_scan_orders_bitemporal_against_reference(small_corpus, scan, fusion):
             got = [res.column("id").to_numpy()[qcol == i] for i in range(nq)]
             gs = [res.column("score").to_numpy()[qcol == i] for i in range(nq)]
             assert_same_topk(got, gs, exp)
+
+
+# ----------------------------------------------------------------------------- issue 25, part 5
+
+@pytest.mark.parametrize("open_end", ["start", "end", "both"])
+def test_open_windows_match_reference(small_engine, small_corpus, open_end):
+    """window=(start, None), (None, end) and (None, None): an open start is the beginning of
+    time, an open end stays open, as in Engine.query; the reference's window is the same
+    interval with the ends spelled out."""
+    q = small_corpus.queries(20, seed=31)
+    t = times_for_selectivity(small_corpus, 0.2, 20)
+    start, end = t - 90 * US_PER_DAY, t + 30 * US_PER_DAY
+    window = {"start": (None, end), "end": (start, None), "both": (None, None)}[open_end]
+    spelled = (np.full(20, MIN_TIME_US) if window[0] is None else window[0],
+               np.full(20, OPEN_END) if window[1] is None else window[1])
+    known = np.full(len(q), np.iinfo(np.int64).max - 1, np.int64)
+    res = small_engine.search_batch(q, 10, mode="window", window=window, as_of=t, known_at=known, exact=True)
+    eng = small_engine
+    exp = ref.search(core_cols(eng), eng.vectors(), decay_fn(eng), q, 10, mode="window", t=t, known_at=known,
+                     window=spelled, metric=eng.metric)
+    qcol = res.column("query").to_numpy()
+    got = [res.column("id").to_numpy()[qcol == i] for i in range(len(q))]
+    gs = [res.column("score").to_numpy()[qcol == i] for i in range(len(q))]
+    assert_same_topk(got, gs, exp)
+    # one query: the same answer as its row of the batch
+    first = tuple(None if w is None else w[0] for w in window)
+    one = small_engine.search(q[0], 10, mode="window", window=first, as_of=t[0], known_at=known[0], exact=True)
+    assert one.column("id").to_pylist() == got[0].tolist()
+
+
+def test_open_window_end_anchors_decay_now(monkeypatch):
+    """With an open end and no as_of, decay is anchored at now (a closed window's default
+    is its end)."""
+    import chrono_engine.engine as engine_mod
+    import chrono_engine.search as search_mod
+    now = 1_893_456_000_000_000  # 2030-01-01, after the rows' ingest
+    monkeypatch.setattr(search_mod, "now_us", lambda: now)
+    monkeypatch.setattr(engine_mod, "now_us", lambda: now)
+    eng = ce.Engine(2, decay=ce.Exponential(half_life=3650))
+    eng.ingest({"vector": [[1, 0], [1, 0.1], [1, 0.2]], "valid_from": ["2020-01-01", "2023-01-01", "2024-05-01"],
+                "valid_to": ["2021-01-01", None, None]})
+    for call in (lambda **kw: eng.search([1, 0], 3, **kw), lambda **kw: eng.search_batch([[1, 0]], 3, **kw)):
+        got = call(mode="window", window=("2022-01-01", None))
+        want = call(mode="window", window=("2022-01-01", OPEN_END), as_of=now)
+        assert got.column("id").to_pylist() == want.column("id").to_pylist() == [2, 1]
+        assert got.column("score").to_pylist() == want.column("score").to_pylist()
+    with pytest.raises(ce.errors.QueryError, match="window start must be before its end"):
+        eng.search([1, 0], mode="window", window=("2030-01-01", "2020-01-01"))
+
+
+def _typed_engine():
+    policy = ce.DecayPolicy({"news": ce.Exponential(half_life=7), "policy": ce.Exponential(half_life=365)},
+                            default=ce.Exponential(half_life=90))
+    eng = ce.Engine(2, decay=policy, threads=1)
+    eng.ingest({"vector": [[1, 0], [0, 1], [1, 1]], "valid_from": ["2024-01-01"] * 3,
+                "fact_type": ["news", "law", "news"]})
+    return eng
+
+
+def test_unknown_fact_types_are_errors_everywhere():
+    """A fact type that no row carries and the decay policy does not name is an error naming
+    the unknown types and the known ones, in search, search_batch and query (a type only the
+    default profile would cover used to select nothing, silently)."""
+    eng = _typed_engine()
+    calls = {"search": lambda ft: eng.search([1, 0], fact_types=ft),
+             "search_batch": lambda ft: eng.search_batch([[1, 0]], fact_types=ft),
+             "query": lambda ft: eng.query("news now", embed=lambda s: np.array([1, 0], np.float32), fact_types=ft),
+             "options": lambda ft: eng.search([1, 0], options=ce.SearchOptions(fact_types=ft))}
+    for name, call in calls.items():
+        with pytest.raises(ce.errors.QueryError) as e:
+            call(["news", "nope", "zzz"])
+        msg = str(e.value)
+        assert isinstance(e.value, ValueError)
+        assert msg.startswith("fact_types:") and "'nope'" in msg and "'zzz'" in msg, (name, msg)
+        assert "known: 'news', 'law', 'policy'" in msg, (name, msg)
+        with pytest.raises(ce.errors.QueryError, match="'nope'"):
+            call("nope")
+        # a type the policy names, not yet ingested, selects nothing; known ones select their rows
+        assert call(["policy"]).num_rows == 0 if name != "query" else call(["policy"]).hits.num_rows == 0
+        hits = call("law")
+        hits = hits.hits if name == "query" else hits
+        assert hits.column("id").to_pylist() == [1]

@@ -551,3 +551,38 @@ def test_a_search_the_engine_refuses_fails_alone_over_http():
         assert out == [(422, True) if i % 2 == 0 else 1 for i in range(40)]
     finally:
         srv.stop()
+
+
+def test_open_windows_and_unknown_fact_types(served):
+    """Issue 25, part 5: a window with a null end (or start) is open, as in the Python API
+    and in the OpenAPI document; an unknown fact type is refused naming the field."""
+    srv, eng, _ = served
+    q = np.random.default_rng(12).normal(size=(2, DIM)).astype(np.float32)
+    with _client(srv, READ) as c:
+        for window in (["2024-03-01", None], [None, "2024-05-01"], [None, None]):
+            body = {"vector": q[0].tolist(), "k": 5, "mode": "window", "window": window, "as_of": "2024-06-01"}
+            r = c.post(f"{C}/search", json=body)
+            assert r.status_code == 200, r.text
+            want = eng.search(q[0], 5, mode="window", window=tuple(window), as_of="2024-06-01")
+            assert r.json()["hits"] == _reference_hits(want)
+            r = c.post(f"{C}/search/batch", json={**{k: v for k, v in body.items() if k != "vector"},
+                                                  "vectors": q.tolist()})
+            assert r.status_code == 200, r.text
+            want = eng.search_batch(q, 5, mode="window", window=tuple(window), as_of="2024-06-01")
+            assert [h["id"] for h in r.json()["hits"]] == want.column("id").to_pylist()
+        for path, body in (("/search", {"vector": q[0].tolist()}), ("/search/batch", {"vectors": q.tolist()})):
+            r = c.post(f"{C}{path}", json={**body, "fact_types": ["nope"]})
+            assert r.status_code == 422, r.text
+            assert r.json()["error"] == "QueryError" and r.json()["message"].startswith("fact_types:")
+            assert "'nope'" in r.json()["message"] and "known: 'general'" in r.json()["message"]
+        eng.embedder = lambda text: np.ones(DIM, np.float32)
+        try:
+            r = c.post(f"{C}/query", json={"text": "policy now", "fact_types": ["nope"]})
+            assert r.status_code == 422 and "'nope'" in r.json()["message"], r.text
+        finally:
+            eng.embedder = None
+        spec = c.get("/openapi.json").json()["paths"]
+        for path in ("/v1/collections/{c}/search", "/v1/collections/{c}/search/batch"):
+            props = spec[path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+            assert props["window"]["items"]["type"] == ["string", "null"], path
+            assert props["fact_types"]["items"]["type"] == "string", path

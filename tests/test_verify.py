@@ -239,6 +239,37 @@ def test_dense_chains_share_their_ids():
         ChainBatch.from_dense(np.zeros((2, 2), np.int64))
 
 
+
+def test_list_dense_and_csr_forms_agree_with_the_reference():
+    """Issue 25, part 5: the three documented forms of the same chains — Python lists, the
+    dense (chains, steps, facts) array and the CSR arrays — give one table, the NumPy
+    reference's (ρ, the weakest link, the targets), for every index dtype; ragged lists
+    too."""
+    rng = np.random.default_rng(25)
+    for shape, dtype in (((300, 4, 3), np.int64), ((50, 7, 1), np.int32), ((20, 1, 16), np.uint16)):
+        dense = rng.integers(0, 40, shape).astype(dtype)
+        v = np.round(rng.random(40) * 8) / 8  # ties between facts, steps and γ
+        b = ChainBatch.from_dense(dense)
+        co, so, ids = b.chain_offsets, b.step_offsets, b.fact_ids.astype(np.int64)
+        for gamma in (0.0, 0.375, 0.5, 1.0):
+            want = report_table(verify_chains_reference(co, so, ids, v, gamma), co, gamma)
+            assert verify_chains((co, so, ids), v, gamma).equals(want)
+            assert verify_chains(dense, v, gamma).equals(want)
+            assert verify_chains(dense.tolist(), v, gamma).equals(want)
+        assert ChainBatch.from_lists(dense.tolist()).to_lists() == dense.tolist()
+    # ragged lists, and the edge shapes of each form
+    co, so, ids, v = random_batch(rng, n_chains=60)
+    ragged = ChainBatch(co, so, ids).to_lists()
+    want = report_table(verify_chains_reference(co, so, ids, v, 0.5), co, 0.5)
+    assert verify_chains(ragged, v, 0.5).equals(want)
+    assert verify_chains([[[0, 1]], [[1, 0]]], v, 0.5).equals(verify_chains(np.array([[[0, 1]], [[1, 0]]]), v, 0.5))
+    assert verify_chains([[[]], [[]]], v, 0.5).equals(verify_chains(np.zeros((2, 1, 0), np.int64), v, 0.5))
+    assert verify_chains([[], []], v, 0.5).equals(verify_chains(np.zeros((2, 0, 3), np.int64), v, 0.5))
+    with pytest.raises(QueryError, match="chain 0, step 0 holds True"):
+        verify_chains([[[True]], [[False]]], v, 0.5)
+    with pytest.raises(QueryError, match="chain 1, step 0 holds 0.5"):
+        verify_chains([[[0]], [[0.5]]], v, 0.5)
+
 def test_csr_is_used_without_copies():
     co = np.array([0, 2, 3], np.int32)
     so = np.array([0, 1, 3, 4], np.int32)

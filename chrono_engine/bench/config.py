@@ -59,10 +59,15 @@ def _words(s: str) -> tuple:
     return tuple(x.strip() for x in s.split(",") if x.strip())
 
 
-def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
-    """The command line (``benches/bench_search.py`` reuses it with larger defaults)."""
+#: ``--regime`` word for every regime, in :data:`~chrono_engine.bench.corpus.REGIMES` order
+BOTH = "both"
+
+
+def parser(defaults: Config | None = None, prog: str = "python -m chrono_engine.bench") -> argparse.ArgumentParser:
+    """The command line (``benches/bench_search.py`` reuses it with larger defaults; ``chrono
+    bench`` passes its own ``prog``, the name ``--help`` shows)."""
     d = defaults or Config()
-    p = argparse.ArgumentParser(prog="python -m chrono_engine.bench", description=DESCRIPTION,
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION,
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--n", type=int, default=d.n, help="items in the synthetic corpus")
     p.add_argument("--dim", type=int, default=d.dim, help="vector dimension")
@@ -73,7 +78,8 @@ def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
     p.add_argument("--selectivity", type=_floats, default=",".join(map(str, d.selectivity)),
                    help="fractions of items valid at T")
     p.add_argument("--regime", type=_words, default=",".join(d.regimes),
-                   help="steep (14 d - 10 y half-lives, product fusion), gentle (1-20 y, linear alpha 0.75), or both")
+                   help=f"comma-separated: steep (14 d - 10 y half-lives, product fusion), gentle (1-20 y, "
+                        f"linear alpha 0.75), or {BOTH} (every regime)")
     p.add_argument("--modes", type=_words, default=",".join(d.modes), help="as_of, latest")
     p.add_argument("--threads", type=_ints, default=",".join(map(str, d.threads)), help="search thread counts")
     p.add_argument("--peers", type=_words, default=",".join(d.peers), help=", ".join(ALL_PEERS))
@@ -105,8 +111,8 @@ def parser(defaults: Config | None = None) -> argparse.ArgumentParser:
 
 
 def config_from_args(ns: argparse.Namespace) -> Config:
-    """The :class:`Config` of parsed arguments; exits with a message on an unknown regime,
-    mode or peer, or a size that is not positive."""
+    """The :class:`Config` of parsed arguments (``--regime both``: every regime); exits with
+    a message on an unknown regime, mode or peer, or a size that is not positive."""
     def tup(v, conv):
         return conv(v) if isinstance(v, str) else tuple(v)
     cfg = Config(n=ns.n, dim=ns.dim, queries=ns.queries, slow_queries=ns.slow_queries,
@@ -118,9 +124,11 @@ def config_from_args(ns: argparse.Namespace) -> Config:
                  engine_batch=ns.engine_batch,
                  min_time=ns.min_time, min_repeat=ns.min_repeat, seed=ns.seed, json=ns.json or None,
                  plot=ns.plot, quiet=ns.quiet)
+    if BOTH in cfg.regimes:  # every regime, each once, in their order among the words given
+        cfg.regimes = tuple(dict.fromkeys(x for r in cfg.regimes for x in (REGIMES if r == BOTH else (r,))))
     for r in cfg.regimes:
         if r not in REGIMES:
-            raise SystemExit(f"--regime: unknown regime {r!r} (steep, gentle)")
+            raise SystemExit(f"--regime: unknown regime {r!r} ({', '.join([*REGIMES, BOTH])})")
     for m in cfg.modes:
         if m not in ("as_of", "latest"):
             raise SystemExit(f"--modes: unknown mode {m!r} (as_of, latest)")

@@ -427,7 +427,9 @@ def write_outputs(report: dict, cfg: Config) -> None:
         plot(report, plot_path, cfg, quiet_missing=cfg.plot == "auto")
 
 
-def main(argv: Sequence[str] | None = None, defaults: Config | None = None) -> dict:
-    """Command-line entry point; returns the report."""
-    ns = parser(defaults).parse_args(argv)
+def main(argv: Sequence[str] | None = None, defaults: Config | None = None, *,
+         prog: str = "python -m chrono_engine.bench") -> dict:
+    """Command-line entry point; returns the report. ``prog``: the command's name in
+    ``--help`` and usage errors (``chrono bench`` passes its own)."""
+    ns = parser(defaults, prog=prog).parse_args(argv)
     return run(config_from_args(ns))

@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 
+from .._columns import is_series
+from .._time import errors_as, scalar_us
 from ..errors import EmbeddingError
 from . import _runtime
 from .temporal import TemporalEncoder
@@ -150,14 +153,24 @@ class TemporalEmbedder:
 
     def embed_query(self, text: str, at: Any, modality: str | None = None) -> np.ndarray:
         """One query text at one instant -> float32 (t + d,). With modalities, the query
-        is encoded as ``modality`` (default: the encoder's first one)."""
+        is encoded as ``modality`` (default: the encoder's first one).
+
+        ``at`` is read by the rule of every time argument (:mod:`chrono_engine._time`, the
+        function ``search`` reads ``as_of`` with): naive datetimes and strings without an
+        offset are UTC, ``"2005-01-01"`` is its midnight UTC, integers are µs; a one-element
+        batch (list or array) is accepted too. A bad one is an EmbeddingError naming ``at``.
+        """
         if not isinstance(text, str):
             raise EmbeddingError(f"text must be a string, got {type(text).__name__}")
         mods = self.temporal.modalities
         if mods and modality is None:
             modality = mods[0]
-        return self.embed([text], [at] if not isinstance(at, (list, np.ndarray)) else at,
-                          modality=modality)[0]
+        if isinstance(at, np.ndarray) and at.ndim == 0:
+            at = at[()]
+        if not isinstance(at, (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray)) and not is_series(at):
+            with errors_as(EmbeddingError):
+                at = np.array([scalar_us(at, "at", stored=True)], np.int64)
+        return self.embed([text], at, modality=modality)[0]
 
     def truncate(self, e: Any, m: int) -> np.ndarray:
         """:func:`truncate` with this embedder's temporal width."""

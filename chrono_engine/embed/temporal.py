@@ -213,8 +213,10 @@ class TemporalEncoder:
     def encode(self, times: Any, modality: Any = None) -> np.ndarray:
         """Encode a batch of instants -> float32 array (n, dim).
 
-        ``times``: datetime64 (UTC), int64 µs, aware datetimes or ISO strings with an
-        offset, an Arrow timestamp array with a zone, or a tz-aware pandas Series.
+        ``times``: a batch of instants read by the package's one rule for times
+        (:mod:`chrono_engine._time`, as at ingest and search): datetime64, int64 µs,
+        datetimes or ISO-8601 strings (naive ones, and strings without an offset, are UTC),
+        Arrow timestamp arrays or pandas Series.
         ``modality``: one name or one per row when the encoder has modalities.
         """
         t, m = self._inputs(times, modality)

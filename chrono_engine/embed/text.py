@@ -119,6 +119,10 @@ def _load_tokenizer(tokenizer: Any, max_length: int):
 class TextEncoder:
     """Sentence embeddings from an ONNX encoder, run by ONNX Runtime (no torch, no hub).
 
+    Calling it (or :meth:`encode`) embeds one string into one vector, or a list of strings
+    into a matrix, so it serves directly as an Engine's ``embedder`` (whose ``dim`` it then
+    gives) and as the text half of a :class:`~chrono_engine.TemporalEmbedder`.
+
     Parameters
     ----------
     model : path to an ONNX encoder (None: all-MiniLM-L6-v2 int8 from ``[text]``).
@@ -181,8 +185,19 @@ class TextEncoder:
             out = (out * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
         return out.astype(np.float32, copy=False)
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed a batch of texts -> float32 (n, dim)."""
+    def encode(self, texts: str | Sequence[str]) -> np.ndarray:
+        """Embed one text -> float32 (dim,), or a batch of texts -> float32 (n, dim).
+
+        The one-text form makes the encoder an embedder in its own right
+        (``Engine(embedder=TextEncoder())``: a callable ``str -> vector``); the batch form
+        runs ``batch_size`` texts per session call.
+
+        >>> enc = TextEncoder()                                  # doctest: +SKIP
+        >>> enc("Who led Acme?").shape, enc(["a", "b"]).shape    # doctest: +SKIP
+        ((384,), (2, 384))
+        """
+        if isinstance(texts, str):
+            return self.encode([texts])[0]
         texts = _runtime.text_batch(texts)
         out = np.empty((len(texts), self._dim), np.float32)
         for a in range(0, len(texts), self.batch_size):

@@ -43,6 +43,7 @@ from langchain_core.callbacks import (  # noqa: E402
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document  # noqa: E402
+from langchain_core.embeddings import Embeddings  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.vectorstores import VectorStore  # noqa: E402
 from langchain_core.runnables.config import run_in_executor  # noqa: E402
@@ -73,7 +74,8 @@ class ChronoRetriever(BaseRetriever):
     search instead (``as_of`` alone means "as_of", ``window`` alone "window"; the whole
     question is embedded). ``now`` / ``tz``: the clock and zone relative phrases ("last
     year") resolve against (None: the wall clock, UTC). ``embed``: the question embedder
-    (None: the engine's ``embedder``). ``search_kwargs``: other options of ``query`` /
+    (None: the engine's ``embedder``; a LangChain ``Embeddings`` is used through its
+    ``embed_query``). ``search_kwargs``: other options of ``query`` /
     ``search`` (``fact_types``, ``known_at``, ``fusion``, ``distinct``, ``undated``, ...).
     Every one of these may also be given per call: ``invoke(question, k=3, as_of=...)``.
 
@@ -99,7 +101,8 @@ class ChronoRetriever(BaseRetriever):
         call = {name: kwargs.pop(name, getattr(self, name)) for name in _CALL}
         opts = {**self.search_kwargs, **kwargs}
         k = count(call.pop("k"), "k", lo=1, hi=K_MAX, error=QueryError)
-        hits = run_search(self.engine, query, k, embed=self.embed, options=opts, **call)
+        embed = self.embed.embed_query if isinstance(self.embed, Embeddings) else self.embed
+        hits = run_search(self.engine, query, k, embed=embed, options=opts, **call)
         return _documents(hits)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
