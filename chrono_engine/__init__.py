@@ -27,7 +27,7 @@ from .survival import FactTypeFit, ValidityFit, fit_validity, fit_validity_inter
 from .timelang import GroundedFact, TemporalIntent, TimeExpression, ground, parse_temporal_intent, parse_time
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names; nothing runs at import
-    from . import datasets, embed, tkg, verify
+    from . import datasets, distributed, embed, tkg, verify
     from .embed import TemporalEmbedder, TemporalEncoder, TextEncoder, truncate
     from .verify import ChainBatch, ValidityMonitor, stl, verify_chains, verify_hits
 
@@ -39,7 +39,7 @@ __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline
            "fit_ou", "fit_beta_bernoulli", "OUFit",
            "fit_validity", "fit_validity_intervals", "ValidityFit", "FactTypeFit",
            "TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate",
-           "build_info", "errors", "timelang", "verify", "embed", "tkg", "datasets", "__version__"]
+           "build_info", "errors", "timelang", "verify", "embed", "tkg", "datasets", "distributed", "__version__"]
 
 # Imported on first use, not with the package: layer 3 (verify) and layer 2 (tkg) compile
 # Numba kernels; layer 1 (embed) builds ONNX graphs run by onnxruntime (the [embed] extra,
@@ -47,7 +47,8 @@ __all__ = ["Engine", "QueryResult", "SearchOptions", "article_reference_pipeline
 # (or that is it).
 _LAZY = {**dict.fromkeys(["verify_chains", "verify_hits", "ValidityMonitor", "ChainBatch", "stl"], ".verify"),
          **dict.fromkeys(["TemporalEncoder", "TextEncoder", "TemporalEmbedder", "truncate"], ".embed"),
-         "verify": ".verify", "embed": ".embed", "tkg": ".tkg", "datasets": ".datasets"}
+         "verify": ".verify", "embed": ".embed", "tkg": ".tkg", "datasets": ".datasets",
+         "distributed": ".distributed"}
 
 
 def __getattr__(name: str):

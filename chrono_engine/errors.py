@@ -24,14 +24,17 @@ The family, by what went wrong (the built-in each one also is, in brackets):
   :class:`ModelFileError` (an ONNX model or tokenizer file), :class:`DownloadError` (a
   dataset download) [OSError];
 - installation: :class:`MissingDependencyError` (an optional dependency of one layer is
-  not installed; the message names the extra to install) [ImportError].
+  not installed; the message names the extra to install) [ImportError];
+- distribution: :class:`ShardError` (a shard of a sharded engine died or did not answer
+  in time) [RuntimeError].
 """
 from __future__ import annotations
 
 __all__ = ["ChronoError", "SchemaError", "QueryError", "ConfigError", "FitError", "ArgumentTypeError",
            "LifecycleError", "NotFoundError", "StorageError", "CorruptStoreError", "StoreLockedError",
            "TimeParseError",
-           "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError", "DatasetNotFoundError", "DownloadError"]
+           "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError", "DatasetNotFoundError", "DownloadError",
+           "ShardError"]
 
 
 class ChronoError(Exception):
@@ -150,3 +153,12 @@ class DownloadError(ChronoError, OSError):
         super().__init__(message)
         self.url = url
 
+
+class ShardError(ChronoError, RuntimeError):
+    """A shard of a :class:`~chrono_engine.distributed.ShardedEngine` died or did not answer
+    in time; ``shard`` says which. Restart from the last save
+    (``ShardedEngine.open(path)``)."""
+
+    def __init__(self, message: str, *, shard: int | None = None):
+        super().__init__(message)
+        self.shard = shard

@@ -1,0 +1,185 @@
+"""The sharded engine on Ray actors (chrono_engine.distributed.ShardedEngine) against one
+Engine on the same data and calls: every mode, arbitration on and off, supersede /
+retract / deprecate / history / get through it, save and open, a killed shard, and
+rejected calls that change nothing. A local Ray instance (2 CPUs) is started for the
+module and stopped after."""
+from __future__ import annotations
+
+import hashlib
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+
+import chrono_engine as ce  # noqa: E402
+from chrono_engine.errors import NotFoundError, SchemaError, ShardError  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+DIM = 16
+POLICY = ce.DecayPolicy({"news": ce.Exponential(half_life=60), "policy": ce.Gaussian(half_life=400)},
+                        default=ce.HalfLife(900))
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    if started:
+        ray.shutdown()
+
+
+def _rows(n, seed, stems=60):
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2019-01-01", "us") + rng.integers(0, 2000, n).astype("timedelta64[D]")
+    end = start + rng.integers(20, 1500, n).astype("timedelta64[D]")
+    open_end = rng.random(n) < 0.3
+    stem = [None if i % 7 == 0 else f"doc-{rng.integers(0, stems)}" for i in range(n)]
+    return {"vector": rng.standard_normal((n, DIM)).astype(np.float32),
+            "valid_from": start, "valid_to": [None if o else e for o, e in zip(open_end, end)],
+            "stem_id": stem, "version": [f"{i}" for i in range(n)],
+            "fact_type": [("news", "policy", "other")[i % 3] for i in range(n)],
+            "reliability": rng.uniform(0.4, 1.0, n).astype(np.float32),
+            "title": [f"t{i}" for i in range(n)], "content": [f"c{i}" for i in range(n)],
+            "ingested_at": np.full(n, np.datetime64("2018-06-01", "us"))}
+
+
+def _apply(eng):
+    """The same calls on either engine; returns what they returned."""
+    a = eng.ingest(_rows(400, 1))
+    b = eng.ingest(_rows(300, 2))
+    stem = "doc-5"
+    new = eng.supersede(stem, {"vector": np.ones((2, DIM), np.float32), "content": ["n1", "n2"],
+                               "ingested_at": ["2025-01-01", "2025-01-01"]},
+                        "2025-02-01", version="1000")
+    eng.retract([3, 250, 555], at="2024-03-01")
+    eng.deprecate([10, 11], effective_at="2023-01-01", at="2024-01-01")
+    return a, b, new
+
+
+def _tables_equal(got: pa.Table, ref: pa.Table) -> None:
+    assert got.column_names == ref.column_names
+    for name in ref.column_names:
+        g, r = got.column(name).to_pylist(), ref.column(name).to_pylist()
+        if name in ("score", "similarity", "validity", "decay", "penalty", "robustness"):
+            np.testing.assert_allclose(np.array(g, float), np.array(r, float), rtol=1e-6, atol=1e-7, err_msg=name)
+        else:
+            assert g == r, name
+
+
+@pytest.fixture(scope="module")
+def single():
+    eng = ce.Engine(DIM, decay=POLICY, threads=1)
+    _apply(eng)
+    return eng
+
+
+QUERIES = np.random.default_rng(7).standard_normal((24, DIM)).astype(np.float32)
+CASES = [dict(mode="latest", as_of="2024-06-01"),
+         dict(mode="latest", as_of="2024-06-01", known_at="2024-02-01"),
+         dict(mode="as_of", as_of="2022-03-15"),
+         dict(mode="as_of", as_of=np.array([f"202{i % 5}-0{1 + i % 9}-01" for i in range(24)], "datetime64[us]")),
+         dict(mode="window", window=("2021-01-01", "2021-09-01")),
+         dict(mode="all", as_of="2024-06-01"),
+         dict(mode="latest", as_of="2024-06-01", arbitrate=False),
+         dict(mode="as_of", as_of="2023-03-15", exact=True, fact_types=["news", "policy"]),
+         dict(mode="as_of", as_of="2023-03-15", explain=True, verify=0.3)]
+
+
+@pytest.mark.parametrize("n_shards", [2, 4])
+def test_sharded_equals_single_engine(local_ray, single, n_shards):
+    sh = ce.distributed.ShardedEngine(n_shards, DIM, decay=POLICY, cpus_per_shard=2 / n_shards)
+    try:
+        got_ids, ref_ids = _apply(sh), _apply(ce.Engine(DIM, decay=POLICY, threads=1))
+        for g, r in zip(got_ids, ref_ids):
+            np.testing.assert_array_equal(g, r)
+        assert len(sh) == len(single) and sum(sh.shard_sizes()) == len(single)
+        assert min(sh.shard_sizes()) > 0
+        for case in CASES:
+            _tables_equal(sh.search_batch(QUERIES, 10, **case), single.search_batch(QUERIES, 10, **case))
+        _tables_equal(sh.search(QUERIES[0], 5, mode="as_of", as_of="2022-01-01"),
+                      single.search(QUERIES[0], 5, mode="as_of", as_of="2022-01-01"))
+        for stem in ("doc-5", "doc-17", "doc-40"):
+            _tables_equal(sh.history(stem), single.history(stem))
+        ids = [699, 3, 0, 250, 701]
+        _tables_equal(sh.get(ids), single.get(ids))
+        np.testing.assert_array_equal(sh.contains([1, 702, 10**9]), single.contains([1, 702, 10**9]))
+    finally:
+        sh.shutdown()
+
+
+def test_placement_is_blake2b_of_the_stem():
+    def ref(stem, n):
+        return int.from_bytes(hashlib.blake2b(stem.encode(), digest_size=8).digest(), "little") % n
+    for stem in ("doc-1", "travel-policy", "差旅报销管理制度", ""):
+        for n in (1, 2, 3, 4, 32):
+            assert ce.distributed.shard_of(stem, n) == ref(stem, n)
+    assert ce.distributed.shard_of(None, 4, 10) == 2
+
+
+def test_save_open_and_a_killed_shard(local_ray, single, tmp_path):
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1, timeout=60)
+    _apply(sh)
+    sh.save(tmp_path / "sharded")
+    before = sh.search_batch(QUERIES, 10, mode="as_of", as_of="2022-03-15")
+    ray.kill(sh._actors[1])
+    t0 = time.monotonic()
+    with pytest.raises(ShardError, match="shard 1 is dead") as e:
+        sh.search_batch(QUERIES, 10, mode="as_of", as_of="2022-03-15")
+    assert e.value.shard == 1 and time.monotonic() - t0 < 60
+    sh.shutdown()
+    back = ce.distributed.ShardedEngine.open(tmp_path / "sharded", cpus_per_shard=1)
+    try:
+        _tables_equal(back.search_batch(QUERIES, 10, mode="as_of", as_of="2022-03-15"), before)
+        _tables_equal(back.search_batch(QUERIES, 10, mode="as_of", as_of="2022-03-15"),
+                      single.search_batch(QUERIES, 10, mode="as_of", as_of="2022-03-15"))
+        assert back.ingest(_rows(3, 9)).tolist() == [702, 703, 704]  # ids go on from the save
+        n = len(back)
+    finally:
+        back.shutdown()
+    again = ce.distributed.ShardedEngine.open(tmp_path / "sharded", cpus_per_shard=1)
+    try:  # the writes after the save were logged by the shards' stores and replay on open
+        assert len(again) == n and again.get([703]).column("content").to_pylist() == ["c1"]
+        assert again.ingest(_rows(1, 10)).tolist() == [705]
+    finally:
+        again.shutdown()
+
+
+def test_rejected_calls_change_nothing(local_ray, tmp_path):
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1)
+    try:
+        sh.ingest(_rows(50, 3))
+        sizes = sh.shard_sizes()
+        bad = _rows(20, 4)
+        bad["valid_to"][13] = np.datetime64("2000-01-01", "us")  # before its valid_from
+        with pytest.raises(SchemaError, match="row 13"):
+            sh.ingest(bad)
+        dup = _rows(2, 5)
+        dup["id"] = [7, 1000]
+        with pytest.raises(ce.errors.QueryError, match="id 7 is already in the store"):
+            sh.ingest(dup)
+        assert sh.shard_sizes() == sizes
+        with pytest.raises(NotFoundError, match="id 999"):
+            sh.retract([1, 999], at="2024-01-01")
+        assert sh.get([1]).column("retracted_at")[0].as_py() is None
+        with pytest.raises(ce.errors.StorageError, match="not a saved sharded engine"):
+            ce.distributed.ShardedEngine.open(tmp_path / "nothing")
+    finally:
+        sh.shutdown()
+
+
+def test_merge_keeps_the_global_top_k_and_ands_certified():
+    from chrono_engine.distributed._sharded import _merge
+    a = pa.table({"query": pa.array([0, 0, 1], pa.int32()), "rank": pa.array([1, 2, 1], pa.int32()),
+                  "id": pa.array([4, 2, 9], pa.uint64()), "score": [0.9, 0.5, 0.7], "certified": [True, True, False]})
+    b = pa.table({"query": pa.array([0, 0, 1], pa.int32()), "rank": pa.array([1, 2, 1], pa.int32()),
+                  "id": pa.array([1, 3, 8], pa.uint64()), "score": [0.9, 0.6, 0.2], "certified": [True, True, True]})
+    m = _merge(pa.concat_tables([a, b]), 2, 2)
+    assert m.column("id").to_pylist() == [1, 4, 9, 8]  # ties by id; the k best of each query
+    assert m.column("rank").to_pylist() == [1, 2, 1, 2]
+    assert m.column("certified").to_pylist() == [True, True, False, False]
