@@ -252,7 +252,7 @@ def _score_table(t: pa.Table, as_of: Any, policy: ScoringPolicy | None, threads:
         fc = _one_array(t.column("fact_type"))
         ft_arr = fc if pa.types.is_dictionary(fc.type) and not fc.null_count \
             else pc.dictionary_encode(pc.fill_null(fc, "general"))
-        types = ft_arr.dictionary.to_pylist()
+        types = ft_arr.dictionary.to_pylist() or ["general"]  # no rows (or none typed): a one-entry table
         codes = np.ascontiguousarray(ft_arr.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
         specs = policy.policy.kernel_table(types)
     else:

@@ -169,6 +169,9 @@ def test_rejected_calls_change_nothing(local_ray, tmp_path):
         assert sh.get([1]).column("retracted_at")[0].as_py() is None
         with pytest.raises(ce.errors.StorageError, match="not a saved sharded engine"):
             ce.distributed.ShardedEngine.open(tmp_path / "nothing")
+        # the 2 CPUs are held by this engine's shards: another is refused, not left waiting
+        with pytest.raises(ce.errors.ConfigError, match="need 2 CPUs; the Ray cluster has 0 free of 2"):
+            ce.distributed.ShardedEngine(2, DIM, cpus_per_shard=1)
     finally:
         sh.shutdown()
 

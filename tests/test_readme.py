@@ -210,3 +210,33 @@ def test_llama_index_example_runs():
     assert ns["answer"].source_nodes[0].node.get_content() == "Bo chairs the board"
     got = ns["qe"].query("board chair").source_nodes
     assert len(got) == 3 and got[0].node.get_content() == "Cy chairs the board"
+
+
+@pytest.mark.ray
+def test_ray_example_runs(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+    import pyarrow.parquet as pq
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(2)
+    pq.write_table(pa.table({"similarity": rng.uniform(0, 1, 1000).astype(np.float32),
+                             "observed_at": pa.array(np.datetime64("2024-01-01", "us")
+                                                     + rng.integers(0, 500, 1000).astype("timedelta64[D]"))}),
+                   tmp_path / "cands.parquet")
+    (tmp_path / "candidates").mkdir()
+    (tmp_path / "cands.parquet").rename(tmp_path / "candidates" / "part-0.parquet")
+    ns = _core_namespace()
+    ns.update(policy=_policy(), ce=ce)
+    code = _block("ShardedEngine(4").replace("ray.init()", "ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)")
+    started = not ray.is_initialized()
+    try:
+        exec(compile(code, "README.md (Ray)", "exec"), ns)
+        assert ns["rows"] == 1000
+        ref = ce.Engine(DIM, decay=_policy(), threads=1)
+        ref.ingest({"vector": ns["vecs"], "valid_from": ns["starts"], "valid_to": ns["ends"], "stem_id": ns["stems"]})
+        want = ref.search_batch(ns["Q"], k=10, mode="as_of", as_of="2024-08-15")
+        assert ns["hits"].column("id").to_pylist() == want.column("id").to_pylist()
+        assert (tmp_path / "sharded" / "sharded.json").is_file()
+    finally:
+        if started:
+            ray.shutdown()

@@ -509,3 +509,13 @@ def test_score_null_deprecated_means_false():
 def test_scoring_docstring_example():
     failures, _ = doctest.testmod(scoring_module, optionflags=doctest.ELLIPSIS)
     assert failures == 0
+
+
+def test_zero_candidates_with_a_fact_type_column():
+    """No rows (a fact_type column whose dictionary is empty) score to two empty columns,
+    not the core's 'decay table is empty'."""
+    t = pa.table({"similarity": pa.array([], pa.float32()), "observed_at": pa.array([], pa.timestamp("us")),
+                  "fact_type": pa.array([], pa.string())})
+    out = ce.score(t, as_of=0)
+    assert out.num_rows == 0 and out.column_names[-2:] == ["validity", "score"]
+    assert out.column("score").type == pa.float32()

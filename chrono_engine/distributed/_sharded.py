@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,8 @@ class ShardedEngine:
         from chrono_engine import Engine
         probe = Engine(**kwargs)  # checks every argument here, with the single engine's errors
         self.dim, self.metric, self.decay = probe.dim, probe.metric, probe.decay
-        self._actors = [self._actor().remote(kwargs=kwargs) for _ in range(n)]
+        actor = self._actor()
+        self._actors = [actor.remote(kwargs=kwargs) for _ in range(n)]
         self._next_id = 0
         self._wait([a.size.remote() for a in self._actors])  # the actors are up (or say why not)
 
@@ -117,6 +119,16 @@ class ShardedEngine:
         self.n_shards, self._cpus, self.timeout, self.embedder = n, float(cpus), timeout, embedder
 
     def _actor(self):
+        """The shard actor class with its CPUs; refuses (instead of waiting forever for) a set
+        of shards the cluster's free CPUs cannot hold."""
+        if not ray.is_initialized():
+            ray.init()
+        free = ray.available_resources().get("CPU", 0.0)
+        need = self.n_shards * self._cpus
+        if need > free + 1e-9:
+            total = ray.cluster_resources().get("CPU", 0.0)
+            raise ConfigError(f"{self.n_shards} shards of {self._cpus:g} CPU(s) need {need:g} CPUs; the Ray cluster has "
+                              f"{free:g} free of {total:g} (shut other actors down, or lower cpus_per_shard)")
         return _Shard.options(num_cpus=self._cpus)
 
     # ------------------------------------------------------------------ plumbing
@@ -343,7 +355,8 @@ class ShardedEngine:
         self = cls.__new__(cls)
         self._setup(n, cpus_per_shard, timeout, embedder)
         threads = thread_count(threads, "threads", ConfigError)
-        self._actors = [self._actor().remote(path=str(root / f"shard-{i}"), threads=threads) for i in range(n)]
+        actor = self._actor()
+        self._actors = [actor.remote(path=str(root / f"shard-{i}"), threads=threads) for i in range(n)]
         # writes after the save went to the shards' logs (each store was opened for writing)
         self._next_id = max([next_id, *self._wait([a.next_id.remote() for a in self._actors])])
         self.dim, self.metric = manifest["dim"], manifest["metric"]
@@ -351,10 +364,17 @@ class ShardedEngine:
         return self
 
     def shutdown(self) -> None:
-        """Stop the shard actors (their engines' unsaved writes are lost: :meth:`save` first)."""
+        """Stop the shard actors (their engines' unsaved writes are lost: :meth:`save` first)
+        and wait (up to 10 s) until Ray has their CPUs back, so that the next engine can
+        start at once."""
+        held = len(self._actors) * self._cpus
+        free = ray.available_resources().get("CPU", 0.0)
         for a in self._actors:
             ray.kill(a)
         self._actors = []
+        deadline = time.monotonic() + 10.0
+        while held and ray.available_resources().get("CPU", 0.0) < free + held - 1e-9 and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def _merge(table: pa.Table, nq: int, k: int) -> pa.Table:
