@@ -42,6 +42,8 @@ __all__ = ["ShardedEngine", "shard_of"]
 #: the manifest of a saved sharded engine (beside its shard stores shard-0, shard-1, ...)
 MANIFEST = "sharded.json"
 _FORMAT = 1
+#: seconds a new sharded engine waits for enough free CPUs before it is refused
+_FREE_WAIT = 10.0
 
 
 def shard_of(stem_id: str | None, n: int, id_: int = 0) -> int:
@@ -120,11 +122,14 @@ class ShardedEngine:
 
     def _actor(self):
         """The shard actor class with its CPUs; refuses (instead of waiting forever for) a set
-        of shards the cluster's free CPUs cannot hold."""
+        of shards the cluster's free CPUs cannot hold within ``_FREE_WAIT`` seconds (Ray frees
+        the CPUs of finished jobs' actors asynchronously)."""
         if not ray.is_initialized():
             ray.init()
-        free = ray.available_resources().get("CPU", 0.0)
         need = self.n_shards * self._cpus
+        deadline = time.monotonic() + _FREE_WAIT
+        while (free := ray.available_resources().get("CPU", 0.0)) < need - 1e-9 and time.monotonic() < deadline:
+            time.sleep(0.1)
         if need > free + 1e-9:
             total = ray.cluster_resources().get("CPU", 0.0)
             raise ConfigError(f"{self.n_shards} shards of {self._cpus:g} CPU(s) need {need:g} CPUs; the Ray cluster has "
