@@ -59,3 +59,32 @@ def small_engine(small_corpus, request):
     eng = ce.Engine(32, decay=policy_for(small_corpus), threads=2, scan=request.param)
     eng.ingest(small_corpus.to_dict())
     return eng
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    """A local Ray instance (2 CPUs) for a module's tests, stopped after them (one already
+    running is used as it is). Ray puts the driver's working directory on its workers'
+    sys.path: from a source checkout without the compiled core (CI's clean clone, where the
+    tests run against the installed package) the workers would import the checkout's
+    chrono_engine/ and fail, so Ray is started from an empty directory."""
+    ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+    import warnings
+
+    started = not ray.is_initialized()
+    if started:
+        here = os.getcwd()
+        os.chdir(tmp_path_factory.mktemp("ray_cwd"))
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        finally:
+            os.chdir(here)
+    with warnings.catch_warnings():  # Ray 2.60's own defaults trip its deprecation checks when made
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data\.context")
+        ctx = ray.data.DataContext.get_current()
+    bars = ctx.enable_progress_bars
+    ctx.enable_progress_bars = False
+    yield ray
+    ctx.enable_progress_bars = bars
+    if started:
+        ray.shutdown()

@@ -95,17 +95,6 @@ def assert_same(got: pa.Table, ref: pa.Table, *, realign: bool = True) -> None:
     assert got.drop_columns(["validity", "score"]).equals(ref.drop_columns(["validity", "score"]))
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    with warnings.catch_warnings():  # Ray 2.60's own defaults trip its deprecation checks when made
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data\.context")
-        ctx = ray.data.DataContext.get_current()
-    bars = ctx.enable_progress_bars
-    ctx.enable_progress_bars = False
-    yield
-    ctx.enable_progress_bars = bars
-    ray.shutdown()
 
 
 class _Records(logging.Handler):

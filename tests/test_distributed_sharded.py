@@ -24,16 +24,6 @@ POLICY = ce.DecayPolicy({"news": ce.Exponential(half_life=60), "policy": ce.Gaus
                         default=ce.HalfLife(900))
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    if started:
-        ray.shutdown()
-
-
 def _rows(n, seed, stems=60):
     rng = np.random.default_rng(seed)
     start = np.datetime64("2019-01-01", "us") + rng.integers(0, 2000, n).astype("timedelta64[D]")

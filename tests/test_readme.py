@@ -213,8 +213,7 @@ def test_llama_index_example_runs():
 
 
 @pytest.mark.ray
-def test_ray_example_runs(tmp_path, monkeypatch):
-    ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+def test_ray_example_runs(tmp_path, monkeypatch, local_ray):
     import pyarrow.parquet as pq
 
     monkeypatch.chdir(tmp_path)
@@ -227,16 +226,12 @@ def test_ray_example_runs(tmp_path, monkeypatch):
     (tmp_path / "cands.parquet").rename(tmp_path / "candidates" / "part-0.parquet")
     ns = _core_namespace()
     ns.update(policy=_policy(), ce=ce)
-    code = _block("ShardedEngine(4").replace("ray.init()", "ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)")
-    started = not ray.is_initialized()
-    try:
-        exec(compile(code, "README.md (Ray)", "exec"), ns)
-        assert ns["rows"] == 1000
-        ref = ce.Engine(DIM, decay=_policy(), threads=1)
-        ref.ingest({"vector": ns["vecs"], "valid_from": ns["starts"], "valid_to": ns["ends"], "stem_id": ns["stems"]})
-        want = ref.search_batch(ns["Q"], k=10, mode="as_of", as_of="2024-08-15")
-        assert ns["hits"].column("id").to_pylist() == want.column("id").to_pylist()
-        assert (tmp_path / "sharded" / "sharded.json").is_file()
-    finally:
-        if started:
-            ray.shutdown()
+    # Ray runs already (the local_ray fixture): the example's ray.init() must not start another
+    code = _block("ShardedEngine(4").replace("ray.init()", "ray.init(ignore_reinit_error=True)")
+    exec(compile(code, "README.md (Ray)", "exec"), ns)
+    assert ns["rows"] == 1000
+    ref = ce.Engine(DIM, decay=_policy(), threads=1)
+    ref.ingest({"vector": ns["vecs"], "valid_from": ns["starts"], "valid_to": ns["ends"], "stem_id": ns["stems"]})
+    want = ref.search_batch(ns["Q"], k=10, mode="as_of", as_of="2024-08-15")
+    assert ns["hits"].column("id").to_pylist() == want.column("id").to_pylist()
+    assert (tmp_path / "sharded" / "sharded.json").is_file()

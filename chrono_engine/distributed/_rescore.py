@@ -98,11 +98,11 @@ def rescore_parquet(src: str | os.PathLike | list, dst: str | os.PathLike, polic
     if mode not in WRITE_MODES:
         raise QueryError(f"mode must be one of {', '.join(WRITE_MODES)}, got {shown(mode)}")
     if isinstance(src, (str, os.PathLike)):
-        src = os.fspath(src)
+        src = _absolute(src)
     elif not (isinstance(src, list) and src and all(isinstance(p, (str, os.PathLike)) for p in src)):
         raise QueryError(f"src must be a path or a non-empty list of paths, got {type(src).__name__}")
     else:
-        src = [os.fspath(p) for p in src]
+        src = [_absolute(p) for p in src]
     fs, root = _filesystem(dst)
     if mode == "error" and fs.get_file_info(root).type != pafs.FileType.NotFound:
         raise QueryError(f"dst {shown(os.fspath(dst))} already exists (mode='overwrite' replaces it, "
@@ -175,6 +175,13 @@ def _check_schema(dataset: Any, as_of_us: int, policy: ScoringPolicy) -> None:
         score(pa.schema(list(zip(names, types))).empty_table(), as_of=as_of_us, policy=policy)
     elif "similarity" not in names:  # not Arrow types: the rest is checked per batch
         raise QueryError("candidates need a 'similarity' column")
+
+
+def _absolute(path: str | os.PathLike) -> str:
+    """A local path made absolute here, on the driver (Ray's workers do not run in the
+    driver's working directory); a URI (``s3://…``) as it is."""
+    path = os.fspath(path)
+    return path if "://" in path else os.path.abspath(path)
 
 
 def _filesystem(path: Any) -> tuple[Any, str]:

@@ -331,7 +331,7 @@ class ShardedEngine:
         """Each shard saves its store to ``path/shard-<i>``, then the manifest
         (``path/sharded.json``: shard count, placement, next id, engine settings) is written
         atomically, last: a directory without it is not a saved sharded engine."""
-        root = Path(path)
+        root = Path(os.path.abspath(path))  # the actors do not run in this working directory
         root.mkdir(parents=True, exist_ok=True)
         self._wait([a.run.remote("save", str(root / f"shard-{i}")) for i, a in enumerate(self._actors)])
         manifest = {"format": _FORMAT, "n_shards": self.n_shards, "placement": "blake2b-64(stem_id, utf-8) mod n; "
@@ -345,7 +345,7 @@ class ShardedEngine:
              embedder: Any = None, timeout: float | None = None) -> ShardedEngine:
         """A sharded engine saved by :meth:`save`: one actor per shard opens its store
         (:meth:`Engine.open <chrono_engine.Engine.open>`, every check of a single store)."""
-        root = Path(path)
+        root = Path(os.path.abspath(path))  # the actors do not run in this working directory
         try:
             manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         except FileNotFoundError:
