@@ -1,4 +1,5 @@
-"""Small file helpers shared by the store format, the model and dataset downloads (internal)."""
+"""Small helpers shared by the store format, the model and dataset downloads, and the
+layers built on optional dependencies (internal)."""
 from __future__ import annotations
 
 import errno
@@ -7,7 +8,21 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["sha256_file", "fsync_file", "fsync_dir", "cache_dir", "open_regular", "NotRegularFile"]
+__all__ = ["sha256_file", "fsync_file", "fsync_dir", "cache_dir", "open_regular", "NotRegularFile", "import_extra"]
+
+
+def import_extra(module: str, extra: str, what: str):
+    """``module``, from the package's ``[extra]``, imported on first use so that the rest of
+    the package works without it; a MissingDependencyError saying how to install it
+    otherwise (``what`` names the part of chrono_engine that needs it)."""
+    import importlib
+
+    from .errors import MissingDependencyError
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"{what} needs {module}, which is not installed: "
+                                     f'pip install "chrono_engine[{extra}]"') from e
 
 
 def cache_dir() -> Path:

@@ -194,9 +194,14 @@ def _f32(value: object, name: str, owner: str) -> float:
     return float(np.float32(x))
 
 
-def _description(data: Mapping[str, Any], kinds: tuple[str, ...],
-                 owner: str) -> tuple[str, Any]:
-    """The one ``{kind: body}`` entry of a JSON decay description."""
+def _description(data: Mapping[str, Any], kinds: tuple[str, ...], owner: str,
+                 keywords: Mapping[str, Any]) -> tuple[str, Any]:
+    """The one ``{kind: body}`` entry of a JSON decay description; ``keywords`` (the
+    parameters also given as keywords) must all be None."""
+    given = [k for k, v in keywords.items() if v is not None]
+    if given:
+        raise QueryError(f"{owner}: give the parameters in the description or as "
+                         f"keywords, not both (got keywords {given})")
     found = [k for k in data if k in kinds]
     unknown = [k for k in data if k not in kinds]
     if unknown:
@@ -205,6 +210,18 @@ def _description(data: Mapping[str, Any], kinds: tuple[str, ...],
     if len(found) != 1:
         raise QueryError(f"{owner} needs exactly one of {list(kinds)}, got {shown(dict(data))}")
     return found[0], data[found[0]]
+
+
+def _family(cls: type, name: Any, families: Mapping[str, type], owner: str, label: str,
+            mismatch: str) -> type:
+    """The decay family ``name`` selects (a QueryError naming ``label`` otherwise); called on
+    a family class rather than on :class:`Decay`, it must be that family (``mismatch``)."""
+    family = families.get(name) if isinstance(name, str) else None
+    if family is None:
+        raise QueryError(f"{owner}: {label} must be one of {list(families)}, got {shown(name)}")
+    if cls is not Decay and family is not cls:
+        raise QueryError(f"{owner} got {mismatch}")
+    return family
 
 
 def _as_age_days(age_days: npt.ArrayLike) -> np.ndarray:
@@ -473,12 +490,8 @@ class Decay(ABC):
         """
         owner = f"{cls.__name__}.from_elasticsearch"
         if isinstance(function, Mapping):
-            given = [k for k, v in (("scale", scale), ("offset", offset), ("decay", decay),
-                                    ("origin", origin)) if v is not None]
-            if given:
-                raise QueryError(f"{owner}: give the parameters in the description or as "
-                                 f"keywords, not both (got keywords {given})")
-            function, body = _description(function, ("exp", "gauss", "linear"), owner)
+            function, body = _description(function, ("exp", "gauss", "linear"), owner,
+                                          {"scale": scale, "offset": offset, "decay": decay, "origin": origin})
             if not isinstance(body, Mapping):
                 raise QueryError(f"{owner}: {function!r} must map one field name to its "
                                  f"parameters, got {shown(body)}")
@@ -493,13 +506,8 @@ class Decay(ABC):
                                      f"{shown(field)}; expected origin, scale, offset, decay")
             scale, offset, decay, origin = (params.get(k) for k in
                                             ("scale", "offset", "decay", "origin"))
-        families = {"exp": Exponential, "gauss": Gaussian, "linear": Linear}
-        family = families.get(function) if isinstance(function, str) else None
-        if family is None:
-            raise QueryError(f"{owner}: function must be one of {list(families)}, "
-                             f"got {shown(function)}")
-        if cls is not Decay and family is not cls:
-            raise QueryError(f"{owner} got the {function!r} function; use Decay.from_elasticsearch")
+        family = _family(cls, function, {"exp": Exponential, "gauss": Gaussian, "linear": Linear}, owner,
+                         "function", f"the {function!r} function; use Decay.from_elasticsearch")
         if origin is not None and origin != "now":
             raise QueryError(f"{owner}: origin must be 'now' (the query time T; pass another "
                              f"time as the search's as_of), got {shown(origin)}")
@@ -549,11 +557,8 @@ class Decay(ABC):
         """
         owner = f"{cls.__name__}.from_qdrant"
         if isinstance(kind, Mapping):
-            given = [k for k, v in (("scale", scale), ("midpoint", midpoint)) if v is not None]
-            if given:
-                raise QueryError(f"{owner}: give the parameters in the description or as "
-                                 f"keywords, not both (got keywords {given})")
-            kind, body = _description(kind, ("exp_decay", "gauss_decay", "lin_decay"), owner)
+            kind, body = _description(kind, ("exp_decay", "gauss_decay", "lin_decay"), owner,
+                                      {"scale": scale, "midpoint": midpoint})
             if not isinstance(body, Mapping):
                 raise QueryError(f"{owner}: {kind!r} must map to its parameters, "
                                  f"got {shown(body)}")
@@ -562,12 +567,8 @@ class Decay(ABC):
                     raise QueryError(f"{owner}: unsupported parameter {shown(key)} in {kind!r}; "
                                      f"expected x, target, scale, midpoint")
             scale, midpoint = body.get("scale"), body.get("midpoint")
-        families = {"exp_decay": Exponential, "gauss_decay": Gaussian, "lin_decay": Linear}
-        family = families.get(kind) if isinstance(kind, str) else None
-        if family is None:
-            raise QueryError(f"{owner}: kind must be one of {list(families)}, got {shown(kind)}")
-        if cls is not Decay and family is not cls:
-            raise QueryError(f"{owner} got {kind!r}; use Decay.from_qdrant")
+        family = _family(cls, kind, {"exp_decay": Exponential, "gauss_decay": Gaussian, "lin_decay": Linear},
+                         owner, "kind", f"{kind!r}; use Decay.from_qdrant")
         s = _f32(1.0 if scale is None else scale, "scale", owner)
         m = _f32(0.5 if midpoint is None else midpoint, "midpoint", owner)
         _unit(unit, owner)

@@ -138,6 +138,9 @@ def test_save_open_and_a_killed_shard(local_ray, single, tmp_path):
         assert again.ingest(_rows(1, 10)).tolist() == [705]
     finally:
         again.shutdown()
+    (tmp_path / "sharded" / "shard-1" / "CURRENT").write_text("garbage")  # a shard store that does not open
+    with pytest.raises(ShardError, match="shard 1 could not start: .*CURRENT is unreadable"):
+        ce.distributed.ShardedEngine.open(tmp_path / "sharded", cpus_per_shard=1)
 
 
 def test_rejected_calls_change_nothing(local_ray, tmp_path):
@@ -159,6 +162,16 @@ def test_rejected_calls_change_nothing(local_ray, tmp_path):
         assert sh.get([1]).column("retracted_at")[0].as_py() is None
         with pytest.raises(ce.errors.StorageError, match="not a saved sharded engine"):
             ce.distributed.ShardedEngine.open(tmp_path / "nothing")
+        saved = tmp_path / "saved"
+        sh.save(saved)
+        good = (saved / "sharded.json").read_text()
+        for text, match in ((good[:len(good) // 2], "cannot read the manifest"), ("[1, 2]", "not a format-1"),
+                            (good.replace('"n_shards": 2', '"n_shards": true'), "bad n_shards"),
+                            (good.replace('"n_shards": 2', '"n_shards": 3'), "shard-2 is missing"),
+                            (good.replace('"next_id": 50', '"next_id": -1'), "bad n_shards or next_id")):
+            (saved / "sharded.json").write_text(text)
+            with pytest.raises(ce.errors.StorageError, match=match):
+                ce.distributed.ShardedEngine.open(saved)
         # the 2 CPUs are held by this engine's shards: another is refused, not left waiting
         with pytest.raises(ce.errors.ConfigError, match="need 2 CPUs; the Ray cluster has 0 free of 2"):
             ce.distributed.ShardedEngine(2, DIM, cpus_per_shard=1)

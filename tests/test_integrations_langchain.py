@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
-import hashlib
 import sys
 
 import numpy as np
@@ -20,12 +19,12 @@ pytest.importorskip("langchain_core", reason="the [langchain] extra is not insta
 lt = pytest.importorskip("langchain_tests.integration_tests", reason="langchain-tests is not installed")
 
 from langchain_core.documents import Document  # noqa: E402
-from langchain_core.embeddings import Embeddings  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
 
 import chrono_engine as ce  # noqa: E402
 from chrono_engine.errors import QueryError  # noqa: E402
+from adapters import FACTS, DIM, embed, fact_engine, langchain_embeddings  # noqa: E402
 from chrono_engine.integrations._common import MetadataKeys  # noqa: E402
 from chrono_engine.integrations.langchain import (  # noqa: E402
     ChronoRerankRetriever,
@@ -33,45 +32,12 @@ from chrono_engine.integrations.langchain import (  # noqa: E402
     time_weighted_policy,
 )
 
-DIM = 32
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
-
-
-def embed(text: str) -> np.ndarray:
-    """A deterministic bag-of-words embedding (hashed words): similar texts, similar vectors."""
-    v = np.zeros(DIM, np.float32)
-    for w in text.lower().replace("?", " ").replace(",", " ").split():
-        v[int.from_bytes(hashlib.sha256(w.encode()).digest()[:4], "little") % DIM] += 1.0
-    return v + 1e-3
-
-
-class HashEmbeddings(Embeddings):
-    def embed_documents(self, texts):
-        return [embed(t).tolist() for t in texts]
-
-    def embed_query(self, text):
-        return embed(text).tolist()
-
-
-FACTS = [  # (stem, content, valid_from, valid_to)
-    ("ceo", "the ceo of acme is ada", "2015-01-01", "2019-03-01"),
-    ("ceo", "the ceo of acme is bo", "2019-03-01", "2023-07-01"),
-    ("ceo", "the ceo of acme is cy", "2023-07-01", None),
-    ("hq", "acme headquarters are in oslo", "2010-01-01", "2020-01-01"),
-    ("hq", "acme headquarters are in bergen", "2020-01-01", None),
-    ("river", "the river flows to the sea", "1900-01-01", None),
-    ("price", "acme shares trade at 10 dollars", "2024-01-01", "2024-02-01"),
-    ("price", "acme shares trade at 12 dollars", "2024-02-01", None),
-]
 
 
 @functools.lru_cache(maxsize=None)
 def engine() -> ce.Engine:
-    eng = ce.Engine(DIM, embedder=embed, threads=1)
-    eng.ingest({"vector": np.stack([embed(c) for _, c, _, _ in FACTS]), "content": [c for _, c, _, _ in FACTS],
-                "stem_id": [s for s, _, _, _ in FACTS], "title": [f"{s} page" for s, _, _, _ in FACTS],
-                "valid_from": [f for _, _, f, _ in FACTS], "valid_to": [t for _, _, _, t in FACTS]})
-    return eng
+    return fact_engine()
 
 
 class TestStandardRetriever(lt.RetrieversIntegrationTests):
@@ -129,7 +95,7 @@ def test_langchain_embeddings_as_the_question_embedder():
     eng = ce.Engine(DIM, threads=1)  # no embedder of its own
     eng.ingest({"vector": np.stack([embed(c) for _, c, _, _ in FACTS]), "content": [c for _, c, _, _ in FACTS],
                 "valid_from": [f for _, _, f, _ in FACTS], "valid_to": [t for _, _, _, t in FACTS]})
-    got = ChronoRetriever(engine=eng, k=2, now=NOW, embed=HashEmbeddings()).invoke("acme headquarters")
+    got = ChronoRetriever(engine=eng, k=2, now=NOW, embed=langchain_embeddings()).invoke("acme headquarters")
     ref = ChronoRetriever(engine=eng, k=2, now=NOW, embed=embed).invoke("acme headquarters")
     assert got == ref and "headquarters" in got[0].page_content
 
@@ -157,7 +123,7 @@ def test_bad_arguments_are_clear_errors(kwargs, match):
 
 
 def _store(docs):
-    vs = InMemoryVectorStore(HashEmbeddings())
+    vs = InMemoryVectorStore(langchain_embeddings())
     vs.add_documents(docs)
     return vs
 

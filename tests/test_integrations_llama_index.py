@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
-import hashlib
 
 import numpy as np
 import pytest
@@ -15,52 +14,21 @@ import pytest
 pytest.importorskip("llama_index.core", reason="the [llama-index] extra is not installed")
 
 from llama_index.core import VectorStoreIndex  # noqa: E402
-from llama_index.core.embeddings import BaseEmbedding  # noqa: E402
 from llama_index.core.llms import MockLLM  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
 import chrono_engine as ce  # noqa: E402
 from chrono_engine.errors import QueryError  # noqa: E402
+from adapters import FACTS, embed, fact_engine, llama_embedding  # noqa: E402
 from chrono_engine.integrations.llama_index import ChronoPostprocessor, ChronoRetriever  # noqa: E402
 
-DIM = 32
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
-
-
-def embed(text: str) -> np.ndarray:
-    v = np.zeros(DIM, np.float32)
-    for w in text.lower().replace("?", " ").replace(",", " ").split():
-        v[int.from_bytes(hashlib.sha256(w.encode()).digest()[:4], "little") % DIM] += 1.0
-    return v + 1e-3
-
-
-class HashEmbedding(BaseEmbedding):
-    def _get_query_embedding(self, query):
-        return embed(query).tolist()
-
-    async def _aget_query_embedding(self, query):
-        return embed(query).tolist()
-
-    def _get_text_embedding(self, text):
-        return embed(text).tolist()
-
-
-FACTS = [("ceo", "the ceo of acme is ada", "2015-01-01", "2019-03-01"),
-         ("ceo", "the ceo of acme is bo", "2019-03-01", "2023-07-01"),
-         ("ceo", "the ceo of acme is cy", "2023-07-01", None),
-         ("hq", "acme headquarters are in oslo", "2010-01-01", "2020-01-01"),
-         ("hq", "acme headquarters are in bergen", "2020-01-01", None),
-         ("river", "the river flows to the sea", "1900-01-01", None)]
 
 
 @functools.lru_cache(maxsize=None)
 def engine() -> ce.Engine:
-    eng = ce.Engine(DIM, embedder=embed, threads=1)
-    eng.ingest({"vector": np.stack([embed(c) for _, c, _, _ in FACTS]), "content": [c for _, c, _, _ in FACTS],
-                "stem_id": [s for s, _, _, _ in FACTS], "title": [f"{s} page" for s, _, _, _ in FACTS],
-                "valid_from": [f for _, _, f, _ in FACTS], "valid_to": [t for _, _, _, t in FACTS]})
-    return eng
+    return fact_engine(FACTS[:6])  # the CEOs, the headquarters and the river
 
 
 def test_retriever_nodes_are_the_engines_hits():
@@ -111,7 +79,7 @@ def test_postprocessor_in_a_query_engine_against_numpy():
         nodes.append(TextNode(id_=f"n{i}", text=" ".join(rng.choice(words, 4)) + f" #{i}",
                               metadata={"observed_at": (NOW - dt.timedelta(days=age)).isoformat()}))
         ages.append(age)
-    index = VectorStoreIndex(nodes, embed_model=HashEmbedding())
+    index = VectorStoreIndex(nodes, embed_model=llama_embedding())
     base = index.as_retriever(similarity_top_k=50)
     pol = ce.ScoringPolicy(decay=ce.Exponential(half_life=120))
     post = ChronoPostprocessor(policy=pol, as_of=NOW, top_k=8)

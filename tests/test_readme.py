@@ -160,18 +160,12 @@ def _board_namespace() -> dict:
 def test_langchain_example_runs():
     pytest.importorskip("langchain_core", reason="the [langchain] extra is not installed (needs Python >= 3.11)")
     from langchain_core.documents import Document
-    from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    class Hashed(Embeddings):
-        def embed_documents(self, texts):
-            return [_hashed_vector(t).tolist() for t in texts]
-
-        def embed_query(self, text):
-            return _hashed_vector(text).tolist()
+    from adapters import langchain_embeddings
 
     ns = _board_namespace()
-    vs = InMemoryVectorStore(Hashed())
+    vs = InMemoryVectorStore(langchain_embeddings(_hashed_vector))
     vs.add_documents([Document(page_content=t, metadata={"observed_at": s}) for t, s in zip(ns["texts"], ns["starts"])])
     ns["vector_store"] = vs
     code = _block("integrations.langchain")
@@ -186,26 +180,17 @@ def test_langchain_example_runs():
 def test_llama_index_example_runs():
     pytest.importorskip("llama_index.core", reason="the [llama-index] extra is not installed")
     from llama_index.core import VectorStoreIndex
-    from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.llms import MockLLM
     from llama_index.core.schema import TextNode
 
-    class Hashed(BaseEmbedding):
-        def _get_query_embedding(self, query):
-            return _hashed_vector(query).tolist()
-
-        async def _aget_query_embedding(self, query):
-            return _hashed_vector(query).tolist()
-
-        def _get_text_embedding(self, text):
-            return _hashed_vector(text).tolist()
+    from adapters import llama_embedding
 
     ns = _board_namespace()
     eng = ce.Engine(dim=DIM, embedder=_hashed_vector)
     eng.ingest({"vector": [_hashed_vector(t) for t in ns["texts"]], "content": ns["texts"], "stem_id": ns["stems"],
                 "valid_from": ns["starts"], "valid_to": ns["ends"]})
     nodes = [TextNode(text=t, metadata={"observed_at": s}) for t, s in zip(ns["texts"], ns["starts"])]
-    ns.update(eng=eng, llm=MockLLM(), index=VectorStoreIndex(nodes, embed_model=Hashed()))
+    ns.update(eng=eng, llm=MockLLM(), index=VectorStoreIndex(nodes, embed_model=llama_embedding(_hashed_vector)))
     exec(compile(_block("integrations.llama_index"), "README.md (LlamaIndex)", "exec"), ns)
     assert ns["answer"].source_nodes[0].node.get_content() == "Bo chairs the board"
     got = ns["qe"].query("board chair").source_nodes

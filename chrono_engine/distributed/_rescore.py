@@ -24,12 +24,12 @@ import pyarrow.parquet as pq
 
 from .._args import THREADS_MAX, count, shown
 from ..errors import QueryError
-from ..integrations._common import require
+from .._util import import_extra
 from ..scoring import ScoringPolicy, score
 from ..search import instant
 
-ray = require("ray", "ray", "chrono_engine.distributed.rescore")
-require("ray.data", "ray", "chrono_engine.distributed.rescore")  # ray[data]: ray.data.Dataset
+ray = import_extra("ray", "ray", "chrono_engine.distributed.rescore")
+import_extra("ray.data", "ray", "chrono_engine.distributed.rescore")  # ray[data]: ray.data.Dataset
 
 __all__ = ["rescore", "rescore_parquet", "BATCH_ROWS"]
 

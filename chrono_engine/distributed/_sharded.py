@@ -25,17 +25,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._args import K_MAX, as_float32, count, shown, thread_count
+from .._args import K_MAX, as_float32, count, id_array, shown, thread_count
 from .._state import embed_content
 from .._time import now_us
-from ..decay import parse_decay
 from ..errors import ConfigError, NotFoundError, QueryError, ShardError, StorageError
 from ..grounding import _take
 from ..schema import _raw_columns, normalize_rows
 from .. import search as _search
-from ..integrations._common import require
+from .._util import import_extra
 
-ray = require("ray", "ray", "chrono_engine.distributed.ShardedEngine")
+ray = import_extra("ray", "ray", "chrono_engine.distributed.ShardedEngine")
 
 __all__ = ["ShardedEngine", "shard_of"]
 
@@ -69,8 +68,9 @@ class _Shard:
     def size(self) -> int:
         return len(self.eng)
 
-    def policy(self) -> Any:
-        return self.eng.decay
+    def settings(self) -> tuple:
+        """(dim, metric, decay policy) of the shard's engine."""
+        return self.eng.dim, self.eng.metric, self.eng.decay
 
     def next_id(self) -> int:
         """One past the largest id stored (0 when empty)."""
@@ -110,7 +110,7 @@ class ShardedEngine:
         actor = self._actor()
         self._actors = [actor.remote(kwargs=kwargs) for _ in range(n)]
         self._next_id = 0
-        self._wait([a.size.remote() for a in self._actors])  # the actors are up (or say why not)
+        self._started(lambda: self._wait([a.size.remote() for a in self._actors]))  # up, or say why not
 
     def _setup(self, n: int, cpus: float, timeout: float | None, embedder: Any) -> None:
         if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus <= 1024:
@@ -119,6 +119,15 @@ class ShardedEngine:
                                     or not timeout > 0):
             raise ConfigError(f"timeout must be a positive number of seconds or None, got {shown(timeout)}")
         self.n_shards, self._cpus, self.timeout, self.embedder = n, float(cpus), timeout, embedder
+
+    def _started(self, first_call: Any) -> Any:
+        """``first_call()`` on the new actors; if a shard fails to start, the others are
+        stopped too (their CPUs go back to Ray) before the error is raised."""
+        try:
+            return first_call()
+        except BaseException:
+            self.shutdown()
+            raise
 
     def _actor(self):
         """The shard actor class with its CPUs; refuses (instead of waiting forever for) a set
@@ -147,7 +156,10 @@ class ShardedEngine:
                 out.append(ray.get(ref, timeout=self.timeout))
             except ray.exceptions.GetTimeoutError:
                 raise ShardError(f"shard {i} did not answer within {self.timeout} s", shard=i) from None
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError) as e:
+            except ray.exceptions.RayActorError as e:  # ActorDiedError among them
+                if getattr(e, "actor_init_failed", False):  # its engine did not start: Ray's text ends with why
+                    why = (getattr(e, "error_msg", "") or str(e)).strip().splitlines()[-1]
+                    raise ShardError(f"shard {i} could not start: {why[:500]}", shard=i) from None
                 raise ShardError(f"shard {i} is dead ({type(e).__name__}); restart from the last save with "
                                  f"ShardedEngine.open(path)", shard=i) from None
             except ray.exceptions.RayTaskError as e:
@@ -161,17 +173,21 @@ class ShardedEngine:
     def _one(self, shard: int, method: str, *args: Any, **kwargs: Any) -> Any:
         return self._wait([self._actors[shard].run.remote(method, *args, **kwargs)], [shard])[0]
 
-    def _shards_of_ids(self, ids: np.ndarray) -> np.ndarray:
-        """The shard holding each id (NotFoundError naming the first unknown one)."""
-        where = np.full(len(ids), -1, np.int64)
-        for i, has in enumerate(self._all("contains", ids)):
+    def _shards_of_ids(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(ids as uint64, the shard holding each), read as Engine reads ids; NotFoundError
+        naming the first unknown one (an integer no item can have included)."""
+        arr, impossible = id_array(ids, "ids", QueryError)
+        where = np.full(len(arr), -1, np.int64)
+        for i, has in enumerate(self._all("contains", arr)):
             where[np.asarray(has, bool)] = i
+        where[list(impossible)] = -1
         if (where < 0).any():
-            raise NotFoundError(f"id {int(ids[np.flatnonzero(where < 0)[0]])} is not in the store")
-        return where
+            i = int(np.flatnonzero(where < 0)[0])
+            raise NotFoundError(f"id {shown(impossible.get(i, int(arr[i])))} is not in the store")
+        return arr, where
 
     def __len__(self) -> int:
-        return sum(self._wait([a.size.remote() for a in self._actors]))
+        return sum(self.shard_sizes())
 
     def __repr__(self) -> str:
         return f"ShardedEngine(n_shards={self.n_shards}, dim={self.dim}, metric={self.metric!r})"
@@ -280,11 +296,7 @@ class ShardedEngine:
     def _by_shard(self, method: str, ids: Any, *args: Any) -> np.ndarray:
         """A per-id lifecycle call (retract, deprecate): every id's shard is found first (an
         unknown id changes nothing), then each shard applies its ids."""
-        arr = np.atleast_1d(np.asarray(ids))
-        if arr.dtype.kind not in "ui" and not (arr.dtype.kind == "f" and np.all(arr == np.floor(arr))):
-            raise QueryError(f"ids must be integers, got {shown(ids)}")
-        arr = arr.astype(np.uint64)
-        where = self._shards_of_ids(arr)
+        arr, where = self._shards_of_ids(ids)
         shards = [s for s in range(self.n_shards) if (where == s).any()]
         self._wait([self._actors[s].run.remote(method, arr[where == s], *args) for s in shards], shards)
         return arr
@@ -306,8 +318,7 @@ class ShardedEngine:
 
     def get(self, ids: Any, known_at: Any = None) -> pa.Table:
         """:meth:`Engine.get <chrono_engine.Engine.get>`: rows in the order given."""
-        arr = np.atleast_1d(np.asarray(ids)).astype(np.uint64)
-        where = self._shards_of_ids(arr)
+        arr, where = self._shards_of_ids(ids)
         parts, order = [], []
         for s in range(self.n_shards):
             sel = np.flatnonzero(where == s)
@@ -329,13 +340,13 @@ class ShardedEngine:
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> None:
         """Each shard saves its store to ``path/shard-<i>``, then the manifest
-        (``path/sharded.json``: shard count, placement, next id, engine settings) is written
+        (``path/sharded.json``: shard count, placement, next id) is written
         atomically, last: a directory without it is not a saved sharded engine."""
         root = Path(os.path.abspath(path))  # the actors do not run in this working directory
         root.mkdir(parents=True, exist_ok=True)
         self._wait([a.run.remote("save", str(root / f"shard-{i}")) for i, a in enumerate(self._actors)])
         manifest = {"format": _FORMAT, "n_shards": self.n_shards, "placement": "blake2b-64(stem_id, utf-8) mod n; "
-                    "id mod n without a stem", "next_id": self._next_id, "dim": self.dim, "metric": self.metric}
+                    "id mod n without a stem", "next_id": self._next_id}
         tmp = root / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         os.replace(tmp, root / MANIFEST)
@@ -355,17 +366,20 @@ class ShardedEngine:
         if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
             raise StorageError(f"{root / MANIFEST}: not a format-{_FORMAT} manifest")
         n, next_id = manifest.get("n_shards"), manifest.get("next_id")
-        if not isinstance(n, int) or not 1 <= n <= 4096 or not isinstance(next_id, int) or next_id < 0:
+        if type(n) is not int or not 1 <= n <= 4096 or type(next_id) is not int or next_id < 0:
             raise StorageError(f"{root / MANIFEST}: bad n_shards or next_id")
+        for i in range(n):
+            if not (root / f"shard-{i}").is_dir():
+                raise StorageError(f"{root}: shard-{i} is missing (the manifest names {n} shards)")
         self = cls.__new__(cls)
         self._setup(n, cpus_per_shard, timeout, embedder)
         threads = thread_count(threads, "threads", ConfigError)
         actor = self._actor()
         self._actors = [actor.remote(path=str(root / f"shard-{i}"), threads=threads) for i in range(n)]
         # writes after the save went to the shards' logs (each store was opened for writing)
-        self._next_id = max([next_id, *self._wait([a.next_id.remote() for a in self._actors])])
-        self.dim, self.metric = manifest["dim"], manifest["metric"]
-        self.decay = parse_decay(self._wait([self._actors[0].policy.remote()], [0])[0])
+        ends = self._started(lambda: self._wait([a.next_id.remote() for a in self._actors]))
+        self._next_id = max([next_id, *ends])
+        self.dim, self.metric, self.decay = self._wait([self._actors[0].settings.remote()], [0])[0]
         return self
 
     def shutdown(self) -> None:

@@ -5,7 +5,8 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import EmbeddingError, MissingDependencyError, ModelFileError
+from .._util import import_extra
+from ..errors import EmbeddingError, ModelFileError
 
 #: Providers tried in this order by ``providers="auto"``: CUDA when this onnxruntime build
 #: has it, then CPU (always present, so every session can fall back to it).
@@ -13,14 +14,8 @@ PREFERENCE = ("CUDAExecutionProvider", "CPUExecutionProvider")
 
 
 def _extra(module: str):
-    """``module`` of the ``[embed]`` extra, imported on first use so that the rest of the
-    package works without it; MissingDependencyError saying how to install it otherwise."""
-    import importlib
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise MissingDependencyError(f"chrono_engine.embed needs {module}, which is not installed: "
-                                     f'pip install "chrono_engine[embed]"') from e
+    """``module`` of the ``[embed]`` extra, imported on first use (:func:`import_extra`)."""
+    return import_extra(module, "embed", "chrono_engine.embed")
 
 
 def onnxruntime():

@@ -3,8 +3,6 @@ search with the question's time intent or the caller's, and the rescoring of ano
 retriever's candidates by validity (:func:`chrono_engine.score`)."""
 from __future__ import annotations
 
-import datetime as _dt
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,24 +12,15 @@ import pyarrow as pa
 
 from .._args import shown
 from .._time import MIN_TIME_US, now_us
-from ..errors import MissingDependencyError, QueryError
+from ..errors import QueryError
 from ..scoring import ScoringPolicy, score
-from ..search import embed_question, instant
+from ..search import MODES, embed_question, instant
 
 #: the hit columns copied into each document's metadata (``content`` is its text)
 META_COLUMNS = ("id", "rank", "score", "similarity", "validity", "stem_id", "version", "valid_from",
                 "valid_to", "title", "citation", "certified")
 #: what a rescored document without a time becomes (see :func:`rescore`)
 UNDATED = ("keep", "drop", "error")
-
-
-def require(module: str, extra: str, what: str) -> Any:
-    """Import ``module`` or raise MissingDependencyError naming the extra that installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise MissingDependencyError(f"{what} needs {module.split('.')[0]}, which is not installed: "
-                                     f"pip install 'chrono_engine[{extra}]' ({e})") from e
 
 
 def _iso(value: Any) -> str | None:
@@ -42,22 +31,14 @@ def records(hits: pa.Table) -> list[tuple[str, dict]]:
     """(text, metadata) per hit, in rank order: the text is ``content`` (its ``title`` when
     it has none); metadata holds :data:`META_COLUMNS` with times as ISO-8601 strings in UTC
     (``valid_to`` None: open-ended), so that documents serialise as JSON."""
-    cols = {c: hits.column(c).to_pylist() for c in (*META_COLUMNS, "content") if c in hits.column_names}
-    out = []
-    for i in range(hits.num_rows):
-        meta = {c: cols[c][i] for c in META_COLUMNS if c in cols}
-        for c in ("valid_from", "valid_to"):
-            if c in meta:
-                meta[c] = _iso(meta[c])
-        text = cols.get("content", [None] * hits.num_rows)[i]
-        if text is None:
-            text = meta.get("title") or ""
-        out.append((text, meta))
-    return out
-
-
-#: the engine's search modes a caller may ask for instead of the question's own intent
-MODES = ("latest", "as_of", "window", "all")
+    n = hits.num_rows
+    cols = {c: hits.column(c).to_pylist() for c in META_COLUMNS if c in hits.column_names}
+    for c in ("valid_from", "valid_to"):
+        if c in cols:
+            cols[c] = [_iso(v) for v in cols[c]]
+    texts = hits.column("content").to_pylist() if "content" in hits.column_names else [None] * n
+    metas = [{c: v[i] for c, v in cols.items()} for i in range(n)]
+    return [(t if t is not None else m.get("title") or "", m) for t, m in zip(texts, metas)]
 
 
 def run_search(engine: Any, text: str, k: int, *, mode: str | None = None, as_of: Any = None,
@@ -77,20 +58,12 @@ def run_search(engine: Any, text: str, k: int, *, mode: str | None = None, as_of
         mode = "window" if window is not None else "as_of"
     if mode not in MODES:
         raise QueryError(f"mode must be one of {', '.join(MODES)} (or None: the question's own), got {shown(mode)}")
-    t = now_us() if now is None else instant(now, "now")
-    at = instant(as_of, "as_of") if as_of is not None else t
-    fn = embed if embed is not None else engine.embedder
-    vec = embed_question(fn, text, at, engine.dim)
-    kw: dict[str, Any] = {"mode": mode}
-    if mode == "window":
-        kw["window"] = window
-        if as_of is not None:
-            kw["as_of"] = at
-    elif mode != "latest" or as_of is not None:
-        kw["as_of"] = at
-    elif now is not None:
-        kw["as_of"] = t
-    return engine.search(vec, k, **kw, **opts)
+    at = instant(as_of, "as_of") if as_of is not None else now_us() if now is None else instant(now, "now")
+    vec = embed_question(embed if embed is not None else engine.embedder, text, at, engine.dim)
+    when = {"window": window} if mode == "window" else {}
+    if mode != "window" or as_of is not None:  # T = as_of, else now; a window keeps its own (its end)
+        when["as_of"] = at
+    return engine.search(vec, k, mode=mode, **when, **opts)
 
 
 @dataclass(frozen=True)
@@ -182,21 +155,9 @@ def _fits(value: Any, typ: pa.DataType) -> bool:
 def _times_column(values: list, name: str) -> pa.Array:
     """Times of mixed kinds (as metadata holds them) -> a timestamp column, each value read
     by the engine's one rule; a bad one is a QueryError naming the column and candidate."""
-    out = np.empty(len(values), np.int64)
-    valid = np.ones(len(values), bool)
-    for i, v in enumerate(values):
-        if v is None:
-            valid[i] = False
-            continue
-        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(v) == MIN_TIME_US:
-            out[i] = MIN_TIME_US
-            continue
-        try:
-            out[i] = instant(v, f"candidate {i}: metadata '{name}'")
-        except QueryError:
-            raise
+    out = np.zeros(len(values), np.int64)
+    valid = np.array([v is not None for v in values], bool)
+    for i in np.flatnonzero(valid):
+        out[i] = instant(values[i], f"candidate {i}: metadata '{name}'")
     return pa.array(out, pa.timestamp("us", tz="UTC"), mask=~valid)
 
-
-def utc_now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)

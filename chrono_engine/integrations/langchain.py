@@ -34,9 +34,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._common import MetadataKeys, UNDATED, records, require, rescore, run_search
+from .._util import import_extra
+from ._common import MetadataKeys, UNDATED, records, rescore, run_search
 
-require("langchain_core", "langchain", "chrono_engine.integrations.langchain")
+import_extra("langchain_core", "langchain", "chrono_engine.integrations.langchain")
 
 from langchain_core.callbacks import (  # noqa: E402
     AsyncCallbackManagerForRetrieverRun,
@@ -172,6 +173,8 @@ class ChronoRerankRetriever(BaseRetriever):
             raise QueryError(f"unknown argument(s) {', '.join(sorted(kwargs))} (k, fetch_k, as_of)")
         if self.undated not in UNDATED:
             raise QueryError(f"undated must be one of {', '.join(UNDATED)}, got {shown(self.undated)}")
+        if not isinstance(self.base, (VectorStore, BaseRetriever)):
+            raise QueryError(f"base must be a LangChain VectorStore or BaseRetriever, got {type(self.base).__name__}")
         if self.policy is not None and not isinstance(self.policy, ScoringPolicy):
             raise QueryError(f"policy must be a ScoringPolicy, got {type(self.policy).__name__}")
         return k, max(k, fetch_k), as_of
@@ -204,11 +207,9 @@ class ChronoRerankRetriever(BaseRetriever):
                 pairs = self.base.similarity_search_with_relevance_scores(query, k=fetch_k)
             except NotImplementedError:  # a store without a relevance function: its own score
                 pairs = self.base.similarity_search_with_score(query, k=fetch_k)
-        elif isinstance(self.base, BaseRetriever):
+        else:
             docs = self.base.invoke(query, config={"callbacks": run_manager.get_child()})[:fetch_k]
             pairs = [(d, self._similarity(d)) for d in docs]
-        else:
-            raise QueryError(f"base must be a LangChain VectorStore or BaseRetriever, got {type(self.base).__name__}")
         return self._rank(pairs, k, as_of)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
@@ -219,9 +220,7 @@ class ChronoRerankRetriever(BaseRetriever):
                 pairs = await self.base.asimilarity_search_with_relevance_scores(query, k=fetch_k)
             except NotImplementedError:
                 pairs = await self.base.asimilarity_search_with_score(query, k=fetch_k)
-        elif isinstance(self.base, BaseRetriever):
+        else:
             docs = (await self.base.ainvoke(query, config={"callbacks": run_manager.get_child()}))[:fetch_k]
             pairs = [(d, self._similarity(d)) for d in docs]
-        else:
-            raise QueryError(f"base must be a LangChain VectorStore or BaseRetriever, got {type(self.base).__name__}")
         return self._rank(pairs, k, as_of)

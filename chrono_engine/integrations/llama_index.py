@@ -27,9 +27,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ._common import META_COLUMNS, MetadataKeys, UNDATED, records, require, rescore, run_search
+from .._util import import_extra
+from ._common import META_COLUMNS, MetadataKeys, UNDATED, records, rescore, run_search
 
-require("llama_index.core", "llama-index", "chrono_engine.integrations.llama_index")
+import_extra("llama_index.core", "llama-index", "chrono_engine.integrations.llama_index")
 
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
