@@ -240,5 +240,7 @@ def dot_qt_i8(C: _I8, Q: _F32, variant: str = "") -> _F32:
     """C @ Q.T for int8 rows C (R, d) and 1-64 float queries Q (G, d), as (R, G)."""
 def quantise_queries(Q: _F32) -> tuple[_I8, _F64, _F64]:
     """The planner's int8 query quantisation of Q (G, d): (q8, scale, residual norm)."""
+def dot_s8_1(C: _I8, q8: _I8, variant: str = "") -> _I32:
+    """Exact int32 C @ q8 for int8 rows C (R, d) and one int8 query (a lone query's kernel; AVX512-VNNI only)."""
 def dot_qt_s8(C: _I8, Q8: _I8, variant: str = "") -> _I32:
     """Exact int32 C @ Q8.T for int8 rows C (R, d) and 1-64 int8 queries (AVX512-VNNI only)."""

@@ -97,12 +97,36 @@ def test_int8_group_dot_vnni_is_exact(d, G, R):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.skipif(not VNNI, reason="no AVX512-VNNI on this CPU (no x86-64-v4-vnni variant)")
+@pytest.mark.parametrize("d", [1, 3, 63, 64, 65, 127, 383, 384, 1000])
+@pytest.mark.parametrize("R", [1, 2, 3, 5])
+def test_int8_single_query_dot_vnni_is_exact(d, R):
+    """dot_s8_1 (a lone query's kernel: the row codes flipped to unsigned, c + 128, times
+    the signed query codes, minus 128 * the query's code sum) equals the int64 NumPy product
+    and the group kernel, extreme codes and partial 64-byte blocks included (the rows lie
+    back to back, so a read past d would take the next row's codes)."""
+    rng = np.random.default_rng(100 * d + R)
+    C = rng.integers(-128, 128, (R, d)).astype(np.int8)
+    q8 = rng.integers(-127, 128, d).astype(np.int8)
+    C[0, :] = -128
+    if R > 1:
+        C[1, :] = 127
+    q8[: d // 2] = 127
+    want = C.astype(np.int64) @ q8.astype(np.int64)
+    got = _core.dot_s8_1(C, q8, VNNI[0])
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, _core.dot_qt_s8(C, q8[None, :], VNNI[0])[:, 0])
+
+
 def test_int8_group_dot_vnni_refuses_variants_without_it():
     C = np.zeros((1, 8), np.int8)
     for v in VARIANTS:
         if "vnni" not in v:
             with pytest.raises(ValueError, match="no dot_qt_s8"):
                 _core.dot_qt_s8(C, C, v)
+            with pytest.raises(ValueError, match="no dot_s8_1"):
+                _core.dot_s8_1(C, C[0], v)
     with pytest.raises(ValueError, match="G must be"):
         _core.dot_qt_s8(C, np.zeros((65, 8), np.int8))
     with pytest.raises(ValueError, match="C must be"):

@@ -139,6 +139,20 @@ PYBIND11_MODULE(_core, m) {
       for (std::size_t g = 0; g < G; ++g) res.mutable_data()[r * G + g] = out[r * Gp + g];
     return res;
   }, py::arg("C"), py::arg("Q8"), py::arg("variant") = "");
+  m.def("dot_s8_1", [](py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> C,
+                       py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> q8, const std::string& which) {
+    // exact int32 dots of int8 rows C (R, d) with one int8 query q8 (d,): a lone query's kernel
+    if (C.ndim() != 2 || q8.ndim() != 1 || q8.shape(0) != C.shape(1)) throw std::invalid_argument("C must be (R, d), q8 (d,)");
+    const std::size_t d = static_cast<std::size_t>(C.shape(1)), R = static_cast<std::size_t>(C.shape(0));
+    if (d > 65536) throw std::invalid_argument("d must be at most 65536");
+    const Kernels& k = variant(which);
+    if (!k.dot_s8_1) throw std::invalid_argument(std::string("kernel variant ") + k.name + " has no dot_s8_1 (needs AVX512-VNNI)");
+    std::vector<const std::int8_t*> xs(R);
+    for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
+    py::array_t<std::int32_t> res(static_cast<py::ssize_t>(R));
+    k.dot_s8_1(xs.data(), R, q8.data(), d, 1, res.mutable_data());
+    return res;
+  }, py::arg("C"), py::arg("q8"), py::arg("variant") = "");
   bind_score(m);
   bind_store(m);
   bind_ppr(m);

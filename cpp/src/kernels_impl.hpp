@@ -574,13 +574,15 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
 // This instruction set's dispatch table, filled field by field (so that a reordering of
 // Kernels cannot wire a pointer to the wrong slot). dot_qt_s8: null unless the CPU
 // variant has one (kernels_v4.cpp).
-constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) dot_qt_s8 = nullptr) {
-  static_assert(sizeof(Kernels) == 9 * sizeof(void*), "a new Kernels field must be set here");
+constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) dot_qt_s8 = nullptr,
+                               decltype(Kernels::dot_s8_1) dot_s8_1 = nullptr) {
+  static_assert(sizeof(Kernels) == 10 * sizeof(void*), "a new Kernels field must be set here");
   Kernels k{};
   k.name = name;
   k.dot = dot; k.dot_i8_some = dot_i8_some; k.l2sq = l2sq;             // similarities
   k.decay = decay_batch; k.score = score; k.bound_rows = bound_rows;  // validities and bounds
   k.dot_qt_i8 = dot_qt_i8; k.dot_qt_s8 = dot_qt_s8;                   // group dots
+  k.dot_s8_1 = dot_s8_1;                                               // one query's
   return k;
 }
 
