@@ -52,6 +52,25 @@ def strings_at(strings: pa.Table | None, rows: np.ndarray, columns: tuple = STRI
     return pa.table({name: take_rows(strings.column(name), rows) for name in columns})
 
 
+def _take_batches(batches: list, starts: np.ndarray, rows: np.ndarray) -> pa.RecordBatch:
+    """Rows (int64, in range) of a table given as its record batches (``starts``: each
+    batch's first row, then the row count): one ``take`` per batch that holds some, so
+    O(len(rows) + batches) and no copy of the table."""
+    if len(batches) == 1:
+        return batches[0].take(pa.array(rows))
+    which = np.searchsorted(starts, rows, side="right") - 1
+    if (which == which[0]).all():
+        return batches[int(which[0])].take(pa.array(rows - starts[which[0]]))
+    perm = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[perm], np.arange(len(batches) + 1))
+    pieces = [batches[k].take(pa.array(rows[perm[lo:hi]] - starts[k]))
+              for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
+    out = pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
+    inverse = np.empty_like(perm)
+    inverse[perm] = np.arange(len(perm))
+    return out.take(pa.array(inverse))
+
+
 def take_rows(col: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """``col.take(rows)`` chunk by chunk (rows: int64, in range)."""
     if col.num_chunks == 1:
@@ -86,6 +105,8 @@ class StoreState:
         self.table: pa.Table | None = None
         #: row counts of the string table's parts, each one contiguous (see :func:`_appended`)
         self.parts: list[int] = []
+        #: (table, columns, its record batches, their first rows): see :meth:`strings_batch`
+        self._batches: tuple | None = None
         self.write = threading.Lock()
         #: the log of the store this state was opened from for writing (None: in memory only)
         self.log: _wal.LogWriter | None = None
@@ -124,6 +145,20 @@ class StoreState:
     def strings(self) -> pa.Table | None:
         """The string columns (:data:`STRING_COLUMNS`) of every row, or None before any ingest."""
         return self.table
+
+    def strings_batch(self, rows: np.ndarray, columns: tuple) -> pa.RecordBatch:
+        """The string ``columns`` of ``rows`` (int64, in range, at least one; read after the
+        call that returned them, so the table holds them) as one record batch: a search's
+        few hits in one ``take`` per part of the table (:func:`strings_at` takes column by
+        column, ~3x slower for ten rows). The parts' batches are kept per table snapshot
+        (zero-copy slices of it; a write makes a new table, hence new batches)."""
+        table = self.table
+        cached = self._batches
+        if cached is None or cached[0] is not table or cached[1] != columns:
+            batches = table.select(list(columns)).to_batches()
+            starts = np.cumsum([0] + [b.num_rows for b in batches]).astype(np.int64)
+            cached = self._batches = (table, columns, batches, starts)
+        return _take_batches(cached[2], cached[3], rows)
 
     def stem_code(self, stem_id: str) -> int:
         """The core's code of a stem name, or -1 when the store has no such stem (a name that

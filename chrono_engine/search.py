@@ -331,6 +331,10 @@ NUMERIC_COLUMNS = {"query": pa.int32(), "rank": pa.int32(), "id": pa.uint64(), "
                    "decay": pa.float32(), "penalty": pa.float32()}
 
 
+#: the string columns of a hit read by row, in this order (:meth:`StoreState.strings_batch`)
+_HIT_STRINGS = ("title", "version", "content")
+
+
 def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
     """The core's hits as the documented Arrow table (see Engine.search_batch)."""
     return to_table(result_columns(state, out, explain, lang, t, mode))
@@ -342,12 +346,11 @@ def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np
     (``OPEN_END`` when open), Arrow string arrays or lists of str for the text. A service
     answering in JSON converts these without the round trip through Arrow."""
     rows = out["row"].astype(np.int64)
-    strings = state.strings()  # read after the search: holds every row the core returned
     cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
-    s = strings_at(strings, rows, ("title", "version", "content"))
+    # read after the search: the table holds every row the core returned
+    s = state.strings_batch(rows, _HIT_STRINGS) if len(rows) else strings_at(None, rows, _HIT_STRINGS)
     vf = cols["valid_from"]
-    version = s.column("version")
-    title = s.column("title")
+    title, version = s.column(0), s.column(1)
     data = {
         "query": out["query"], "rank": out["rank"], "id": out["id"], "score": out["score"],
         "similarity": out["similarity"], "validity": out["validity"],
@@ -356,7 +359,7 @@ def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np
         "valid_from": vf,
         "valid_to": cols["valid_to"],
         "title": title,
-        "content": s.column("content"),
+        "content": s.column(2),
         "citation": citations(title, version, vf, lang),
         "certified": out["certified"][out["query"]],
     }
