@@ -8,6 +8,7 @@ as ``parse_time`` with ``now = doc_date`` places them.
 """
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -158,3 +159,22 @@ def test_narrative_facts_follow_the_absolute_fact_before_them(text):
             assert anchor is not None
             (e,) = ce.parse_time(f.text, now=anchor)
             assert (f.start, f.end) == (e.start, e.end)
+
+
+@pytest.mark.parametrize("text", ["March 2009", "from 2004 to 2008", "2004年3月", "March", "last year", "since 2003",
+                                  "the following year", "today", "Christmas", "Christmas 2010", "the 1990s",
+                                  "in their early twenties", "next Friday", "Q3 2021", "3 days ago", "上个月"])
+def test_reading_alone_skips_the_second_parse_only_when_now_was_not_read(text):
+    """``_alone`` reads an expression at a second moment only when the first reading looked
+    at the moment of parsing; either way its answer is the plain reading at both moments."""
+    from chrono_engine.timelang.grammar import Ctx
+    from chrono_engine.timelang.parser import expressions
+    g = sys.modules["chrono_engine.timelang.ground"]
+    now1 = datetime(2001, 7, 11, 13, 37, 11, tzinfo=timezone.utc)
+    now2 = g._shifted(now1)
+    plain = []
+    for now in (now1, now2):
+        got = expressions(text, Ctx(now, timezone.utc))
+        plain.append((got[0].start, got[0].end) if len(got) == 1 and got[0].span == (0, len(text)) else None)
+    want = None if None in plain else tuple(plain)
+    assert g._alone.__wrapped__(text, now1, now2, timezone.utc) == want

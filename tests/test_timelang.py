@@ -866,3 +866,22 @@ def test_the_day_next_to_a_date_in_a_narrative():
     facts = ground("He was born on 12 May 1950. The next day his father left.")
     assert [(f.text, f.start.date().isoformat(), f.anchor) for f in facts] == [
         ("12 May 1950", "1950-05-12", "absolute"), ("The next day", "1950-05-13", "narrative")]
+
+
+@pytest.mark.parametrize("phrase", ["Christmas", "Easter", "St Patrick", "Thanksgiving", "Xmas",
+                                    "in their early twenties", "the nineties", "March 2009", "in 1998",
+                                    "2004年3月", "last Friday"])
+def test_long_texts_find_what_short_ones_do(phrase):
+    """A text longer than the scan's window threshold is read only near trigger characters
+    and words; every expression a short text gives must survive that, including the
+    holiday names and decades in words that hold neither a digit nor a unit word (the
+    triggers come from the grammar's own tables)."""
+    from chrono_engine.timelang import parser
+    pad = "The committee met and the members talked at length about the budget of the club. "
+    short = f"They celebrated {phrase} together."
+    long = pad * (parser._LONG // len(pad) + 2) + short + " " + pad * 2
+    assert len(long) > parser._LONG
+    got_short = [(e.text, e.start, e.end) for e in parser.parse_time(short, now="2024-01-01")]
+    got_long = [(e.text, e.start, e.end) for e in parser.parse_time(long, now="2024-01-01")]
+    assert got_short, phrase
+    assert got_long == got_short

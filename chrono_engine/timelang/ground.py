@@ -76,18 +76,47 @@ class GroundedFact:
     fuzzy: bool = False
 
 
+class _WatchedCtx(Ctx):
+    """A :class:`Ctx` that records whether the parse read the moment of parsing (``now``,
+    ``year``, ``month``, ``today`` or a ``period`` of it): a parse that never did gives the
+    same expressions at any other moment."""
+
+    __slots__ = ("read_now",)
+
+    def __init__(self, now: datetime, tz: tzinfo):
+        super().__init__(now, tz)
+        self.read_now = False
+
+
+def _watch(name: str) -> property:
+    slot = Ctx.__dict__[name]  # the base class's slot descriptor
+
+    def get(self: _WatchedCtx):
+        self.read_now = True
+        return slot.__get__(self, Ctx)
+    return property(get, slot.__set__)
+
+
+for _name in ("now", "year", "month", "today"):
+    setattr(_WatchedCtx, _name, _watch(_name))
+
+
 @lru_cache(maxsize=16384)
 def _alone(text: str, now1: datetime, now2: datetime, tz: tzinfo) -> tuple | None:
     """The intervals of an expression's own text read alone at ``now1`` and at ``now2``, or
     None when alone it is not exactly one expression covering the whole text. An exact
     cache: the result depends only on the arguments (corpora repeat their expressions:
-    "2009", "the following year")."""
+    "2009", "the following year"). A reading at ``now1`` that never looked at the moment
+    ("March 2009", "from 2004 to 2008") is the reading at ``now2`` too, without a second parse."""
     out = []
     for now in (now1, now2):
-        got = expressions(text, Ctx(now, tz))
+        ctx = _WatchedCtx(now, tz)
+        got = expressions(text, ctx)
         if len(got) != 1 or got[0].span != (0, len(text)):
             return None
         out.append((got[0].start, got[0].end))
+        if not ctx.read_now:
+            return (out[0], out[0])
     return tuple(out)
 
 

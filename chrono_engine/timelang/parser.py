@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, tzinfo
 
-from . import en, formats, zh
+from . import en, formats, holidays, zh
 from ..errors import ArgumentTypeError
 from .compose import compose, select
 from .grammar import Cand, Ctx, Rule
@@ -68,10 +68,12 @@ _ZH = _Grammar(zh.RULES, 100)
 _EN = _Grammar(en.RULES, 200)
 
 
-# Long texts are scanned only near characters or words that every time expression holds
-# (a digit, 年 / 月 / 天 / 周 ..., a month, weekday or unit word), in windows wide enough
-# for the longest prefix ("from the beginning of", "no later than the end of").
-_LONG = 2000
+# Texts longer than _LONG are scanned only near characters or words that every time
+# expression holds (a digit, 年 / 月 / 天 / 周 ..., a month, weekday or unit word), in
+# windows wide enough for the longest prefix ("from the beginning of", "no later than the
+# end of"). 300 (2,000 before): the same expressions on every TimeQA paragraph (15,335,
+# p90 634 characters), ~12% faster there.
+_LONG = 300
 _WINDOW = 40
 _TRIGGER = re.compile(r"[\d年月日号天儿周星礼季代旬现目此当如眼时点晚早晨夜午凌傍秒分钟]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -81,6 +83,14 @@ _TRIGGER_WORDS = frozenset(
     "jan feb mar apr may jun jul aug sep oct nov dec mon tue wed thu fri sat sun tod ton yes "
     "tom now pre mom sec min hou hr hrs day wee wk wks qua yea yr yrs dec cen hal fir thi fou "
     "noo mid mor aft eve nig ytd mtd qtd wtd".split())
+# whole words that are a time expression without a digit or a word above: the decades in
+# words ("in their early twenties") and every word of a holiday name none of whose words
+# is a trigger above ("Christmas", "Easter", "St Patrick"); taken from the grammar's own
+# tables, so a new holiday or decade word cannot be missed by the windows
+_TRIGGER_FULL = frozenset(en._DECADE_WORDS) | frozenset(
+    w for name in holidays.EN
+    if not any(w[:3] in _TRIGGER_WORDS for w in re.findall(r"[a-z]{2,}", name))
+    for w in re.findall(r"[a-z]{2,}", name))
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*")
 
 
@@ -89,7 +99,8 @@ def _windows(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     lo = hi = -1
     hits = [m.start() for m in _TRIGGER.finditer(text)]
-    hits += [m.start() for m in _WORD.finditer(text) if m.group()[:3].lower() in _TRIGGER_WORDS]
+    hits += [m.start() for m in _WORD.finditer(text)
+             if (w := m.group().lower())[:3] in _TRIGGER_WORDS or w in _TRIGGER_FULL]
     hits.sort()
     for p in hits:
         a, b = p - _WINDOW, p + 1 + _WINDOW
