@@ -156,9 +156,13 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
     norm = normalise(text)
     ctx = context(doc_date if doc_date is not None else _REFERENCE, tz)
     z, now1 = ctx.tz, ctx.now
-    first = expressions(norm, ctx)
+    watched = _WatchedCtx(now1, z)
+    first = expressions(norm, watched)
     if not first:
         return []
+    # a reading that never looked at the moment is the same at any other: every expression
+    # is absolute, and none is read again
+    every_absolute = not watched.read_now
     now2 = _shifted(now1)
     second = None
     out: list[GroundedFact] = []
@@ -167,7 +171,7 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
         # a bare four-digit year is that year whatever "now" is; another expression is read
         # alone when alone it reads as it does in the text, else the whole text again at
         # the second reference
-        if e.grain == "year" and e.kind == "point" and _YEAR4.fullmatch(e.text):
+        if every_absolute or (e.grain == "year" and e.kind == "point" and _YEAR4.fullmatch(e.text)):
             other = (e.start, e.end)
         else:
             alone = _read_alone(e.text, now1, now2, z)
