@@ -112,7 +112,12 @@ inline bool probe(Searcher& q, const Store& st, std::size_t budget) {
     const auto& rows = part.members[c];
     read += rows.size();
     if (read > budget) return false;
+    // a cluster's members lie scattered in storage: their metadata is asked for 8 rows
+    // ahead (every row reads it), the compact copy 4 ahead (the rows it rules in read it)
+    const MetaTable& meta = st.meta();
+    for (std::size_t i = 0; i < std::min<std::size_t>(8, rows.size()); ++i) meta.prefetch(rows[i]);
     for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i + 8 < rows.size()) meta.prefetch(rows[i + 8]);
       if (i + 4 < rows.size()) ann.prefetch_compact(rows[i + 4]);
       visit(rows[i]);
     }
