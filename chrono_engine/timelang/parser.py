@@ -127,8 +127,16 @@ def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: i
             continue
         if r.words is not None and (words is None or r.words.isdisjoint(words)):
             continue
-        if r.exact is not None and (tokens is None or any(g.isdisjoint(tokens) for g in r.exact)):
-            continue
+        if r.exact is not None:  # each group of whole words must be present (a loop, no generator)
+            if tokens is None:
+                continue
+            for g in r.exact:
+                if g.isdisjoint(tokens):
+                    break
+            else:
+                g = None
+            if g is not None:
+                continue
         if r.need is not None and r.need.search(text, lo, hi) is None:
             continue
         handler = r.handler
