@@ -52,39 +52,35 @@ def strings_at(strings: pa.Table | None, rows: np.ndarray, columns: tuple = STRI
     return pa.table({name: take_rows(strings.column(name), rows) for name in columns})
 
 
-def _take_batches(batches: list, starts: np.ndarray, rows: np.ndarray) -> pa.RecordBatch:
-    """Rows (int64, in range) of a table given as its record batches (``starts``: each
-    batch's first row, then the row count): one ``take`` per batch that holds some, so
-    O(len(rows) + batches) and no copy of the table."""
-    if len(batches) == 1:
-        return batches[0].take(pa.array(rows))
+def _take_parts(parts: list, rows: np.ndarray, concat: Any, starts: np.ndarray | None = None) -> Any:
+    """Rows (int64, in range) of something stored as consecutive ``parts`` (Arrow arrays or
+    record batches; ``starts``: each part's first row, then the row count, computed when
+    None): one ``take`` per part that holds some, then ``concat`` of those pieces (a list,
+    possibly empty) put back in the rows' order. O(len(rows) + parts); a ``take`` across
+    chunks would concatenate them first (pyarrow 26), making every search O(store)."""
+    if len(parts) == 1:
+        return parts[0].take(pa.array(rows))
+    if starts is None:
+        starts = np.cumsum([0] + [len(p) for p in parts])
     which = np.searchsorted(starts, rows, side="right") - 1
-    if (which == which[0]).all():
-        return batches[int(which[0])].take(pa.array(rows - starts[which[0]]))
+    if len(rows) and (which == which[0]).all():  # one part holds them all (a search's few hits, often)
+        return parts[int(which[0])].take(pa.array(rows - starts[which[0]]))
     perm = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[perm], np.arange(len(batches) + 1))
-    pieces = [batches[k].take(pa.array(rows[perm[lo:hi]] - starts[k]))
+    bounds = np.searchsorted(which[perm], np.arange(len(parts) + 1))
+    pieces = [parts[k].take(pa.array(rows[perm[lo:hi]] - starts[k]))
               for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
-    out = pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
     inverse = np.empty_like(perm)
     inverse[perm] = np.arange(len(perm))
-    return out.take(pa.array(inverse))
+    return concat(pieces).take(pa.array(inverse))
 
 
 def take_rows(col: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """``col.take(rows)`` chunk by chunk (rows: int64, in range)."""
-    if col.num_chunks == 1:
-        return col.chunk(0).take(pa.array(rows))
-    starts = np.cumsum([0] + [len(c) for c in col.chunks])
-    which = np.searchsorted(starts, rows, side="right") - 1
-    perm = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[perm], np.arange(col.num_chunks + 1))
-    pieces = [col.chunk(k).take(pa.array(rows[perm[lo:hi]] - starts[k]))
-              for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])) if hi > lo]
-    out = pa.concat_arrays(pieces) if pieces else pa.array([], col.type)
-    inverse = np.empty_like(perm)
-    inverse[perm] = np.arange(len(perm))
-    return out.take(pa.array(inverse))
+    return _take_parts(col.chunks, rows, lambda ps: pa.concat_arrays(ps) if ps else pa.array([], col.type))
+
+
+def _concat_batches(pieces: list) -> pa.RecordBatch:
+    return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
 
 
 class StoreState:
@@ -147,18 +143,20 @@ class StoreState:
         return self.table
 
     def strings_batch(self, rows: np.ndarray, columns: tuple) -> pa.RecordBatch:
-        """The string ``columns`` of ``rows`` (int64, in range, at least one; read after the
-        call that returned them, so the table holds them) as one record batch: a search's
-        few hits in one ``take`` per part of the table (:func:`strings_at` takes column by
-        column, ~3x slower for ten rows). The parts' batches are kept per table snapshot
-        (zero-copy slices of it; a write makes a new table, hence new batches)."""
+        """The string ``columns`` of ``rows`` (int64, in range; read after the call that
+        returned them, so the table holds them) as one record batch: a search's few hits in
+        one ``take`` per part of the table (:func:`strings_at` takes column by column, ~3x
+        slower for ten rows). The parts' batches are kept per table snapshot (zero-copy
+        slices of it; a write makes a new table, hence new batches)."""
         table = self.table
+        if table is None or not len(rows):
+            return pa.RecordBatch.from_pydict({c: pa.array([], pa.string()) for c in columns})
         cached = self._batches
         if cached is None or cached[0] is not table or cached[1] != columns:
             batches = table.select(list(columns)).to_batches()
             starts = np.cumsum([0] + [b.num_rows for b in batches]).astype(np.int64)
             cached = self._batches = (table, columns, batches, starts)
-        return _take_batches(cached[2], cached[3], rows)
+        return _take_parts(cached[2], rows, _concat_batches, cached[3])
 
     def stem_code(self, stem_id: str) -> int:
         """The core's code of a stem name, or -1 when the store has no such stem (a name that

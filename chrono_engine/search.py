@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ._args import K_MAX, as_float32, count, shown
 from ._embedder import is_temporal, text_vectors
-from ._state import ALL_KNOWN, StoreState, strings_at
+from ._state import ALL_KNOWN, StoreState
 from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
 from .schema import _check_and_normalise, format_version, parse_version
@@ -348,7 +348,7 @@ def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np
     rows = out["row"].astype(np.int64)
     cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
     # read after the search: the table holds every row the core returned
-    s = state.strings_batch(rows, _HIT_STRINGS) if len(rows) else strings_at(None, rows, _HIT_STRINGS)
+    s = state.strings_batch(rows, _HIT_STRINGS)
     vf = cols["valid_from"]
     title, version = s.column(0), s.column(1)
     data = {

@@ -131,6 +131,10 @@ def test_int8_group_dot_vnni_refuses_variants_without_it():
         _core.dot_qt_s8(C, np.zeros((65, 8), np.int8))
     with pytest.raises(ValueError, match="C must be"):
         _core.dot_qt_s8(C, np.zeros((2, 7), np.int8))
+    if VNNI:
+        for q in (np.zeros(7, np.int8), np.zeros((1, 8), np.int8)):
+            with pytest.raises(ValueError, match="q8"):
+                _core.dot_s8_1(C, q, VNNI[0])
 
 
 def test_query_quantisation_matches_numpy():

@@ -178,3 +178,17 @@ def test_reading_alone_skips_the_second_parse_only_when_now_was_not_read(text):
         plain.append((got[0].start, got[0].end) if len(got) == 1 and got[0].span == (0, len(text)) else None)
     want = None if None in plain else tuple(plain)
     assert g._alone.__wrapped__(text, now1, now2, timezone.utc) == want
+
+
+def test_a_text_read_without_the_moment_is_not_read_again(monkeypatch):
+    """When the first reading of a text never looks at the moment of parsing, its
+    expressions are all absolute and none is read again (alone or at the second moment);
+    a text with a relative expression still is."""
+    g = sys.modules["chrono_engine.timelang.ground"]
+    calls = []
+    real = g._read_alone
+    monkeypatch.setattr(g, "_read_alone", lambda *a: calls.append(a[0]) or real(*a))
+    facts = ce.ground("He moved to Boston in March 2009 and stayed from 2010 to 2012.")
+    assert [f.anchor for f in facts] == ["absolute", "absolute"] and calls == []
+    ce.ground("He moved to Boston in March 2009 and left the following year.")
+    assert calls

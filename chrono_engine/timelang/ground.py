@@ -154,15 +154,14 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
         context(doc_date, tz)  # a bad doc_date or tz is refused even for an empty text
         return []
     norm = normalise(text)
-    ctx = context(doc_date if doc_date is not None else _REFERENCE, tz)
-    z, now1 = ctx.tz, ctx.now
-    watched = _WatchedCtx(now1, z)
-    first = expressions(norm, watched)
+    ctx = context(doc_date if doc_date is not None else _REFERENCE, tz, _WatchedCtx)
+    first = expressions(norm, ctx)
     if not first:
         return []
     # a reading that never looked at the moment is the same at any other: every expression
-    # is absolute, and none is read again
-    every_absolute = not watched.read_now
+    # is absolute, and none is read again (asked before this function reads ctx.now itself)
+    every_absolute = not ctx.read_now
+    z, now1 = ctx.tz, ctx.now
     now2 = _shifted(now1)
     second = None
     out: list[GroundedFact] = []

@@ -87,10 +87,9 @@ _TRIGGER_WORDS = frozenset(
 # words ("in their early twenties") and every word of a holiday name none of whose words
 # is a trigger above ("Christmas", "Easter", "St Patrick"); taken from the grammar's own
 # tables, so a new holiday or decade word cannot be missed by the windows
+_HOLIDAY_WORDS = [re.findall(r"[a-z]{2,}", name) for name in holidays.EN]
 _TRIGGER_FULL = frozenset(en._DECADE_WORDS) | frozenset(
-    w for name in holidays.EN
-    if not any(w[:3] in _TRIGGER_WORDS for w in re.findall(r"[a-z]{2,}", name))
-    for w in re.findall(r"[a-z]{2,}", name))
+    w for words in _HOLIDAY_WORDS if not any(w[:3] in _TRIGGER_WORDS for w in words) for w in words)
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*")
 
 
@@ -118,6 +117,15 @@ def _windows(text: str) -> list[tuple[int, int]]:
     return [(a, min(n, _WORD_TAIL.match(text, min(b, n)).end())) for a, b in out]
 
 
+def _lacks(groups: tuple, tokens: set) -> bool:
+    """Whether some group of whole words has none of its words in ``tokens`` (a loop: the
+    per-rule generator of ``any`` cost more than the test)."""
+    for g in groups:
+        if g.isdisjoint(tokens):
+            return True
+    return False
+
+
 def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: int,
          chars: set, words: set | None, tokens: set | None = None) -> None:
     rules = grammar.rules
@@ -127,16 +135,8 @@ def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: i
             continue
         if r.words is not None and (words is None or r.words.isdisjoint(words)):
             continue
-        if r.exact is not None:  # each group of whole words must be present (a loop, no generator)
-            if tokens is None:
-                continue
-            for g in r.exact:
-                if g.isdisjoint(tokens):
-                    break
-            else:
-                g = None
-            if g is not None:
-                continue
+        if r.exact is not None and (tokens is None or _lacks(r.exact, tokens)):
+            continue
         if r.need is not None and r.need.search(text, lo, hi) is None:
             continue
         handler = r.handler
@@ -181,9 +181,10 @@ def normalise(text: str) -> str:
     return text.translate(_NORMALISE) if _ODD.search(text) else text
 
 
-def context(now: object, tz: object) -> Ctx:
+def context(now: object, tz: object, kind: type = Ctx) -> Ctx:
+    """The parse's moment: ``now`` and ``tz`` checked and resolved, as a ``kind`` (a Ctx)."""
     z: tzinfo = resolve_tz(tz)
-    return Ctx(resolve_now(now, z), z)
+    return kind(resolve_now(now, z), z)
 
 
 def to_expression(c: Cand, text: str) -> TimeExpression:

@@ -149,8 +149,10 @@ PYBIND11_MODULE(_core, m) {
     if (!k.dot_s8_1) throw std::invalid_argument(std::string("kernel variant ") + k.name + " has no dot_s8_1 (needs AVX512-VNNI)");
     std::vector<const std::int8_t*> xs(R);
     for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
+    std::int32_t q8_sum = 0;
+    for (std::size_t i = 0; i < d; ++i) q8_sum += q8.data()[i];
     py::array_t<std::int32_t> res(static_cast<py::ssize_t>(R));
-    k.dot_s8_1(xs.data(), R, q8.data(), d, 1, res.mutable_data());
+    k.dot_s8_1(xs.data(), R, q8.data(), q8_sum, d, 1, res.mutable_data());
     return res;
   }, py::arg("C"), py::arg("q8"), py::arg("variant") = "");
   bind_score(m);

@@ -101,11 +101,6 @@ __attribute__((target("avx512vnni"))) static void dot_qt_s8(const std::int8_t* c
     for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0;
 }
 
-// dot_s8_1: one query's exact integer dots. vpdpbusd multiplies unsigned by signed bytes,
-// so the row's codes are made unsigned (c ^ 0x80 = c + 128) and the query's stay signed:
-//   sum (c + 128) q8 = <c, q8> + 128 sum q8,
-// the second term taken off once. Rows and query are read with masked loads past d, so
-// nothing beyond either is touched. Exact in int32 for d <= 65,536.
 // The sum of 16 int32 lanes (through memory: GCC 12's _mm512_reduce_add_epi32 and the
 // 512-bit shuffles warn of an uninitialised operand inside their headers).
 __attribute__((target("avx512f"))) static inline std::int32_t lane_sum(__m512i v) {
@@ -116,18 +111,23 @@ __attribute__((target("avx512f"))) static inline std::int32_t lane_sum(__m512i v
   return s;
 }
 
+// dot_s8_1: one query's exact integer dots. vpdpbusd multiplies unsigned by signed bytes,
+// so the row's codes are made unsigned (c ^ 0x80 = c + 128) and the query's stay signed:
+//   sum (c + 128) q8 = <c, q8> + 128 sum q8,
+// the second term (the caller's q8_sum) taken off. Rows and query are read with masked
+// loads past d, so nothing beyond either is touched; the query's masked bytes are 0, so a
+// row's flipped filler adds nothing. Exact in int32 for d <= 65,536.
 __attribute__((target("avx512vnni"))) static void dot_s8_1(const std::int8_t* const* xs, std::size_t nx,
-                                                           const std::int8_t* q8, std::size_t d, std::size_t stride,
-                                                           std::int32_t* out) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), ones = _mm512_set1_epi8(1);
+                                                           const std::int8_t* q8, std::int32_t q8_sum,
+                                                           std::size_t d, std::size_t stride, std::int32_t* out) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const std::size_t full = d / 64, rest = d % 64;
   const __mmask64 tail = rest ? (~0ULL >> (64 - rest)) : 0;
-  __m512i qs = _mm512_setzero_si512();  // sum of the query's codes, by vpdpbusd with ones
-  for (std::size_t b = 0; b < full; ++b) qs = _mm512_dpbusd_epi32(qs, ones, _mm512_loadu_si512(q8 + 64 * b));
-  if (rest) qs = _mm512_dpbusd_epi32(qs, ones, _mm512_maskz_loadu_epi8(tail, q8 + 64 * full));
-  const std::int32_t corr = 128 * lane_sum(qs);
+  const std::int32_t corr = 128 * q8_sum;
+  // rows two at a time: each query load serves both, and the two accumulator chains
+  // overlap (one row at a time was slower in alternating runs of a lone query's 1% scan)
   std::size_t r = 0;
-  for (; r + 2 <= nx; r += 2) {  // two rows at a time: each query load serves both
+  for (; r + 2 <= nx; r += 2) {
     const std::int8_t* x0 = xs[r];
     const std::int8_t* x1 = xs[r + 1];
     __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
@@ -136,7 +136,7 @@ __attribute__((target("avx512vnni"))) static void dot_s8_1(const std::int8_t* co
       a0 = _mm512_dpbusd_epi32(a0, _mm512_xor_si512(_mm512_loadu_si512(x0 + 64 * b), flip), q);
       a1 = _mm512_dpbusd_epi32(a1, _mm512_xor_si512(_mm512_loadu_si512(x1 + 64 * b), flip), q);
     }
-    if (rest) {  // masked bytes are 0 in the query, so the row's flipped filler adds nothing
+    if (rest) {
       const __m512i q = _mm512_maskz_loadu_epi8(tail, q8 + 64 * full);
       a0 = _mm512_dpbusd_epi32(a0, _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x0 + 64 * full), flip), q);
       a1 = _mm512_dpbusd_epi32(a1, _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x1 + 64 * full), flip), q);
@@ -144,16 +144,16 @@ __attribute__((target("avx512vnni"))) static void dot_s8_1(const std::int8_t* co
     out[r * stride] = lane_sum(a0) - corr;
     out[(r + 1) * stride] = lane_sum(a1) - corr;
   }
-  for (; r < nx; ++r) {
-    const std::int8_t* x0 = xs[r];
-    __m512i a0 = _mm512_setzero_si512();
+  if (r < nx) {  // the odd last row
+    const std::int8_t* x = xs[r];
+    __m512i acc = _mm512_setzero_si512();
     for (std::size_t b = 0; b < full; ++b)
-      a0 = _mm512_dpbusd_epi32(a0, _mm512_xor_si512(_mm512_loadu_si512(x0 + 64 * b), flip),
-                               _mm512_loadu_si512(q8 + 64 * b));
+      acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(_mm512_loadu_si512(x + 64 * b), flip),
+                                _mm512_loadu_si512(q8 + 64 * b));
     if (rest)
-      a0 = _mm512_dpbusd_epi32(a0, _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x0 + 64 * full), flip),
-                               _mm512_maskz_loadu_epi8(tail, q8 + 64 * full));
-    out[r * stride] = lane_sum(a0) - corr;
+      acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x + 64 * full), flip),
+                                _mm512_maskz_loadu_epi8(tail, q8 + 64 * full));
+    out[r * stride] = lane_sum(acc) - corr;
   }
 }
 

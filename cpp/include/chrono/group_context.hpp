@@ -98,6 +98,12 @@ struct GroupContext {
   double cap_s8_exact(std::size_t g, std::int32_t D, const CompactRow& c) const {
     return c.cs * SQ[g] * static_cast<double>(D) + RQ[g] * (XN + c.ce) + NQ[g] * c.ce;
   }
+  // The exact integer dots (s8) of n compact rows with the group's queries, out[r * Gp + g]:
+  // a lone query's by its own kernel over its contiguous codes, a group's by dot_qt_s8.
+  void dots_s8(const std::int8_t* const* xs, std::size_t n, std::int32_t* out) const {
+    if (G == 1 && k.dot_s8_1) k.dot_s8_1(xs, n, buf.Q8.data(), q8_sum, d, Gp, out);
+    else k.dot_qt_s8(xs, n, buf.QU.data(), Gp, d, out);
+  }
 
   std::vector<Searcher>& qs;
   const MetaTable& meta;
@@ -112,6 +118,7 @@ struct GroupContext {
   std::vector<char> active;  // per query: still on the certified scan
   std::vector<float> Q, QT;  // the queries row-major (G x d) and transposed (d x Gp), for dot_qt_i8
   double SQ[64] = {}, RQ[64] = {};  // int8 queries: scale and residual norm (s8)
+  std::int32_t q8_sum = 0;          // the first int8 query's code sum (dots_s8)
   const double XN;                  // the largest vector norm, rounded up
   alignas(64) float A[64], B[64], E[64], B2[64];
   alignas(64) double Ad[64] = {}, Bd[64] = {};  // the bound's coefficients unrounded (bound pass)
@@ -131,6 +138,7 @@ struct GroupContext {
       quantise_queries(Q.data(), G, d, buf.Q8.data(), SQ, RQ);
       buf.QU.resize((d + 3) / 4 * Gp * 4);
       transpose_queries_s8(buf.Q8.data(), G, d, Gp, buf.QU.data());
+      for (std::size_t i = 0; i < d; ++i) q8_sum += buf.Q8[i];  // the first query's (dots_s8, G = 1)
     }
     for (std::size_t g = 0; g < G; ++g) {
       double n2 = 0.0;

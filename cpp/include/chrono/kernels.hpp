@@ -44,12 +44,13 @@ struct Kernels {
   // 64 multiply-adds per instruction where the float form does 16.
   void (*dot_qt_s8)(const std::int8_t* const* xs, std::size_t nx, const std::uint8_t* QU, std::size_t Gp,
                     std::size_t d, std::int32_t* out);
-  // The same exact integer dots for one query, its int8 codes q8 read contiguously:
+  // The same exact integer dots for one query, its int8 codes q8 read contiguously, with
+  // q8_sum = sum_i q8[i] (the caller's, once per query):
   //   out[r * stride] = sum_i xs[r][i] * q8[i]
   // (a lone query's rows: one vpdpbusd per 64 dimensions where dot_qt_s8 spends one per 4
   // on 8 lanes). Null where dot_qt_s8 is.
-  void (*dot_s8_1)(const std::int8_t* const* xs, std::size_t nx, const std::int8_t* q8, std::size_t d,
-                   std::size_t stride, std::int32_t* out);
+  void (*dot_s8_1)(const std::int8_t* const* xs, std::size_t nx, const std::int8_t* q8, std::int32_t q8_sum,
+                   std::size_t d, std::size_t stride, std::int32_t* out);
 };
 
 // The layout dot_qt_i8 reads: G row-major queries Q (G x d) transposed into QT (d x Gp),

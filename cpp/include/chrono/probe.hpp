@@ -72,7 +72,8 @@ inline bool probe(Searcher& q, const Store& st, std::size_t budget) {
   const Partition& part = st.partition();
   const Kernels& k = kernels();
   const AnnIndex& ann = st.ann();
-  const std::size_t d = st.dim(), C = part.C, n = st.meta().size();
+  const MetaTable& meta = st.meta();
+  const std::size_t d = st.dim(), C = part.C, n = meta.size();
   const float* Q = q.query();
   double nq = 0.0;
   for (std::size_t i = 0; i < d; ++i) nq += static_cast<double>(Q[i]) * Q[i];
@@ -114,7 +115,6 @@ inline bool probe(Searcher& q, const Store& st, std::size_t budget) {
     if (read > budget) return false;
     // a cluster's members lie scattered in storage: their metadata is asked for 8 rows
     // ahead (every row reads it), the compact copy 4 ahead (the rows it rules in read it)
-    const MetaTable& meta = st.meta();
     for (std::size_t i = 0; i < std::min<std::size_t>(8, rows.size()); ++i) meta.prefetch(rows[i]);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (i + 8 < rows.size()) meta.prefetch(rows[i + 8]);

@@ -146,10 +146,7 @@ class SimilarityFirstScan {
   void flush() {
     if (n_pend_ == 0) return;
     if (c_.s8) {
-      if (c_.G == 1 && c_.k.dot_s8_1)  // a lone query: its contiguous codes, not 8 lanes
-        c_.k.dot_s8_1(xs_, n_pend_, c_.buf.Q8.data(), c_.d, c_.Gp, iraw_);
-      else
-        c_.k.dot_qt_s8(xs_, n_pend_, c_.buf.QU.data(), c_.Gp, c_.d, iraw_);
+      c_.dots_s8(xs_, n_pend_, iraw_);
       for (std::size_t b = 0; b < n_pend_; ++b) finish_row(pend_[b], vmx_[b], iraw_ + b * c_.Gp, nullptr);
     } else {
       c_.k.dot_qt_i8(xs_, n_pend_, c_.QT.data(), c_.Gp, c_.d, raw_);
