@@ -43,9 +43,11 @@ the encoder passed to :func:`main`), each a function in :data:`SYSTEMS` (add one
 - ``engine_grounded``: the documented path for text whose time is inside it:
   ``ce.ground_rows`` over the paragraphs (no document date; one row per fact of
   ``ce.ground``, undated paragraphs once), ``engine.ingest``, ``engine.query(question)`` with
-  its defaults; hits mapped back to paragraphs (each comes once: ``distinct``);
-- ``engine_grounded_fit``: the same with ``window_fit=WINDOW_FIT_DAYS`` (1,095 days, chosen
-  on the tune part): a fact's closeness to the window's start fused into the score;
+  its defaults (the window fit included: how well a fact's validity fits the question's
+  window, half-life ``search.WINDOW_FIT_DAYS``, chosen on the tune part); hits mapped back
+  to paragraphs (each comes once: ``distinct``);
+- ``engine_grounded_nofit``: the same with ``window_fit=None`` (no window fit: the rows
+  that overlap the window ranked by similarity alone);
 - ``lexical_year_filter``: a control without the engine: keep the paragraphs that write a
   four-digit year (``\\b1[0-9]{3}\\b|\\b20[0-9]{2}\\b``) inside the question's window (its
   intent's window, or the year of its as_of anchor; a question with no time keeps every
@@ -513,29 +515,25 @@ def grounded(b: Bench) -> Grounded:
     return b.grounded
 
 
-#: the window fit (half-life in days) of engine_grounded_fit, chosen on the tune part
-#: (730, 1,095, 1,825 and 3,650 tried; see benches/RESULTS.md)
-WINDOW_FIT_DAYS = 1095.0
-
-
-def _engine_grounded(b: Bench, scope: str, k: int, name: str, window_fit: float | None) -> list[np.ndarray]:
+def _engine_grounded(b: Bench, scope: str, k: int, name: str, **query_kw: Any) -> list[np.ndarray]:
     """The documented path for text whose time is inside it: ``ce.ground_rows`` (one row
     per fact, undated paragraphs once), ``engine.ingest``, ``engine.query(question)`` with
     its defaults (each paragraph's text once; undated paragraphs left out of questions with
-    a time constraint) and, for ``window_fit``, the closeness of a fact's start to the
-    window's start. Hits are mapped back to paragraphs by their row."""
+    a time constraint; the window fit) but for ``query_kw``. Hits are mapped back to
+    paragraphs by their row."""
     g = grounded(b)
     return _query_engines(b, scope, k, name, g.row, g.valid_from, g.valid_to,
-                          extra={"undated_rows": g.undated, "ground_s": g.seconds, "window_fit_days": window_fit},
-                          window_fit=window_fit)
+                          extra={"undated_rows": g.undated, "ground_s": g.seconds,
+                                 "window_fit_days": query_kw.get("window_fit", ce.search.WINDOW_FIT_DAYS)},
+                          **query_kw)
 
 
 def sys_engine_grounded(b: Bench, scope: str, k: int) -> list[np.ndarray]:
-    return _engine_grounded(b, scope, k, "engine_grounded", None)
+    return _engine_grounded(b, scope, k, "engine_grounded")
 
 
-def sys_engine_grounded_fit(b: Bench, scope: str, k: int) -> list[np.ndarray]:
-    return _engine_grounded(b, scope, k, "engine_grounded_fit", WINDOW_FIT_DAYS)
+def sys_engine_grounded_nofit(b: Bench, scope: str, k: int) -> list[np.ndarray]:
+    return _engine_grounded(b, scope, k, "engine_grounded_nofit", window_fit=None)
 
 
 #: name -> function(bench, scope "corpus" | "doc", k) -> ranked corpus rows per question
@@ -546,7 +544,7 @@ SYSTEMS: dict[str, Callable[[Bench, str, int], list[np.ndarray]]] = {
     "engine_parse_time_dated_only": sys_engine_parse_time_dated_only,
     "engine_parse_time_cleaned": sys_engine_parse_time_cleaned,
     "engine_grounded": sys_engine_grounded,
-    "engine_grounded_fit": sys_engine_grounded_fit,
+    "engine_grounded_nofit": sys_engine_grounded_nofit,
     "lexical_year_filter": sys_lexical_year_filter,
 }
 
@@ -687,7 +685,7 @@ def print_report(result: dict, systems: list[str], ks: tuple[int, ...], log: Cal
         f"{sp['parse_time_us_per_question']:.0f} us/question, parse_temporal_intent "
         f"{sp['parse_temporal_intent_us_per_question']:.0f} us/question; paragraph time extraction "
         f"(parse_time) {sp['paragraph_parse_time_per_s']:,.0f} paragraphs/s")
-    g = result["engine"].get("engine_grounded/corpus") or result["engine"].get("engine_grounded_fit/corpus")
+    g = result["engine"].get("engine_grounded/corpus") or result["engine"].get("engine_grounded_nofit/corpus")
     if g:
         log(f"grounding (ce.ground_rows, one core): {ds['paragraphs'] / g['ground_s']:,.0f} paragraphs/s, "
             f"{g['rows']:,} rows ({g['undated_rows']:,} of them undated paragraphs)")

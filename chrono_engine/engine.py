@@ -423,7 +423,7 @@ class Engine:
     def query(self, text: str, k: int = 5, *, now: Any = None, tz: Any = None,
               embed: Callable[[str], Any] | None = None, lang: str | None = None,
               embed_text: str = "full", distinct: bool = True, undated: str = "auto",
-              window_fit: float | None = None, options: SearchOptions | None = None,
+              window_fit: float | None = _search.WINDOW_FIT_DAYS, options: SearchOptions | None = None,
               **kwargs: Any) -> QueryResult:
         """Answer a natural-language question: parse its time intent, embed, search, cite.
 
@@ -444,10 +444,14 @@ class Engine:
            (default True) returns each ``content`` once, its best row; ``undated``
            ("auto", default: left out when the question has a time constraint, kept in
            ``latest`` mode; "exclude"; "include") decides about undated items (valid from
-           the beginning of time, open-ended); ``window_fit`` (a half-life in days, default
-           None: off) adds, in ``window`` mode with a start, how close an item's
-           ``valid_from`` lies to the window's start: score = α·score + (1 − α)·2^(−|valid_from
-           − start| / half-life) — "from 2004 to 2008" prefers a fact that began in 2004.
+           the beginning of time, open-ended); ``window_fit`` (a half-life h in days,
+           default 730; None: off) fuses, in ``window`` mode with a start, how well an
+           item's validity fits the window: score = α·score + (1 − α)·2^(−d / h), d =
+           |valid_from − start| + min(|valid_to − end|, 365 days) (the end term when the
+           window has one; an open valid_to counts as now) — "from 2004 to 2008" prefers
+           the fact that began in 2004, and of those the one that ended in 2008
+           (:func:`~chrono_engine.search.window_closeness`; the default was chosen on the
+           TimeQA benchmark's tune part, ``benches/bench_temporal_qa.py``).
            The core is asked for more rows until this answer is exact (up to 4,096 rows;
            past that ``certified`` is False);
         5. citations are in ``lang`` ("en" / "zh"; None: "zh" when the text has CJK

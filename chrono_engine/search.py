@@ -532,6 +532,32 @@ UNDATED = ("auto", "exclude", "include")
 POST_FETCH_MAX = 4096
 
 
+#: the default ``window_fit`` of :meth:`Engine.query <chrono_engine.Engine.query>`: a
+#: half-life in days (chosen on the TimeQA tune part: benches/bench_temporal_qa.py)
+WINDOW_FIT_DAYS = 730.0
+#: the most an end's distance from the window's end counts in the window fit: a text dates
+#: the start of what it tells more often than its end, and a fact's stored end is often just
+#: its expression's grain ("in 2004" ends with 2004)
+FIT_END_CAP_US = 365 * US_PER_DAY
+
+
+def window_closeness(valid_from: Any, valid_to: Any, start: int, end: int, half_life_us: float,
+                     now: int) -> np.ndarray:
+    """How well each item's validity fits the window ``[start, end)``, in (0, 1]: 2^(−d / h)
+    with d = |valid_from − start| + min(|min(valid_to, now) − end|, :data:`FIT_END_CAP_US`)
+    (the end term only for a window with an end) and h = ``half_life_us``. An open
+    ``valid_to`` (the fact still holds) counts as ``now``. Every argument but the bounds is
+    int64 µs (``valid_to``: an array or Arrow column, open = :data:`OPEN_END` or null)."""
+    vf = np.asarray(valid_from, dtype=np.int64).astype(np.float64)
+    d = np.abs(vf - float(start))
+    if end != OPEN_END:
+        if isinstance(valid_to, (pa.Array, pa.ChunkedArray)):
+            valid_to = valid_to.cast(pa.int64()).fill_null(OPEN_END).to_numpy(zero_copy_only=False)
+        vt = np.minimum(np.asarray(valid_to, dtype=np.int64), np.int64(now)).astype(np.float64)
+        d += np.minimum(np.abs(vt - float(end)), float(FIT_END_CAP_US))
+    return np.exp2(-d / half_life_us)
+
+
 def _post(hits: pa.Table, k: int, *, drop_undated: bool, distinct: bool, fit: tuple | None,
           alpha: float) -> tuple[pa.Table, float | None]:
     """The k best rows of ``hits`` (ranked by score) after the text query's post-stage:
@@ -544,9 +570,7 @@ def _post(hits: pa.Table, k: int, *, drop_undated: bool, distinct: bool, fit: tu
         vt = hits.column("valid_to").cast(pa.int64()).fill_null(OPEN_END).to_numpy(zero_copy_only=False)
         keep &= (vf != MIN_TIME_US) | (vt != OPEN_END)
     if fit is not None:
-        start, half_life_us = fit
-        closeness = np.exp2(-np.abs(vf.astype(np.float64) - float(start)) / half_life_us)
-        score = alpha * score + (1.0 - alpha) * closeness
+        score = alpha * score + (1.0 - alpha) * window_closeness(vf, hits.column("valid_to"), *fit)
     order = np.flatnonzero(keep)
     order = order[np.argsort(-score[order], kind="stable")]
     if distinct and len(order):
@@ -631,7 +655,7 @@ def embed_question(fn: Any, question: str, t: int, dim: int) -> np.ndarray:
 def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: str, k: int, *, now: Any,
                tz: Any, embed: Callable[[str], Any] | None, lang: str | None,
                options: SearchOptions | None, overrides: dict, embed_text: str = "full",
-               distinct: bool = True, undated: str = "auto", window_fit: Any = None) -> QueryResult:
+               distinct: bool = True, undated: str = "auto", window_fit: Any = WINDOW_FIT_DAYS) -> QueryResult:
     """The body of :meth:`Engine.query <chrono_engine.Engine.query>`; ``search(vector, k,
     options)`` runs one search, ``embedder`` is the engine's."""
     from .timelang import parse_temporal_intent
@@ -682,7 +706,7 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
     opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
     fit = None
     if window_fit is not None and window is not None and window[0] != MIN_TIME_US:
-        fit = (window[0], window_fit * US_PER_DAY)
+        fit = (window[0], window[1], window_fit * US_PER_DAY, now_at)
     drop = undated == "exclude" or (undated == "auto" and intent.mode != "latest")
     hits = post_search(search, vec, k, opts, drop_undated=drop, distinct=bool(distinct), fit=fit,
                        alpha=opts.alpha)

@@ -818,7 +818,7 @@ def openapi_spec(name: str) -> dict:
                     "text": {"type": "string"}, "k": {"type": "integer", "minimum": 1},
                     "embed_text": {"type": "string", "enum": ["full", "cleaned"]}, "distinct": {"type": "boolean"},
                     "undated": {"type": "string", "enum": ["auto", "exclude", "include"]},
-                    "window_fit": {"type": "number", "exclusiveMinimum": 0}}})},
+                    "window_fit": {"type": ["number", "null"], "exclusiveMinimum": 0}}})},
             c + "/score": {"post": op("rescore another retriever's candidates", {
                 "type": "object", "required": ["candidates", "as_of"], "properties": {
                     "candidates": obj, "as_of": {"type": "string"}}})},

@@ -160,11 +160,11 @@ def test_gold_at_k_by_hand(data_dir, tmp_path):
     # grounded: one row per fact, undated paragraphs once (kept for the quokka question, which
     # has no time; left out of question 0's window); each paragraph returned once
     assert ranked["engine_grounded"]["corpus"][0].tolist() == [gold0]
-    assert ranked["engine_grounded_fit"]["corpus"][0].tolist() == [gold0]
+    assert ranked["engine_grounded_nofit"]["corpus"][0].tolist() == [gold0]
     g = bq.grounded(b)
     assert len(g.row) == int(b.times.dated.sum()) + int((~b.times.dated).sum()) and g.undated == int(
         (~b.times.dated).sum())
-    for name in ("engine_grounded", "engine_grounded_fit"):
+    for name in ("engine_grounded", "engine_grounded_nofit"):
         for scope in bq.SCOPES:
             for r in ranked[name][scope]:
                 assert len(set(r.tolist())) == len(r)

@@ -65,6 +65,20 @@ def test_an_end_at_now_is_an_open_end():
     assert _facts("2003年以来一直在此工作", "2010-05-01") == [("2003年以来", "2003-01-01", None, "absolute")]
 
 
+@pytest.mark.parametrize("text, expr", [("- 2017–present : Gaute Straume Epland ( Ap )", "2017–present"),
+                                        ("Kleinfeld ( 2017 - present )", "2017 - present"),
+                                        ("He has led it from 2017 to present.", "from 2017 to present"),
+                                        ("She sang with them 1999–now.", "1999–now")])
+def test_a_range_ending_at_present_is_open_whenever_the_text_was_written(text, expr):
+    # without a document date too: the reading's reference instant (2001) lies before 2017
+    for doc in (None, "2024-01-01", "2030-06-01"):
+        (f,) = _facts(text, doc)
+        assert f[0] == expr and f[2] is None and f[3] == "absolute", (doc, f)
+    got = ce.parse_time(text, now="2024-01-01")
+    assert [(e.text, e.end.year) for e in got] == [(expr, 2024)]
+    assert ce.parse_time("the present study of 2017 and a present", now="2024-01-01")[0].text == "2017"
+
+
 def test_undated_text_and_bad_arguments():
     assert ce.ground("") == [] and ce.ground("no time here at all") == []
     assert ce.ground("a duration of three days") == []  # no position in time

@@ -71,6 +71,7 @@ def _store(seed, n=300, dim=8):
     texts = [f"text {i}" for i in rng.integers(0, n // 3, n)]  # repeated texts: rows of one item
     vf = rng.integers(_us(1990), _us(2025), n)
     vt = vf + rng.integers(30, 3000, n) * US_PER_DAY
+    vt[rng.random(n) < 0.1] = OPEN_END  # facts that still hold ("since 2003")
     undated = rng.random(n) < 0.2
     vf[undated], vt[undated] = MIN_TIME_US, OPEN_END
     vecs = rng.normal(size=(n, dim)).astype(np.float32)
@@ -88,8 +89,12 @@ def _reference(q, vecs, vf, vt, texts, undated, k, *, window, drop_undated, dist
     if drop_undated:
         keep &= ~undated
     score = np.maximum(sim, 0.0)  # product fusion, no decay: s+
-    if fit is not None:
-        score = alpha * score + (1 - alpha) * np.exp2(-np.abs(vf - fit[0]) / fit[1])
+    if fit is not None:  # (window start, window end, half-life, now), all µs
+        start, end, half_life, now = fit
+        d = np.abs(vf - start).astype(np.float64)
+        if end != OPEN_END:  # ends count up to a year; a fact still holding ends now
+            d += np.minimum(np.abs(np.minimum(vt, now) - end), 365 * US_PER_DAY)
+        score = alpha * score + (1 - alpha) * np.exp2(-d / half_life)
     rows = np.flatnonzero(keep)
     rows = rows[np.lexsort((rows, -score[rows]))]
     out, seen = [], set()
@@ -105,25 +110,28 @@ def _reference(q, vecs, vf, vt, texts, undated, k, *, window, drop_undated, dist
 @pytest.mark.parametrize("question, window", [
     ("what happened from 2004 to 2008?", (_us(2004), _us(2009))),
     ("what happened in 2015?", (_us(2015), _us(2016))),
+    ("what happened after 2015?", (_us(2016), OPEN_END)),
     ("what is the news?", None),
 ])
 @pytest.mark.parametrize("distinct, undated, fit_days", [
     (True, "auto", None), (False, "auto", None), (True, "include", None), (True, "exclude", None),
-    (True, "auto", 1095.0), (False, "include", 200.0),
+    (True, "auto", 1095.0), (False, "include", 200.0), (True, "auto", "default"),
 ])
 def test_query_post_stage_matches_numpy(seed, question, window, distinct, undated, fit_days):
     eng, vecs, vf, vt, texts, und = _store(seed)
     q = np.random.default_rng(100 + seed).normal(size=vecs.shape[1]).astype(np.float32)
     q /= np.linalg.norm(q)
     k = 7
-    res = eng.query(question, k=k, now=NOW, embed=lambda t: q, distinct=distinct, undated=undated,
-                    window_fit=fit_days)
+    fit_kw = {} if fit_days == "default" else {"window_fit": fit_days}  # the default: a fit of 730 days
+    fit_days = _search.WINDOW_FIT_DAYS if fit_days == "default" else fit_days
+    assert _search.WINDOW_FIT_DAYS == 730.0
+    res = eng.query(question, k=k, now=NOW, embed=lambda t: q, distinct=distinct, undated=undated, **fit_kw)
     mode = res.intent.mode
     assert (mode == "latest") == (window is None)
     if window is None:  # latest: compare the post-stage alone over every row in force
         return
     drop = undated == "exclude" or (undated == "auto")
-    fit = None if fit_days is None else (window[0], fit_days * US_PER_DAY)
+    fit = None if fit_days is None else (window[0], window[1], fit_days * US_PER_DAY, _us(2030))
     want, score = _reference(q, vecs, vf, vt, texts, und, k, window=window, drop_undated=drop,
                              distinct=distinct, fit=fit)
     got = res.hits.column("id").to_numpy().astype(np.int64).tolist()
@@ -147,8 +155,12 @@ def test_latest_questions_keep_undated_items_by_default():
         "undated", "dated"]
     assert eng.query("what was it in 2021?", k=5, now=NOW, embed=lambda t: q).hits.column(
         "content").to_pylist() == ["dated"]
+    assert eng.query("what was it in 2021?", k=5, now=NOW, embed=lambda t: q, undated="include",
+                     window_fit=None).hits.column("content").to_pylist() == ["undated", "dated"]
+    # the window fit (on by default) ranks the item valid in the window first: the undated
+    # one's validity fits 2021 worst of all
     assert eng.query("what was it in 2021?", k=5, now=NOW, embed=lambda t: q, undated="include").hits.column(
-        "content").to_pylist() == ["undated", "dated"]
+        "content").to_pylist() == ["dated", "undated"]
     assert eng.query("what is it?", k=5, now=NOW, embed=lambda t: q, undated="exclude").hits.column(
         "content").to_pylist() == ["dated"]
 
@@ -160,9 +172,10 @@ def test_the_window_fit_fetches_until_exact_and_says_when_it_stops(monkeypatch):
     sims = np.linspace(0.99, 0.8, n)  # far: at most .75 * .99; close: at least .75 * .8 + .25
     vecs = np.stack([sims, np.sqrt(1 - sims ** 2)], axis=1).astype(np.float32)
     vf = np.full(n, _us(1990))
-    vf[-3:] = _us(2004)
+    vt = np.full(n, OPEN_END)
+    vf[-3:], vt[-3:] = _us(2004), _us(2009)  # the close ones fit the window exactly
     eng = ce.Engine(dim=2)
-    eng.ingest({"vector": vecs, "valid_from": vf, "content": [f"t{i}" for i in range(n)]})
+    eng.ingest({"vector": vecs, "valid_from": vf, "valid_to": vt, "content": [f"t{i}" for i in range(n)]})
     q = np.array([1.0, 0.0], np.float32)
     res = eng.query("from 2004 to 2008", k=3, now=NOW, embed=lambda t: q, window_fit=30.0)
     assert sorted(res.hits.column("id").to_pylist()) == [n - 3, n - 2, n - 1]

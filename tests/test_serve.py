@@ -336,6 +336,11 @@ def test_query_score_and_verify(served):
             want = eng.query(body["text"], 3, now="2026-01-01", distinct=False, undated="include",
                              window_fit=365.0, embed_text="cleaned")
             assert [h["id"] for h in r.json()["hits"]] == want.hits.column("id").to_pylist()
+            body = {"text": "what changed from 2020 to 2024", "k": 3, "now": "2026-01-01", "window_fit": None}
+            r = c.post(f"{C}/query", json=body)  # null: the window fit off
+            assert r.status_code == 200, r.text
+            want = eng.query(body["text"], 3, now="2026-01-01", window_fit=None)
+            assert [h["id"] for h in r.json()["hits"]] == want.hits.column("id").to_pylist()
             for bad in ({"undated": "never"}, {"window_fit": -1}, {"distinct": "yes"}, {"embed_text": 3}):
                 r = c.post(f"{C}/query", json={"text": "what changed from 2020 to 2024", **bad})
                 assert r.status_code == 422, (bad, r.text)

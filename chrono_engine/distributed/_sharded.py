@@ -270,7 +270,7 @@ class ShardedEngine:
 
     def query(self, text: str, k: int = 5, *, now: Any = None, tz: Any = None, embed: Any = None,
               lang: str | None = None, embed_text: str = "full", distinct: bool = True, undated: str = "auto",
-              window_fit: float | None = None, options: Any = None, **kwargs: Any) -> Any:
+              window_fit: float | None = _search.WINDOW_FIT_DAYS, options: Any = None, **kwargs: Any) -> Any:
         """:meth:`Engine.query <chrono_engine.Engine.query>`: the question's intent and
         embedding on the driver, its searches through :meth:`search`."""
         return _search.query_text(self.search, self.dim, self.embedder, text, k, now=now, tz=tz, embed=embed,

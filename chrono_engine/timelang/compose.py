@@ -329,7 +329,9 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
     end = ctx.now if b.cls == "now" else b.end
     if b.day is not None and b.grain in ("hour", "minute", "second"):
         end = b.start  # 3点到5点 ends at 5:00, not after the 5 o'clock hour
-    if not a.start < end:
+    if b.cls == "now" and not a.start < end:
+        end = None  # "2017–present" read before 2017 (ce.ground's reference): still holding, open
+    elif not a.start < end:
         return None
     begin = pre.start() if pre else a.b
     if pre and pre.group("zh") == "在" and not (suf and suf.group("w") in ("之间", "间")):

@@ -282,9 +282,11 @@ def day_next_to(m, ctx):
     return cal(m.start(), m.end(), s, e, "day")
 
 
-@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently)\b", _I,
+@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently)\b"
+      r"|(?:(?<=[–—-])|(?<=[–—-]\s)|(?<=\bto\s)|(?<=\btill\s)|(?<=\buntil\s))present\b", _I,
       lead="rnap", words='now pre mom')
 def now_word(m, ctx):
+    """now, at present, presently; "present" as a range's end ("2017–present")."""
     s = P.floor(ctx.now, "second")
     return Cand(m.start(), m.end(), s, P.shift(s, "second", 1), "second", "point", "now")
 
