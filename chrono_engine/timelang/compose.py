@@ -48,7 +48,14 @@ _LONE_CLOCK_CUES = frozenset(
     "approximately approx ca circa is was it's its be back the each every than instead due "
     "today tonight tomorrow yesterday morning afternoon evening night noon midnight week day "
     "weekend daily starts start ends end begins begin opens open closes close meet call leave "
-    "arrive come go get up wake set me us you him her them am pm o'clock oclock".split())
+    "arrive come go get up wake set me us you him her them am pm o'clock oclock "
+    "breakfast brunch lunch dinner supper meeting party class".split())
+
+#: the second clock of a range said in the afternoon; a first clock that says its half
+#: of the day (am, a part of the day, a 24-hour hour, a leading zero) keeps it
+_PM_END = re.compile(r"[0-9]\s*p\.?\s?m\b|\bp\.?\s?m\b", _IA)
+_HALF_SAID = re.compile(r"\b[ap]\.?\s?m\b|[0-9][ap]\.?m?\b|morning|afternoon|evening|night|noon|midnight"
+                        r"|[上下中早晚午夜凌]|(?<![0-9:.])(?:0[0-9]|1[3-9]|2[0-4])(?::[0-9]{2}){0,2}\s*$", _IA)
 
 # -- ranges ---------------------------------------------------------------------------------
 _CONNECT = re.compile(r"\s*(?P<w>至|到|~|～|-|—|–|－|to|until|till|til|through|thru|and|&|和|与|跟)\s*$",
@@ -242,6 +249,12 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 c.floating = prev.floating
                 if c.start <= prev.start and part is None and h < 12:  # 11:30-1:30
                     c.start, c.end = P.shift(c.start, "hour", 12), P.shift(c.end, "hour", 12)
+                elif (_PM_END.search(text, c.b, c.e) and prev.start.hour < 12 and c.start.hour >= 12
+                      and P.shift(prev.start, "hour", 12) < c.start
+                      and not _HALF_SAID.search(text, prev.b, prev.e)):
+                    # "from 7:00 to 8:00pm", "2:00 - 2:30 pm": the first clock, said without
+                    # its half of the day, is in the second one's afternoon
+                    prev.start, prev.end = P.shift(prev.start, "hour", 12), P.shift(prev.end, "hour", 12)
                 out.append(c)
             elif (_is_day(prev) and c.b - prev.e <= 8
                     and _GAP_DAY_CLOCK.match(text, prev.e, c.b)):

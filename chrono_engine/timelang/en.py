@@ -213,6 +213,32 @@ def _day(m, ctx, y, mo, d):
     return cal(m.start(), m.end(), s, e, "day")
 
 
+@rule(rf"\b(?:on\s+)?{_WD},?\s+(?:(?P<the>the)\s+)?(?:(?P<d>\d{{1,2}})(?P<o>st|nd|rd|th)?|(?P<ow>{_ORDINAL_RE}))\b"
+      r"(?(the)|(?(o)|(?(ow)|(?=\s*(?:$|[.,;!?)]|at\b|between\b|from\b|\d{1,2}(?::\d\d)?\s*[ap]\.?m)))))"
+      r"(?!\s*(?:[:/.-]\d|[ap]\.?m\b|o'?clock|of\b|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))", _I,
+      lead="omtwfs", words='mon tue wed thu fri sat sun', exact=WEEKDAY_TOKENS)
+def weekday_day_of_month(m, ctx):
+    """Mon 13th, Sunday 31, wednesday the thirty first: the day of the month whose date falls on
+    that weekday, the first such on or after today (a bare number needs an ordinal, "the" or
+    the clause's end after it: "Monday 12 people" is not a date)."""
+    tok = m.group("wd").rstrip(".")
+    if tok in ("sun", "wed", "sat", "mon"):
+        return None  # English words in lower case
+    d = int(m.group("d")) if m.group("d") else _ordinal(m.group("ow"))
+    if d is None or not 1 <= d <= 31:
+        return None
+    wd = _WEEKDAYS[tok[:3].lower()]
+    y, mo = ctx.today.year, ctx.today.month
+    for _ in range(60):  # every (weekday, day) pair recurs within 14 months
+        if d <= P.days_in_month(y, mo):
+            day = date(y, mo, d)
+            if day >= ctx.today and day.weekday() == wd:
+                s, e = P.day_span(y, mo, d, ctx.tz)
+                return cal(m.start(), m.end(), s, e, "day")
+        y, mo = P.add_months(y, mo, 1)
+    return None
+
+
 @rule(rf"\b{_MON}\s+(?P<d1>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|thru|until|till)\s*"
       rf"(?P<d2>\d{{1,2}}){_ORD}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
       rf"|\b(?P<d3>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|until|till)\s*(?P<d4>\d{{1,2}}){_ORD}\s+"
@@ -464,15 +490,27 @@ def _ampm(h: int, ap: str | None) -> int:
     return h
 
 
-@rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.](?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\s*"
-      r"(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
+#: am / pm as people write them: am, a.m., a. m., a m, "p . m ." (tokenised text)
+_AP = r"(?:a|p)\s?\.?\s?m\b\.?"
+
+
+@rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.]?(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\.?\s*"
+      rf"(?P<ap>{_AP})(?![a-z])"
+      rf"|\b(?P<hw>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<ap2>{_AP})(?![a-z])"
+      r"|(?<=\bat\s)(?P<h3>1[0-2]|0?\d)(?P<ap3>[ap])(?![\w])"
       r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
-      lead=r"\dnm", need=_AMPM_NEED + r"|noon|midday|midnight|o'?clock",
-      exact="am pm m noon midday midnight clock oclock")
+      lead=r"\dnmotfseat", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|\d[ap]\b|noon|midday|midnight|o'?clock")
 def clock(m, ctx):
+    """7pm, 7:30 a.m., 1140 a.m., seven p m, at 9a, 5 o'clock, noon, midnight."""
     if m.group("w"):
         w = m.group("w").lower()
         h, mi, sec, grain, part = (0 if w == "midnight" else 12), 0, 0, "minute", None
+    elif m.group("hw"):
+        h = _ampm(int(en_int(m.group("hw"))), m.group("ap2"))
+        mi, sec, grain, part = 0, 0, "hour", None
+    elif m.group("h3"):
+        h = _ampm(int(m.group("h3")), m.group("ap3") + "m")
+        mi, sec, grain, part = 0, 0, "hour", None
     else:
         h = int(m.group("h") or m.group("h2"))
         mi = int(m.group("mi") or 0)
@@ -985,6 +1023,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
