@@ -64,3 +64,48 @@ def test_a_weekday_with_a_day_of_the_month(text, now, want):
 ])
 def test_clock_times_as_people_write_them(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a year in words is lent to the day or month before it ...
+    ("born on January twenty five nineteen eighty six",
+     [("January twenty five nineteen eighty six", "1986-01-25T00:00:00", "1986-01-26T00:00:00")]),
+    ("born on twenty five January nineteen eighty six",
+     [("twenty five January nineteen eighty six", "1986-01-25T00:00:00", "1986-01-26T00:00:00")]),
+    ("On fifteen August nineteen hundred ninety three, it opened",
+     [("fifteen August nineteen hundred ninety three", "1993-08-15T00:00:00", "1993-08-16T00:00:00")]),
+    ("sails on 6 April seventeen hundred thirty three",
+     [("6 April seventeen hundred thirty three", "1733-04-06T00:00:00", "1733-04-07T00:00:00")]),
+    ("in October two thousand and five", [("October two thousand and five", "2005-10-01T00:00:00",
+                                           "2005-11-01T00:00:00")]),
+    ("left in October two thousand and returned", [("October two thousand", "2000-10-01T00:00:00",
+                                                    "2000-11-01T00:00:00")]),
+    # ... and is never a year alone
+    ("two thousand people", []),
+    ("nineteen eighty six", []),
+])
+def test_years_in_words(text, want):
+    assert _read(text, "2019-03-01T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # hours without am / pm take the half of the part of the day next to them
+    ("out between 7 and 9:30 last night", [("between 7 and 9:30 last night", "2018-05-30T19:00:00",
+                                            "2018-05-30T21:30:00")]),
+    ("between 10 and 11:30 this morning", [("between 10 and 11:30 this morning", "2018-05-31T10:00:00",
+                                            "2018-05-31T11:30:00")]),
+    ("a meeting tonight from 7 to 7:30", [("tonight from 7 to 7:30", "2018-05-31T19:00:00",
+                                           "2018-05-31T19:30:00")]),
+    ("tomorrow afternoon 2-4", [("tomorrow afternoon 2-4", "2018-06-01T14:00:00", "2018-06-01T16:00:00")]),
+    # a clock before the part of the day, or a bare hour after at / around next to one
+    ("back at five-thirty tomorrow evening", [("five-thirty tomorrow evening", "2018-06-01T17:30:00",
+                                               "2018-06-01T17:31:00")]),
+    ("at 7 this evening", [("7 this evening", "2018-05-31T19:00:00", "2018-05-31T20:00:00")]),
+    ("back tonight around 7", [("tonight around 7", "2018-05-31T19:00:00", "2018-05-31T20:00:00")]),
+    ("party on Sat at 5.", [("on Sat at 5", "2018-06-02T05:00:00", "2018-06-02T06:00:00")]),
+    # a bare hour with no day next to it, or a count, is not a time
+    ("he arrived at 9", []),
+    ("at 5 people came", []),
+])
+def test_clock_times_next_to_a_part_of_the_day(text, want):
+    assert _read(text, "2018-05-31T10:00:00") == want

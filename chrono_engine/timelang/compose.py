@@ -229,8 +229,8 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 nxt.b = c.b
                 i += 1
                 continue
-            if (_is_part(prev) and c.cls == "clock" and c.clock[0] is not None
-                    and c.clock[4] is None and c.b - prev.e <= 1 and not text[prev.e:c.b].strip()):
+            if (_is_part(prev) and c.clock[0] is not None and c.clock[4] is None
+                    and c.b - prev.e <= 8 and _GAP_DAY_CLOCK.match(text, prev.e, c.b)):
                 # 明天下午5:00: the clock on the part's day, in its half
                 h, mi, sec, grain, _ = c.clock
                 c.clock = (h, mi, sec, grain, prev.day[1])
@@ -262,6 +262,16 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 attach_clock_to_day(c, prev.start.date(), ctx)
                 c.b = b
                 out[-1] = c
+            elif (_is_part(nxt) and c.clock[0] is not None and c.clock[4] is None and nxt.b - c.e <= 6
+                  and _GAP_CLOCK_DAY.match(text, c.e, nxt.b)):
+                # "five-thirty tomorrow evening": the clock on the part's day, in its half
+                h, mi, sec, grain, _ = c.clock
+                c.clock = (h, mi, sec, grain, nxt.day[1])
+                e = nxt.e
+                attach_clock_to_day(c, nxt.day[0], ctx)
+                c.e = e
+                out.append(c)
+                i += 1
             elif (_is_day(nxt) and nxt.b - c.e <= 6
                   and _GAP_CLOCK_DAY.match(text, c.e, nxt.b)):
                 e = nxt.e
@@ -601,6 +611,8 @@ def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
 
 
 _HOURS_GAP = re.compile(r"\s*(?:on|,|at|from)?\s*$", _IA)
+#: parts of the day in the afternoon half (their hours without am / pm are pm ones)
+_PM_PARTS = frozenset({"afternoon", "evening", "night", "tonight", "下午", "晚上", "傍晚", "夜里", "夜间"})
 
 
 def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
@@ -619,16 +631,27 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         prev = out[-1] if out else None
         nxt = sel[i + 1] if i + 1 < n else None
         day = None
-        if _is_day(prev) and c.b - prev.e <= 6 and _HOURS_GAP.match(text, prev.e, c.b):
+        if (_is_day(prev) or _is_part(prev)) and c.b - prev.e <= 6 and _HOURS_GAP.match(text, prev.e, c.b):
             day, b, e = prev, prev.b, c.e
             out.pop()
-        elif _is_day(nxt) and nxt.b - c.e <= 6 and _HOURS_GAP.match(text, c.e, nxt.b):
+        elif (_is_day(nxt) or _is_part(nxt)) and nxt.b - c.e <= 6 and _HOURS_GAP.match(text, c.e, nxt.b):
             day, b, e = nxt, c.b, nxt.e
             skip = True
         if day is None:
             continue
         h1, m1, h2, m2 = c.inner
-        ds = day.start
+        if _is_part(day):  # "between 7 and 9 last night": the hours in the part's half of the day
+            part = day.day[1]
+            if part in _PM_PARTS and h1 < 12 and not (part in ("night", "tonight") and h1 < 5):
+                h1, h2 = h1 + 12, (h2 + 12 if h2 < 12 else h2)
+                if (h2, m2) <= (h1, m1):
+                    h2 += 12
+                if h2 > 24:
+                    out.append(day)
+                    continue
+            ds = day.start.replace(hour=0, minute=0, second=0, microsecond=0)
+        else:
+            ds = day.start
         start = ds.replace(hour=h1, minute=m1) if h1 < 24 else ds
         end = ds.replace(hour=h2 % 24, minute=m2) + (timedelta(days=1) if h2 == 24 else timedelta(0))
         out.append(range_cand(b, e, start, end, c.grain))
@@ -790,6 +813,8 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     if len(sel) > 1:
         sel = _durations(text, sel)
         sel = _lend_years(text, sel)
+    if any(c.role == "year words" for c in sel):  # a year in words counts only when lent
+        sel = [c for c in sel if c.role != "year words"]
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)

@@ -613,6 +613,16 @@ def clock_with_part(m, ctx):
     return c
 
 
+@rule(r"(?:(?<=\bat\s)|(?<=\baround\s)|(?<=\babout\s))(?P<h>1[0-2]|0?[1-9])(?![\w:/-]|[.,]\d|\s*(?:%|percent|per\b"
+      r"|of\b|times\b|people|persons|points?\b|goals?\b|games?\b|percent|dollars?|euros?|[a-z]+s\s+(?:ago|old)\b"
+      r"|(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|yrs?)\b))",
+      _I, lead=r"\d", need=r"\b(?:at|around|about)\s\d")
+def hour_after_at(m, ctx):
+    """"at 7", "around 7": a bare hour, kept only next to a day or a part of the day
+    ("tonight around 7", "Sat at 5", "at 7 this evening"): a weak clock."""
+    return clock_cand(m.start(), m.end(), int(m.group("h")), 0, 0, "hour", cls="weakclock")
+
+
 @rule(r"(?<=\bat\s)(?P<h>[01]?\d|2[0-3])\.(?P<mi>[0-5]\d)(?![\d.]\d|\s*(?:%|percent|per\s+cent|x\b|times\b))",
       _I, lead=r"\d", chars=".")
 def dotted_clock(m, ctx):
@@ -796,6 +806,55 @@ def ordinal_day(m, ctx):
     y = _year4(m.group("y") or m.group("y2"), ctx)
     mo = MONTHS[(m.group("mon") or m.group("mon2"))[:3].lower()]
     return _day(m, ctx, y, mo, _ordinal(m.group("o") or m.group("o2")))
+
+
+_TEENS_W = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
+_ONES_W = "one|two|three|four|five|six|seven|eight|nine"
+_TENS_W = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+#: the last two digits of a year in words: eighty six, o five, fifteen, twenty
+_YY_W = rf"(?:(?:{_TENS_W})(?:[\s-](?:{_ONES_W}))?|{_TEENS_W}|o[\s-](?:{_ONES_W}))"
+
+
+@rule(rf"\b(?P<hi>{_TEENS_W}|twenty)\s+(?:(?P<hun>hundred)(?:\s+(?:and\s+)?(?P<lo>{_YY_W}|{_ONES_W}))?|(?P<lo2>{_YY_W}))\b"
+      rf"|\btwo\s+thousand(?:\s+(?:and\s+)?(?P<lo3>{_YY_W}|{_ONES_W}))?\b", _I,
+      lead="tefsn", words="ten ele twe two thi fou fif six sev eig nin",
+      exact="ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty two")
+def year_words(m, ctx):
+    """nineteen eighty six, seventeen hundred thirty three, two thousand and five: a year in
+    words. It counts only as the year of a day or month written just before it ("October two
+    thousand and five", "13 Sept nineteen seventy two": compose lends it), never alone ("two
+    thousand people")."""
+    def val(w):
+        return 0 if w is None else en_int(w.lower().replace("o ", "").replace("o-", ""))
+    if m.group("hi"):
+        hi, lo = en_int(m.group("hi")), val(m.group("lo") or m.group("lo2"))
+        if hi is None or lo is None or (not m.group("hun") and not m.group("lo2")):
+            return None
+        y = int(hi) * 100 + int(lo)
+    else:
+        lo = val(m.group("lo3"))
+        if lo is None:
+            return None
+        y = 2000 + int(lo)
+    if not 1000 <= y <= 2999:
+        return None
+    s, e = P.month_span(y, 1, ctx.tz, 12)
+    c = cal(m.start(), m.end(), s, e, "year")
+    c.role = "year words"
+    return c
+
+
+@rule(rf"\b(?:the\s+)?(?P<dw>(?:twenty|thirty)[\s-](?:one|two|three|four|five|six|seven|eight|nine)"
+      rf"|twenty|thirty|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
+      rf"\s+(?:of\s+)?{_MON}(?![a-z])", _I,
+      lead="tfsen", words=MON_WORDS, exact=MONTH_TOKENS)
+def day_words_month(m, ctx):
+    """twenty five January, fifteen August: a day of the month (ten to thirty-one) in words
+    before its month."""
+    d = _day_word(m.group("dw"))
+    if d is None:
+        return None
+    return _day(m, ctx, None, _month(m), d)
 
 
 @rule(rf"\b(?:on\s+)?{_WD},?\s+(?:of\s+)?(?:the\s+)?(?P<rel>last|this|next|previous|coming|following)\s+week\b"
@@ -1023,6 +1082,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
+         week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
