@@ -109,3 +109,28 @@ def test_years_in_words(text, want):
 ])
 def test_clock_times_next_to_a_part_of_the_day(text, want):
     assert _read(text, "2018-05-31T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a date with its month's name between dashes or slashes, in any order
+    ("How about 2019-aug-1", [("2019-aug-1", "2019-08-01T00:00:00", "2019-08-02T00:00:00")]),
+    ("sep-23-2020", [("sep-23-2020", "2020-09-23T00:00:00", "2020-09-24T00:00:00")]),
+    ("2020/23/sep", [("2020/23/sep", "2020-09-23T00:00:00", "2020-09-24T00:00:00")]),
+    ("23-2020-september", [("23-2020-september", "2020-09-23T00:00:00", "2020-09-24T00:00:00")]),
+    ("between 22/Jan/2019 and yesterday", [("between 22/Jan/2019 and yesterday", "2019-01-22T00:00:00",
+                                            "2020-09-10T00:00:00")]),
+    ("Jan/2019", [("Jan/2019", "2019-01-01T00:00:00", "2019-02-01T00:00:00")]),
+    # a weekday before it only names its weekday, through a closing parenthesis
+    ("call this Friday-Jun-15 with Jim", [("this Friday-Jun-15", "2020-06-15T00:00:00", "2020-06-16T00:00:00")]),
+    ("call this friday (jun-15) with Jim", [("this friday (jun-15)", "2020-06-15T00:00:00", "2020-06-16T00:00:00")]),
+    # days of one month as a range, in digits or ordinal words
+    ("off april ninth through seventeenth", [("april ninth through seventeenth", "2020-04-09T00:00:00",
+                                              "2020-04-18T00:00:00")]),
+    ("off between the ninth and the seventeenth of april",
+     [("between the ninth and the seventeenth of april", "2020-04-09T00:00:00", "2020-04-18T00:00:00")]),
+    ("out between 3 and 12 of Sept", [("between 3 and 12 of Sept", "2020-09-03T00:00:00", "2020-09-13T00:00:00")]),
+    ("7 to 9 March", [("7 to 9 March", "2020-03-07T00:00:00", "2020-03-10T00:00:00")]),
+    ("7 and 9 March", [("9 March", "2020-03-09T00:00:00", "2020-03-10T00:00:00")]),  # "and" needs "between"
+])
+def test_dates_with_month_names(text, want):
+    assert _read(text, "2020-09-10T10:00:00") == want

@@ -35,7 +35,7 @@ _FZ_GRAINS = frozenset({"year", "half", "quarter", "month", "decade", "week"})
 
 _WEEKDAY_GAP = re.compile(r"\s*[(（,，]?\s*$")
 _WEEKDAY_CLOSE = re.compile(r"\s*[)）]")
-_WEEKDAY_BEFORE_GAP = re.compile(r"\s*[,，(（]?\s*$")
+_WEEKDAY_BEFORE_GAP = re.compile(r"\s*[,，(（-]?\s*$")
 
 # -- clock attachment ---------------------------------------------------------------------
 _GAP_DAY_CLOCK = re.compile(r"\s*(?:的|,|，|at|@|on|around|about|from)?\s*$", _IA)
@@ -453,6 +453,9 @@ def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
         prev = out[-1] if out else None
         if (_is_day(c) and c.role != "weekday" and prev is not None and prev.role == "weekday"
                 and c.b - prev.e <= 3 and _WEEKDAY_BEFORE_GAP.match(text, prev.e, c.b)):
+            if "(" in text[prev.e:c.b] or "（" in text[prev.e:c.b]:
+                close = _WEEKDAY_CLOSE.match(text, c.e)  # "friday (jun-15)": through the ")"
+                c.e = close.end() if close else c.e
             c.b = prev.b
             out[-1] = c
             continue

@@ -239,23 +239,67 @@ def weekday_day_of_month(m, ctx):
     return None
 
 
-@rule(rf"\b{_MON}\s+(?P<d1>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|thru|until|till)\s*"
-      rf"(?P<d2>\d{{1,2}}){_ORD}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
-      rf"|\b(?P<d3>\d{{1,2}}){_ORD}\s*(?:-|–|—|to|through|until|till)\s*(?P<d4>\d{{1,2}}){_ORD}\s+"
-      rf"(?:of\s+)?(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
-      rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-      rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
-      lead=r"\dadfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
+def _mon_g(g: str) -> str:
+    return (rf"(?P<{g}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+            rf"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+
+
+_D2 = r"(?:0?[1-9]|[12]\d|3[01])"
+_SEP = r"\s?[-/]\s?"
+
+
+@rule(rf"(?<![\w/])(?<![\d]-)(?:(?P<y1>\d{{4}}){_SEP}{_mon_g('m1')}{_SEP}(?P<d1>{_D2})"
+      rf"|(?P<y2>\d{{4}}){_SEP}(?P<d2>{_D2}){_SEP}{_mon_g('m2')}"
+      rf"|{_mon_g('m3')}{_SEP}(?P<y3>\d{{4}}){_SEP}(?P<d3>{_D2})"
+      rf"|(?P<d4>{_D2}){_SEP}(?P<y4>\d{{4}}){_SEP}{_mon_g('m4')}"
+      rf"|{_mon_g('m5')}{_SEP}(?P<d5>{_D2})(?:{_SEP}(?P<y5>\d{{4}}))?"
+      rf"|(?P<d6>{_D2}){_SEP}{_mon_g('m6')}(?:{_SEP}(?P<y6>\d{{4}}))?)(?![\w/]|-\d)", _I,
+      lead=r"\dadfjmnos", chars="-/", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
+def month_name_numeric(m, ctx):
+    """2019-aug-1, sep-23-2020, 23/sep/2020, 2020/23/sep, jun-15: a date written with its
+    month's name between dashes or slashes, in any order (a year of four digits)."""
+    for i in "123456":
+        if m.group("m" + i):
+            mo = MONTHS[m.group("m" + i)[:3].lower()]
+            y = m.group("y" + i)
+            d = int(m.group("d" + i))
+            break
+    return _day(m, ctx, _year4(y, ctx), mo, d)
+
+
+def _day_g(g: str) -> str:
+    """A day of the month as digits (7, 7th) or an ordinal word (seventh), "the" allowed."""
+    return rf"(?:the\s+)?(?:(?P<{g}>\d{{1,2}}){_ORD}|(?P<{g}w>{_ORDINAL_RE}))"
+
+
+_DAYS_TO = r"\s*(?:-|–|—|to|through|thru|until|till|(?P<and>and))\s*"
+
+
+@rule(rf"(?:\b(?P<pre>from|between)\s+)?(?:\b{_MON}\s+{_day_g('d1')}{_DAYS_TO.replace('and>', 'and1>')}{_day_g('d2')}\b"
+      rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
+      rf"|(?<![\d/.-]){_day_g('d3')}{_DAYS_TO.replace('and>', 'and2>')}{_day_g('d4')}\s+(?:of\s+)?"
+      rf"(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
+      rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])"
+      rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?)", _I,
+      lead=r"\dadfjmnosbtfsenw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def day_range(m, ctx):
-    """March 7-9, 2024 / 7 to 9 March: a range of days in one month."""
+    """March 7-9, 2024 / 7 to 9 March / april ninth through seventeenth / between the ninth
+    and the seventeenth of april: a range of days in one month ("and" only after
+    "between")."""
+    pre = (m.group("pre") or "").lower()
+    if (m.group("and1") or m.group("and2")) and pre != "between":
+        return None
+
+    def day(g):
+        return int(m.group(g)) if m.group(g) else _ordinal(m.group(g + "w"))
     if m.group("mon"):
-        mo, d1, d2, y = _month(m), int(m.group("d1")), int(m.group("d2")), m.group("y")
+        mo, d1, d2, y = _month(m), day("d1"), day("d2"), m.group("y")
     else:
         mo = MONTHS[m.group("mon2")[:3].lower()]
-        d1, d2, y = int(m.group("d3")), int(m.group("d4")), m.group("y2")
-    yy = _year4(y, ctx) or ctx.year
-    if d2 < d1:
+        d1, d2, y = day("d3"), day("d4"), m.group("y2")
+    if d1 is None or d2 is None or not 1 <= d1 <= d2 <= 31:
         return None
+    yy = _year4(y, ctx) or ctx.year
     s, _ = P.day_span(yy, mo, d1, ctx.tz)
     _, e = P.day_span(yy, mo, d2, ctx.tz)
     return range_cand(m.start(), m.end(), s, e, "day")
@@ -1082,6 +1126,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
