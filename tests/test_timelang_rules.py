@@ -134,3 +134,27 @@ def test_clock_times_next_to_a_part_of_the_day(text, want):
 ])
 def test_dates_with_month_names(text, want):
     assert _read(text, "2020-09-10T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # how long, without a position: a night counts a day, a weekend two
+    ("for 2 nights", [("2 nights", None, None)]),
+    ("the course lasts three weekends", [("three weekends", None, None)]),
+    ("I'll leave for all day", [("all day", None, None)]),
+    ("all year-round", []),
+    # a holiday's weekend: the one before a Monday holiday, else that of its week, and the day
+    ("prepare for labor day weekend", [("labor day weekend", "2021-09-04T00:00:00", "2021-09-07T00:00:00")]),
+    ("the weekend of halloween", [("the weekend of halloween", "2021-10-30T00:00:00", "2021-11-01T00:00:00")]),
+    ("weekend of thanksgiving 2023 off", [("weekend of thanksgiving 2023", "2023-11-23T00:00:00",
+                                           "2023-11-27T00:00:00")]),
+    ("this weekend", [("this weekend", "2021-11-13T00:00:00", "2021-11-15T00:00:00")]),
+])
+def test_durations_and_holiday_weekends(text, want):
+    assert _read(text, "2021-11-10T10:00:00") == want
+
+
+def test_durations_carry_their_length():
+    (e,) = parse_time("three weekends", now=NOW)
+    assert e.duration.total_seconds() == 6 * 86400
+    (e,) = parse_time("two nights", now=NOW)
+    assert e.duration.total_seconds() == 2 * 86400

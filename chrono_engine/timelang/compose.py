@@ -445,6 +445,42 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     return out
 
 
+_HOLIDAY_WEEKEND_GAP = re.compile(r"\s*(?:of\s+)?$", _IA)
+_WEEKEND_OF_GAP = re.compile(r"\s+of\s+$", _IA)
+
+
+def _holiday_weekends(text: str, sel: list[Cand]) -> list[Cand]:
+    """"labor day weekend", "halloween weekend 2021", "the weekend of thanksgiving 2023":
+    the holiday's weekend (the one before a Monday or Tuesday holiday, else that of its
+    week) together with the holiday itself: Labor Day weekend is Saturday to Monday."""
+    out: list[Cand] = []
+    i, n = 0, len(sel)
+    while i < n:
+        c = sel[i]
+        nxt = sel[i + 1] if i + 1 < n else None
+        pair = None
+        if c.role == "holiday" and nxt is not None and nxt.role == "weekend" and nxt.b - c.e <= 2 \
+                and not text[c.e:nxt.b].strip():
+            pair = (c, c.b, nxt.e)
+        elif c.role == "weekend" and nxt is not None and nxt.role == "holiday" and nxt.b - c.e <= 5 \
+                and _WEEKEND_OF_GAP.match(text, c.e, nxt.b):
+            pair = (nxt, c.b, nxt.e)
+        if pair is None:
+            out.append(c)
+            i += 1
+            continue
+        h, b, e = pair
+        d = h.start
+        wd = d.weekday()
+        sat = d - timedelta(days=wd + 2) if wd <= 1 else d + timedelta(days=5 - wd)
+        start = min(sat, d)
+        end = max(sat + timedelta(days=2), d + timedelta(days=1))
+        r = range_cand(b, e, start, end, "day")
+        out.append(r)
+        i += 2
+    return out
+
+
 def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
     """A weekday right before or after a date only names that date's weekday:
     2024年3月7日(星期四), "Tue May 9", "friday 5/12", unchecked."""
@@ -803,6 +839,8 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         return sel
     if any(c.role == "weekday" for c in sel):
         sel = _weekdays(text, sel)
+    if len(sel) > 1 and any(c.role == "weekend" for c in sel):
+        sel = _holiday_weekends(text, sel)
     if any(c.grain == "day" for c in sel):
         sel = _week_of(text, sel)
     if any(c.cls == "hours" for c in sel):

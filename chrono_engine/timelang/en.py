@@ -393,7 +393,10 @@ def relative_unit(m, ctx):
     if u == "weekend":
         sat = P.iso_week_start(ctx.today) + timedelta(days=5 + 7 * off)
         s, e = P.day_span(sat.year, sat.month, sat.day, tz, 2)
-        return cal(m.start(), m.end(), s, e, "day")
+        c = cal(m.start(), m.end(), s, e, "day")
+        if m.group("we"):
+            c.role = "weekend"  # "labor day weekend", "the weekend of halloween": that holiday's
+        return c
     if u == "century":
         y0 = ctx.year - ctx.year % 100 + 100 * off
         s, e = P.month_span(y0, 1, tz, 1200)
@@ -810,6 +813,25 @@ def amount(m, ctx):
     return amount_cand(b, e, n, u, ctx, "dur", fuzzy)
 
 
+@rule(rf"\b(?:(?P<all>all|another)\s+(?P<u1>day|week|month|year)(?!\s*(?:-|of\b|'))"
+      rf"|(?P<n>{EN_NUM}|some)\s+(?P<u2>nights?|weekends?)|some\s+(?P<u3>days|weeks|months|years))\b", _I,
+      lead=r"aefhinostwcz\d", words="all ano nig wee som", exact="night nights weekend weekends day week month "
+      "year days weeks months years")
+def duration_words(m, ctx):
+    """all day, another week, two nights (a night counts a day), three weekends (two days
+    each), some days (about three): how long, without a position."""
+    if m.group("u1"):
+        return amount_cand(m.start(), m.end(), 1, m.group("u1").lower(), ctx, "dur")
+    if m.group("u3"):
+        return amount_cand(m.start(), m.end(), 3, _unit(m.group("u3")), ctx, "dur", True)
+    raw = m.group("n").lower()
+    n = 3 if raw == "some" else en_int(raw)
+    if n is None:
+        return None
+    per = 2 if m.group("u2").lower().startswith("weekend") else 1
+    return amount_cand(m.start(), m.end(), n * per, "day", ctx, "dur", raw in FUZZY_EN or raw == "some")
+
+
 @rule(r"\b(?P<f>early|mid|late|(?:the\s+)?(?:beginning|start|end|middle)\s+of)[\s-]*"
       r"(?:the\s+|this\s+)?(?P<u>month|year|quarter|week)\b(?!\s+(?:before|after))", _I,
       lead="emlbst",
@@ -1016,7 +1038,9 @@ def holiday(m, ctx):
     tz = ctx.tz
     s, e = P.day_span(d.year, d.month, d.day, tz)
     rb = None if (written or rel in ("last", "next")) else (lambda yy, mm: P.day_span(*_ymd(f(yy)), tz))
-    return cal(m.start(), m.end(), s, e, "day", rb)
+    c = cal(m.start(), m.end(), s, e, "day", rb)
+    c.role = "holiday"
+    return c
 
 
 def _ymd(d: date) -> tuple[int, int, int]:
@@ -1128,4 +1152,4 @@ def century(m, ctx):
 
 RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, fuzzy_current, to_date)
+         week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, fuzzy_current, to_date)
