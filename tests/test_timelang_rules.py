@@ -158,3 +158,24 @@ def test_durations_carry_their_length():
     assert e.duration.total_seconds() == 6 * 86400
     (e,) = parse_time("two nights", now=NOW)
     assert e.duration.total_seconds() == 2 * 86400
+
+
+@pytest.mark.parametrize("text, want", [
+    # the part of the current unit before today, or after it
+    ("earlier this month", [("earlier this month", "2018-05-01T00:00:00", "2018-05-16T00:00:00")]),
+    ("later this week", [("later this week", "2018-05-17T00:00:00", "2018-05-21T00:00:00")]),
+    ("later in the year", [("later in the year", "2018-05-17T00:00:00", "2019-01-01T00:00:00")]),
+    # the end of a day: its last second
+    ("back end of tomorrow", [("end of tomorrow", "2018-05-17T23:59:59", "2018-05-18T00:00:00")]),
+    ("end of this sunday", [("end of this sunday", "2018-05-20T23:59:59", "2018-05-21T00:00:00")]),
+    ("messages at the eod", [("the eod", "2018-05-16T23:59:59", "2018-05-17T00:00:00")]),
+    ("the end of the week", [("the end of the week", "2018-05-18T00:00:00", "2018-05-21T00:00:00")]),
+])
+def test_parts_of_the_current_unit_and_ends_of_days(text, want):
+    assert _read(text, "2018-05-16T10:00:00") == want
+
+
+def test_earlier_this_week_on_its_monday_is_the_week():
+    # nothing of the week lies before its Monday: the words read as the week itself
+    assert _read("earlier this week", "2018-05-14T10:00:00") == [("this week", "2018-05-14T00:00:00",
+                                                                  "2018-05-21T00:00:00")]

@@ -832,6 +832,37 @@ def duration_words(m, ctx):
     return amount_cand(m.start(), m.end(), n * per, "day", ctx, "dur", raw in FUZZY_EN or raw == "some")
 
 
+@rule(rf"\b(?:the\s+)?end\s+of\s+(?:the\s+)?(?:(?P<dw>day|today|tomorrow|yesterday)\b"
+      rf"|(?:(?P<rel>this|next|last)\s+)?{_WD}(?![a-z]))|\b(?:the\s+)?(?P<eod>eod|EOD)\b", _I,
+      lead="te", words="end eod", exact="end eod")
+def end_of_day(m, ctx):
+    """end of day, EOD, end of tomorrow, end of this sunday: the day's last second."""
+    today = ctx.today
+    if m.group("wd"):
+        wd = _WEEKDAYS[m.group("wd").rstrip(".")[:3].lower()]
+        rel = (m.group("rel") or "").lower()
+        d = P.iso_week_start(today) + timedelta(days=wd + {"next": 7, "last": -7}.get(rel, 0))
+    else:
+        d = today + timedelta(days=_DAYWORD.get((m.group("dw") or "").lower(), 0))
+    _, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    s = P.shift(e, "second", -1)
+    return cal(m.start(), m.end(), s, e, "second")
+
+
+@rule(r"\b(?P<el>earlier|later)\s+(?:in\s+)?(?:the\s+|this\s+)(?P<u>week|month|quarter|year)\b"
+      r"(?!\s+(?:before|after|of)\b)", _I, lead="el", words="ear lat", exact="earlier later")
+def earlier_later(m, ctx):
+    """earlier this month, later this week, earlier in the year: the part of the current
+    unit before today, or after it."""
+    u = m.group("u").lower()
+    s0, e0 = ctx.period(u)
+    day0, day1 = P.day_span(ctx.today.year, ctx.today.month, ctx.today.day, ctx.tz)
+    s, e = (s0, day0) if m.group("el").lower() == "earlier" else (day1, e0)
+    if not s < e:
+        return None  # "earlier this week" on its Monday: nothing before today
+    return Cand(m.start(), m.end(), s, e, "day", "span", "span", None, True)
+
+
 @rule(r"\b(?P<f>early|mid|late|(?:the\s+)?(?:beginning|start|end|middle)\s+of)[\s-]*"
       r"(?:the\s+|this\s+)?(?P<u>month|year|quarter|week)\b(?!\s+(?:before|after))", _I,
       lead="emlbst",
@@ -1152,4 +1183,4 @@ def century(m, ctx):
 
 RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, fuzzy_current, to_date)
+         week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date)
