@@ -179,3 +179,20 @@ def test_earlier_this_week_on_its_monday_is_the_week():
     # nothing of the week lies before its Monday: the words read as the week itself
     assert _read("earlier this week", "2018-05-14T10:00:00") == [("this week", "2018-05-14T00:00:00",
                                                                   "2018-05-21T00:00:00")]
+
+
+@pytest.mark.parametrize("text, want", [
+    # a clock that says its half, or a small hour of the night, keeps it next to "tonight"
+    ("tonight at 1am", [("tonight at 1am", "2019-12-26T01:00:00", "2019-12-26T02:00:00")]),
+    ("back tonight around 3", [("tonight around 3", "2019-12-26T03:00:00", "2019-12-26T04:00:00")]),
+    ("back tonight around 7", [("tonight around 7", "2019-12-26T19:00:00", "2019-12-26T20:00:00")]),
+    # two dates written with numbers as one range; a year on one side serves both
+    ("vacation from 10/1/2018-10/7/2018", [("from 10/1/2018-10/7/2018", "2018-10-01T00:00:00",
+                                            "2018-10-08T00:00:00")]),
+    ("vacation from 10-1-2018-10-7-2018", [("from 10-1-2018-10-7-2018", "2018-10-01T00:00:00",
+                                            "2018-10-08T00:00:00")]),
+    ("The period is 10/1-11/2/2017", [("10/1-11/2/2017", "2017-10-01T00:00:00", "2017-11-03T00:00:00")]),
+    ("score 1-2 - 3-4", []),  # no year and no "from": not dates
+])
+def test_tonight_and_numeric_date_ranges(text, want):
+    assert _read(text, "2019-12-26T10:00:00") == want

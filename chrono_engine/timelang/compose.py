@@ -210,6 +210,16 @@ def _is_part(c: Cand | None) -> bool:
             and c.fuzzy and c.cls == "cal")
 
 
+def _part_for(text: str, c: Cand, part: str | None) -> str | None:
+    """The part of the day a clock next to it takes: none when the clock says its own half
+    ("tonight at 1am") or is a small hour of the night ("tonight around 3")."""
+    if _HALF_SAID.search(text, c.b, c.e):
+        return None
+    if part in ("night", "tonight", "夜里", "夜间", "半夜") and c.clock[0] is not None and c.clock[0] < 5:
+        return None
+    return part
+
+
 def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     out: list[Cand] = []
     i = 0
@@ -233,7 +243,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                     and c.b - prev.e <= 8 and _GAP_DAY_CLOCK.match(text, prev.e, c.b)):
                 # 明天下午5:00: the clock on the part's day, in its half
                 h, mi, sec, grain, _ = c.clock
-                c.clock = (h, mi, sec, grain, prev.day[1])
+                c.clock = (h, mi, sec, grain, _part_for(text, c, prev.day[1]))
                 b = prev.b
                 attach_clock_to_day(c, prev.day[0], ctx)
                 c.b = b
@@ -266,7 +276,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                   and _GAP_CLOCK_DAY.match(text, c.e, nxt.b)):
                 # "five-thirty tomorrow evening": the clock on the part's day, in its half
                 h, mi, sec, grain, _ = c.clock
-                c.clock = (h, mi, sec, grain, nxt.day[1])
+                c.clock = (h, mi, sec, grain, _part_for(text, c, nxt.day[1]))
                 e = nxt.e
                 attach_clock_to_day(c, nxt.day[0], ctx)
                 c.e = e

@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from . import periods as P
-from .grammar import Cand, cal, clock_cand, rule, year_of_two_digits, years_cand
+from .grammar import Cand, cal, clock_cand, range_cand, rule, year_of_two_digits, years_cand
 
 __all__ = ["RULES"]
 
@@ -78,6 +78,31 @@ def dmy_mdy(m, ctx):
     else:
         mo, d = a, b
     return _ymd_time(m, ctx, y, mo, d)
+
+
+@rule(r"(?:\b(?P<pre>from|between)\s+)?(?<![\d.:/])(?P<a1>\d{1,2})(?P<s1>[/-])(?P<b1>\d{1,2})(?:(?P=s1)(?P<y1>\d{4}))?"
+      r"\s*[-–~]\s*(?P<a2>\d{1,2})(?P<s2>[/-])(?P<b2>\d{1,2})(?:(?P=s2)(?P<y2>\d{4}))?(?![\d/]|[-.]\d)",
+      lead=r"\dfb", chars='-/')
+def numeric_date_range(m, ctx):
+    """10/1/2018-10/7/2018, 5/1-5/7/2020, from 10-1-2018-10-7-2018: a range of two dates
+    written with numbers (month first unless the first number exceeds 12); a year on one
+    side is lent to the other; without any year the range needs "from" or "between"."""
+    y1, y2 = m.group("y1"), m.group("y2")
+    if not (y1 or y2 or m.group("pre")):
+        return None
+    y1 = int(y1) if y1 else None
+    y2 = int(y2) if y2 else None
+    y1, y2 = y1 or y2 or ctx.year, y2 or y1 or ctx.year
+
+    def md(a, b):
+        a, b = int(a), int(b)
+        return (b, a) if a > 12 else (a, b)
+    (mo1, d1), (mo2, d2) = md(m.group("a1"), m.group("b1")), md(m.group("a2"), m.group("b2"))
+    s, _ = P.day_span(y1, mo1, d1, ctx.tz)
+    _, e = P.day_span(y2, mo2, d2, ctx.tz)
+    if not s < e:
+        return None
+    return range_cand(m.start(), m.end(), s, e, "day")
 
 
 @rule(r"(?<![\d.:/-])(?P<y>(?:19|20)\d{2})(?P<sep>[-/]|\.(?=\d\d))(?P<mo>0?[1-9]|1[0-2])"
@@ -180,5 +205,5 @@ def bare_year(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (year_range, bare_year, ymd, compact, dmy_mdy, year_month, month_year, quarter, half,
+RULES = (numeric_date_range, year_range, bare_year, ymd, compact, dmy_mdy, year_month, month_year, quarter, half,
          iso_week, clock24)
