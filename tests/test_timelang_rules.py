@@ -196,3 +196,25 @@ def test_earlier_this_week_on_its_monday_is_the_week():
 ])
 def test_tonight_and_numeric_date_ranges(text, want):
     assert _read(text, "2019-12-26T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("Juneteenth, also known as Freedom Day", [("Juneteenth", "2019-06-19T00:00:00", "2019-06-20T00:00:00")]),
+    ("celebrate International Workers' Day!", [("International Workers' Day", "2019-05-01T00:00:00",
+                                                "2019-05-02T00:00:00")]),
+    ("When was the previous easter?", [("previous easter", "2019-04-21T00:00:00", "2019-04-22T00:00:00")]),
+    ("When is the following easter?", [("following easter", "2020-04-12T00:00:00", "2020-04-13T00:00:00")]),
+    ("a time Monday 11-4.", [("Monday 11-4", "2019-05-06T11:00:00", "2019-05-06T16:00:00")]),
+    ("born in April of 87", [("April of 87", "1987-04-01T00:00:00", "1987-05-01T00:00:00")]),
+    ("born on 15 April of 87", [("15 April of 87", "1987-04-15T00:00:00", "1987-04-16T00:00:00")]),
+    ("presidents in 90 s.", [("90 s", "1990-01-01T00:00:00", "2000-01-01T00:00:00")]),
+    ("for October, 1st.", [("October, 1st", "2019-10-01T00:00:00", "2019-10-02T00:00:00")]),
+    ("this working week", [("this working week", "2019-05-06T00:00:00", "2019-05-11T00:00:00")]),
+    ("next workweek", [("next workweek", "2019-05-13T00:00:00", "2019-05-18T00:00:00")]),
+    ("gains in this calendar year.", [("this calendar year", "2019-01-01T00:00:00", "2020-01-01T00:00:00")]),
+    # a year in words after a preposition; a count of things is not a year
+    ("sales in two thousand and twenty", [("two thousand and twenty", "2020-01-01T00:00:00", "2021-01-01T00:00:00")]),
+    ("in two thousand people", []),
+])
+def test_holidays_units_and_short_years(text, want):
+    assert _read(text, "2019-05-10T10:00:00") == want

@@ -517,6 +517,7 @@ def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
 _DUR_GAP = re.compile(r"\s*(?:,|and|又|零|余|多|加)?\s*$", _IA)
 _AND_GAP = re.compile(r"\s*(?:and|又|加)\s*$", _IA)  # 两天又一个月: any order with a written "and"
 _YEAR_GAP = re.compile(r"\s*(?:,|in|of)?\s*$", _IA)
+_YEAR_WORDS_PREP = re.compile(r"\b(?:in|since|until|till|by|before|after|during|from|to|through|the\s+year)\s+$", _IA)
 
 
 def _durations(text: str, sel: list[Cand]) -> list[Cand]:
@@ -864,8 +865,8 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     if len(sel) > 1:
         sel = _durations(text, sel)
         sel = _lend_years(text, sel)
-    if any(c.role == "year words" for c in sel):  # a year in words counts only when lent
-        sel = [c for c in sel if c.role != "year words"]
+    if any(c.role == "year words" for c in sel):  # a year in words: lent, or after a preposition
+        sel = [c for c in sel if c.role != "year words" or _YEAR_WORDS_PREP.search(text, max(0, c.b - 16), c.b)]
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)

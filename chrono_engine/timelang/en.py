@@ -161,7 +161,8 @@ def _year4(s: str | None, ctx) -> int | None:
     return year_of_two_digits(y, ctx) if len(s.lstrip("'")) == 2 else y
 
 
-@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}(?:\s+(?:the\s+)?|(?<=[a-z.])(?=\d)|\s*/\s*)(?P<d>\d{{1,2}}){_ORD}\b"
+@rule(rf"\b(?:{_WD},?\s+)?(?:the\s+)?{_MON}(?:\s+(?:the\s+)?|(?<=[a-z.])(?=\d)|\s*/\s*|,\s*(?=\d{{1,2}}(?:st|nd|rd|th)\b))"
+      rf"(?P<d>\d{{1,2}}){_ORD}\b"
       rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?", _I,
       lead="adfjmnostw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def month_day(m, ctx):
@@ -194,11 +195,11 @@ def month_day_words(m, ctx):
 
 
 @rule(rf"(?<![$€£¥])(?<![$€£¥]\s)\b(?:{_WD},?\s+)?(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}(?:\s+(?:of\s+)?|-){_MON}(?![a-z])"
-      rf"(?:(?:\s*,?\s*|-)(?P<y>\d{{4}})\b)?", _I,
+      rf"(?:(?:\s*,?\s*|-)(?P<y>\d{{4}})\b|\s+of\s+(?P<yy>\d{{2}})\b(?![\d:.,%]))?", _I,
       lead=r"\dmtwfs", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def day_month(m, ctx):
-    """7 Mar 2024, the 7th of March."""
-    y = _year4(m.group("y"), ctx)
+    """7 Mar 2024, the 7th of March, 15 April of 87."""
+    y = _year4(m.group("y") or m.group("yy"), ctx)
     return _day(m, ctx, y, _month(m), int(m.group("d")))
 
 
@@ -306,11 +307,12 @@ def day_range(m, ctx):
 
 
 @rule(rf"\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
-      r"|(?P<ry>this|last|next|previous)\s+year\b))?(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
+      r"|(?P<ry>this|last|next|previous)\s+year\b)|\s+of\s+(?P<yy3>\d{2})\b(?![\d:.,%]|\s*(?:[ap]\.?m\b|%)))?"
+      r"(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
       lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
 def month(m, ctx):
-    """March, March 2024, Mar '24, March of last year."""
-    y = _year4(m.group("y"), ctx) or _year4(m.group("yy"), ctx)
+    """March, March 2024, Mar '24, April of 87, March of last year."""
+    y = _year4(m.group("y"), ctx) or _year4(m.group("yy") or m.group("yy3"), ctx)
     if y is None and m.group("ry"):
         y = ctx.year + RELATIVE_YEAR[m.group("ry").lower()]
     if y is None and (not _plain_month_ok(m) or _is_name(m, "mon")):
@@ -362,12 +364,14 @@ def now_word(m, ctx):
 
 
 @rule(r"\b(?:the\s+)?(?P<rel>last|this|next|previous|prev|coming|current|past|following"
-      r"|upcoming)\s+(?P<u>week|month|quarter|year|decade|weekend|century|fortnight)\b"
+      r"|upcoming)\s+(?:calendar\s+)?(?P<u>week|month|quarter|year|decade|weekend|century|fortnight"
+      r"|work(?:ing)?\s*week)\b"
       r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b"
       r"|\b(?:the\s+)?(?P<we>weekend)\b(?!s)", _I,
       lead="tlnpcfuw",
       words="las thi nex pre com cur pas fol upc wee",
-      exact="week month quarter year decade weekend century fortnight weeks months quarters years")
+      exact="week month quarter year decade weekend century fortnight weeks months quarters years workweek "
+      "working work")
 
 def relative_unit(m, ctx):
     """last week / this month / next quarter / last decade (calendar units); "past week"
@@ -378,8 +382,12 @@ def relative_unit(m, ctx):
         u = m.group("u2").lower()
         off = -2 if m.group("ba").lower().startswith("before") else 2
     else:
-        u = m.group("u").lower()
+        u = " ".join(m.group("u").lower().split())
         rel = m.group("rel").lower()
+        if u.startswith("work"):  # the working week: Monday to Friday
+            mon = P.iso_week_start(ctx.today) + timedelta(days=7 * _REL.get(rel, 0))
+            s, e = P.day_span(mon.year, mon.month, mon.day, ctx.tz, 5)
+            return cal(m.start(), m.end(), s, e, "day")
         if u == "fortnight":
             if rel in ("this", "current"):
                 return None
@@ -508,7 +516,7 @@ def week_number(m, ctx):
     return cal(m.start(), m.end(), s, e, "week", None if written else build)
 
 
-@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)(?:'?s|\s+s\b)|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)'?s"
+@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)(?:'?s|\s+s\b)|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)(?:'?s|\s+s\b)"
       r"|\b(?P<word>twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties))(?![a-z])", _I,
       lead=r"t'\dfsen", need="\\d'?\\s?s|ties",
       exact="s twenties thirties forties fifties sixties seventies eighties nineties")
@@ -680,7 +688,7 @@ def dotted_clock(m, ctx):
 
 @rule(r"(?:\b(?P<pre>from|between)\s+)?(?<![\w:./-])(?P<h1>1[0-2]|0?\d)(?::(?P<m1>[0-5]\d))?\s*"
       r"(?P<w>-|–|to|and)\s*(?P<h2>1[0-2]|0?\d)(?::(?P<m2>[0-5]\d))?"
-      r"(?![\w:./-]|\s*(?:[ap]\.?m\b|o'?clock|in\s+the\s+(?:morning|afternoon|evening)|%|percent\b"
+      r"(?![\w:/-]|\.\d|\s*(?:[ap]\.?m\b|o'?clock|in\s+the\s+(?:morning|afternoon|evening)|%|percent\b"
       r"|(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|yrs?|times|people"
       r"|points?|goals?|games?|wins?|losses)\b))", _I, lead=r"\dfb",
       need=r"\d(?::[0-5]\d)?\s*(?:-|–|to|and)\s*\d")
@@ -913,7 +921,9 @@ _YY_W = rf"(?:(?:{_TENS_W})(?:[\s-](?:{_ONES_W}))?|{_TEENS_W}|o[\s-](?:{_ONES_W}
 
 
 @rule(rf"\b(?P<hi>{_TEENS_W}|twenty)\s+(?:(?P<hun>hundred)(?:\s+(?:and\s+)?(?P<lo>{_YY_W}|{_ONES_W}))?|(?P<lo2>{_YY_W}))\b"
-      rf"|\btwo\s+thousand(?:\s+(?:and\s+)?(?P<lo3>{_YY_W}|{_ONES_W}))?\b", _I,
+      rf"|\btwo\s+thousand(?:\s+(?:and\s+)?(?P<lo3>{_YY_W}|{_ONES_W}))?\b"
+      r"(?!\s+(?:people|persons|men|women|children|units|items|dollars|euros|pounds|years|days|times|copies"
+      r"|votes|words|pages|miles|km|feet|meters|metres|tons|kilos?|of)\b)", _I,
       lead="tefsn", words="ten ele twe two thi fou fif six sev eig nin",
       exact="ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty two")
 def year_words(m, ctx):
@@ -1041,10 +1051,11 @@ _HOLIDAY_LAST = sorted({w for k in HOLIDAYS_EN for w0 in re.findall("[a-z]+", k.
                         for w in (w0, w0 + "s")} | {"s"})
 
 
-@rule(r"\b(?:(?P<rel>this|next|last)\s+)?(?P<h>" + _holiday_pattern(HOLIDAYS_EN) + r")(?![a-z])"
+@rule(r"\b(?:(?P<rel>this|next|last|previous|following|coming)\s+)?(?P<h>" + _holiday_pattern(HOLIDAYS_EN) + r")(?![a-z])"
       r"(?:\s*,?\s*(?:of\s+)?(?P<y>\d{4})\b|\s+(?:of\s+)?(?P<ry>this|last|next)\s+year\b)?", _I,
-      lead="tnlvsaemihcxbgfpdlkyw",
-      words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col",
+      lead="tnlvsaemihcxbgfpdlkywj",
+      words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col "
+            "jun int wor",
       exact=" ".join(_HOLIDAY_TOKENS) + "|" + " ".join(_HOLIDAY_LAST))
 def holiday(m, ctx):
     """Christmas, Thanksgiving 2020, Easter of next year, last Independence Day: the day
@@ -1057,7 +1068,8 @@ def holiday(m, ctx):
         return None
     written = m.group("y") is not None or m.group("ry") is not None
     y = int(m.group("y")) if m.group("y") else ctx.year + RELATIVE_YEAR[m.group("ry").lower()] if m.group("ry") else ctx.year
-    rel = (m.group("rel") or "").lower()
+    rel = {"previous": "last", "following": "next", "coming": "next"}.get((m.group("rel") or "").lower(),
+                                                                         (m.group("rel") or "").lower())
     try:
         d = f(y)
         if rel == "last" and not written:
