@@ -218,3 +218,23 @@ def test_tonight_and_numeric_date_ranges(text, want):
 ])
 def test_holidays_units_and_short_years(text, want):
     assert _read(text, "2019-05-10T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # more / less than an amount from a day: a bound, or the stretch between
+    ("work more than 2 weeks before today", [("more than 2 weeks before today", None, "2018-05-15T00:00:00")]),
+    ("start more than 2 weeks after today", [("more than 2 weeks after today", "2018-06-12T00:00:00", None)]),
+    ("done less than 3 days after tomorrow", [("less than 3 days after tomorrow", "2018-05-30T00:00:00",
+                                               "2018-06-02T00:00:00")]),
+    ("two days after today", [("two days after today", "2018-05-31T00:00:00", "2018-06-01T00:00:00")]),
+    # four-digit clock times with a leading zero; year ranges stay years
+    ("where were you between 0730-0930?", [("between 0730-0930", "2018-05-29T07:30:00", "2018-05-29T09:30:00")]),
+    ("between 0930-0730", [("between 0930-0730", "2018-05-29T09:30:00", "2018-05-29T19:30:00")]),
+    ("between 2010-2015", [("2010-2015", "2010-01-01T00:00:00", "2016-01-01T00:00:00")]),
+    ("from 1400 to 1630", [("from 1400 to 1630", "1400-01-01T00:00:00", "1631-01-01T00:00:00")]),
+    # "NN s" is a decade only after in / the: "one of 60 s constructed" counts things
+    ("in the 80 s", [("the 80 s", "1980-01-01T00:00:00", "1990-01-01T00:00:00")]),
+    ("was one of 60 s constructed", []),
+])
+def test_bounds_by_amount_clock_ranges_and_spaced_decades(text, want):
+    assert _read(text, "2018-05-29T10:00:00") == want

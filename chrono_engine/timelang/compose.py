@@ -647,19 +647,30 @@ def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
             m = _OFFSET_GAP.match(text, prev.e, c.b)
             if m:
                 k, u = prev.inner
-                k = -k if m.group("w").lower() == "before" else k
+                before = m.group("w").lower() == "before"
+                k = -k if before else k
                 try:  # the shift, and the day holding its end, may leave datetime's range
-                    s, e = P.period(P.shift(c.start, u, k), "day")
+                    t = P.shift(c.start, u, k)
+                    s, e = P.period(t, "day")
                 except (ValueError, OverflowError):
                     out.append(c)
                     continue
-                r = Cand(prev.b, c.e, s, e, "day")
+                q = _MORE_LESS.search(text, max(0, prev.b - 12), prev.b)
+                if q is None:
+                    r = Cand(prev.b, c.e, s, e, "day")
+                elif q.group("q").lower() == "more":  # more than 2 weeks before today: before that day
+                    r = Cand(q.start(), c.e, None, s, "day", "span", "span") if before else \
+                        Cand(q.start(), c.e, s, None, "day", "span", "span")
+                else:  # less than 3 days after tomorrow: between the day and that far from it
+                    lo, hi = (t, c.start) if before else (c.start, t)
+                    r = range_cand(q.start(), c.e, lo, hi, "day")
                 out[-1] = r
                 continue
         out.append(c)
     return out
 
 
+_MORE_LESS = re.compile(r"\b(?P<q>more|less)\s+than\s+$", _IA)
 _HOURS_GAP = re.compile(r"\s*(?:on|,|at|from)?\s*$", _IA)
 #: parts of the day in the afternoon half (their hours without am / pm are pm ones)
 _PM_PARTS = frozenset({"afternoon", "evening", "night", "tonight", "下午", "晚上", "傍晚", "夜里", "夜间"})

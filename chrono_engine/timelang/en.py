@@ -516,7 +516,7 @@ def week_number(m, ctx):
     return cal(m.start(), m.end(), s, e, "week", None if written else build)
 
 
-@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)(?:'?s|\s+s\b)|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)(?:'?s|\s+s\b)"
+@rule(r"(?:\bthe\s+)?(?:\b(?P<full>1[5-9]\d0|20\d0)(?:'?s|\s+s\b)|'(?P<yy>\d0)s|\b(?P<yy2>[2-9]0)'?s|(?:(?<=\bin\s)|(?<=\bthe\s))(?P<yy4>[2-9]0)\s+s\b"
       r"|\b(?P<word>twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties))(?![a-z])", _I,
       lead=r"t'\dfsen", need="\\d'?\\s?s|ties",
       exact="s twenties thirties forties fifties sixties seventies eighties nineties")
@@ -525,7 +525,7 @@ def decade(m, ctx):
         y0 = int(m.group("full"))
     else:
         w = m.group("word")
-        v = _DECADE_WORDS[w.lower()] if w else int(m.group("yy") or m.group("yy2"))
+        v = _DECADE_WORDS[w.lower()] if w else int(m.group("yy") or m.group("yy2") or m.group("yy4"))
         y0 = ctx.year - ctx.year % 100 + v
         if y0 > ctx.year:
             y0 -= 100
@@ -707,6 +707,23 @@ def hour_range(m, ctx):
     c = Cand(m.start(), m.end(), None, None, "minute" if (m1 or m2) else "hour", "point", "hours")
     c.inner = (h1, m1, h2, m2)  # the hours, until compose finds their day
     return c
+
+
+@rule(r"\b(?:from|between)\s+(?P<h1>[01]\d|2[0-3])(?P<m1>[0-5]\d)\s*(?:-|–|to|and|until|till)\s*"
+      r"(?P<h2>[01]\d|2[0-3])(?P<m2>[0-5]\d)(?![\w:./-])", _I, lead="fb", need=r"\d{4}\s*(?:-|–|to|and|until|till)\s*\d{4}")
+def military_range(m, ctx):
+    """between 0730-0930, from 0900 to 1630: a range of 24-hour clock times written in four
+    digits (one with a leading zero: "between 2010-2015" are years), on today; an end not
+    after the start is taken in the afternoon, else the next day."""
+    if not (m.group("h1").startswith("0") or m.group("h2").startswith("0")):
+        return None  # "between 2010-2015", "from 1400 to 1630": years
+    h1, m1, h2, m2 = (int(m.group(g)) for g in ("h1", "m1", "h2", "m2"))
+    ds = P.day_span(ctx.today.year, ctx.today.month, ctx.today.day, ctx.tz)[0]
+    s = ds.replace(hour=h1, minute=m1)
+    e = ds.replace(hour=h2, minute=m2)
+    if e <= s:
+        e = P.shift(e, "hour", 12) if h2 < 12 and P.shift(e, "hour", 12) > s else P.shift(e, "day", 1)
+    return range_cand(m.start(), m.end(), s, e, "minute")
 
 
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?::(?P<mi>[0-5]\d))?(?=\s*(?:-|–|to|until|till|and)\s*"
@@ -1195,4 +1212,4 @@ def century(m, ctx):
 
 RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date)
+         week_number, decade, clock, hour_after_at, dotted_clock, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date)
