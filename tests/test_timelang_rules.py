@@ -238,3 +238,16 @@ def test_holidays_units_and_short_years(text, want):
 ])
 def test_bounds_by_amount_clock_ranges_and_spaced_decades(text, want):
     assert _read(text, "2018-05-29T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # "for" an amount from a day (or now): that long, from there
+    ("set OOO for 3 days from today", [("for 3 days from today", "2018-05-23T00:00:00", "2018-05-26T00:00:00")]),
+    ("set OOO for 1 week, from 20th dec", [("for 1 week, from 20th dec", "2018-12-20T00:00:00",
+                                            "2018-12-27T00:00:00")]),
+    ("for 2 hours from now", [("for 2 hours from now", "2018-05-23T10:00:00", "2018-05-23T12:00:00")]),
+    # without "for" the amount moves the day
+    ("3 weeks from May 3", [("3 weeks from May 3", "2018-05-24T00:00:00", "2018-05-25T00:00:00")]),
+])
+def test_for_an_amount_from_a_day(text, want):
+    assert _read(text, "2018-05-23T10:00:00") == want

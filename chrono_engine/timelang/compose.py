@@ -720,13 +720,14 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
 
 
 _FOR_GAP = re.compile(r"\s*$")
-_FROM_GAP = re.compile(r"\s*(?:from|starting(?:\s+(?:at|from))?)\s+$", _IA)
+_FROM_GAP = re.compile(r"\s*,?\s*(?:from|starting(?:\s+(?:at|from|on))?)\s+$", _IA)
 _SHORT = frozenset({"second", "minute", "hour"})
 
 
 def _clock_spans(text: str, sel: list[Cand]) -> list[Cand]:
     """A clock time with how long: "from 2pm for 2 hours", "for 3 hours from 10 am" =
-    [the time, the time + the amount)."""
+    [the time, the time + the amount); a day after "for" an amount: "for 1 week, from 20th
+    dec" = [the day, the day + the amount)."""
     out: list[Cand] = []
     for c in sel:
         prev = out[-1] if out else None
@@ -743,6 +744,9 @@ def _clock_spans(text: str, sel: list[Cand]) -> list[Cand]:
         elif (prev.cls == "dur" and prev.grain in _SHORT and c.day is not None and c.grain in _SHORT
               and _FROM_GAP.match(text, prev.e, c.b)):
             clock, dur = c, prev
+        elif (prev.cls == "dur" and prev.dur is not None and _is_day(c) and text[prev.b:prev.b + 3].lower() == "for"
+              and _FROM_GAP.match(text, prev.e, c.b)):
+            clock, dur = c, prev  # "for 1 week, from 20th dec": the days from that day on
         if clock is None:
             out.append(c)
             continue
@@ -881,8 +885,8 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)
-        if len(sel) > 1 and any(c.cls == "dur" for c in sel):
-            sel = _clock_spans(text, sel)
+    if len(sel) > 1 and any(c.cls == "dur" for c in sel):
+        sel = _clock_spans(text, sel)
     if len(sel) > 1:
         sel = _ranges(text, sel, ctx)
         sel = _to_written_day(text, sel)

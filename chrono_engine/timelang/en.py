@@ -827,6 +827,11 @@ def amount(m, ctx):
         if m.group("in") or m.group("within"):
             b = m.start("n")
         return amount_cand(b, e, n, u, ctx, "ago", fuzzy)
+    if d in ("from today", "from now") and m.group(0)[:3].lower() == "for":
+        # "for 3 days from today": that long, starting today (now)
+        t0 = ctx.now if d == "from now" else P.day_span(ctx.today.year, ctx.today.month, ctx.today.day, ctx.tz)[0]
+        k, uu = P.whole_amount(n, u)
+        return range_cand(b, e, t0, P.shift(t0, uu, k), u if d == "from now" else "day")
     if d and d != "":
         if d.endswith("time"):
             d = "later"
