@@ -268,31 +268,50 @@ def month_name_numeric(m, ctx):
     return _day(m, ctx, _year4(y, ctx), mo, d)
 
 
-def _day_g(g: str) -> str:
-    """A day of the month as digits (7, 7th) or an ordinal word (seventh), "the" allowed."""
+def _day_g(g: str, words: bool) -> str:
+    """A day of the month as digits (7, 7th), or with ``words`` also as an ordinal word
+    (seventh); "the" allowed."""
+    if not words:
+        return rf"(?:the\s+)?(?P<{g}>\d{{1,2}}){_ORD}(?P<{g}w>)"
     return rf"(?:the\s+)?(?:(?P<{g}>\d{{1,2}}){_ORD}|(?P<{g}w>{_ORDINAL_RE}))"
 
 
 _DAYS_TO = r"\s*(?:-|–|—|to|through|thru|until|till|(?P<and>and))\s*"
 
 
-@rule(rf"(?:\b(?P<pre>from|between)\s+)?(?:\b{_MON}\s+{_day_g('d1')}{_DAYS_TO.replace('and>', 'and1>')}{_day_g('d2')}\b"
-      rf"(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
-      rf"|(?<![\d/.-]){_day_g('d3')}{_DAYS_TO.replace('and>', 'and2>')}{_day_g('d4')}\s+(?:of\s+)?"
-      rf"(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
-      rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])"
-      rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?)", _I,
-      lead=r"\dadfjmnosbtfsenw", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
+def _day_range_pattern(words: bool) -> str:
+    return (rf"(?:\b(?P<pre>from|between)\s+)?(?:\b{_MON}\s+{_day_g('d1', words)}{_DAYS_TO.replace('and>', 'and1>')}"
+            rf"{_day_g('d2', words)}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
+            rf"|(?<![\d/.-]){_day_g('d3', words)}{_DAYS_TO.replace('and>', 'and2>')}{_day_g('d4', words)}\s+(?:of\s+)?"
+            rf"(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
+            rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])"
+            rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?)")
+
+
+@rule(_day_range_pattern(True), _I, lead=r"\dadfjmnosbtfsenw", words='jan feb mar apr may jun jul aug sep oct nov dec',
+      exact=MONTH_TOKENS + "|" + _ORDINAL_TOKENS)
+def day_range_words(m, ctx):
+    """april ninth through seventeenth, between the ninth and the seventeenth of april:
+    :func:`day_range` with days in ordinal words (its own rule: the words cost a scan only
+    in texts that hold an ordinal word)."""
+    return _days_range(m, ctx)
+
+
+@rule(_day_range_pattern(False), _I, lead=r"\dadfjmnosbt", words='jan feb mar apr may jun jul aug sep oct nov dec',
+      exact=MONTH_TOKENS)
 def day_range(m, ctx):
-    """March 7-9, 2024 / 7 to 9 March / april ninth through seventeenth / between the ninth
-    and the seventeenth of april: a range of days in one month ("and" only after
-    "between")."""
+    """March 7-9, 2024 / 7 to 9 March / from 3 to 12 of Sept: a range of days in one month
+    ("and" only after "between")."""
+    return _days_range(m, ctx)
+
+
+def _days_range(m, ctx):
     pre = (m.group("pre") or "").lower()
     if (m.group("and1") or m.group("and2")) and pre != "between":
         return None
 
     def day(g):
-        return int(m.group(g)) if m.group(g) else _ordinal(m.group(g + "w"))
+        return int(m.group(g)) if m.group(g) else _ordinal(m.group(g + "w") or "")
     if m.group("mon"):
         mo, d1, d2, y = _month(m), day("d1"), day("d2"), m.group("y")
     else:
@@ -552,19 +571,16 @@ _AP = r"(?:a|p)\s?\.?\s?m\b\.?"
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.]?(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\.?\s*"
       rf"(?P<ap>{_AP})(?![a-z])"
       rf"|\b(?P<hw>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<ap2>{_AP})(?![a-z])"
-      r"|(?<=\bat\s)(?P<h3>1[0-2]|0?\d)(?P<ap3>[ap])(?![\w])"
       r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
-      lead=r"\dnmotfseat", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|\d[ap]\b|noon|midday|midnight|o'?clock")
+      lead=r"\dnmotfse", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|noon|midday|midnight|o'?clock",
+      exact="am pm m noon midday midnight clock oclock")
 def clock(m, ctx):
-    """7pm, 7:30 a.m., 1140 a.m., seven p m, at 9a, 5 o'clock, noon, midnight."""
+    """7pm, 7:30 a.m., 1140 a.m., seven p m, 5 o'clock, noon, midnight."""
     if m.group("w"):
         w = m.group("w").lower()
         h, mi, sec, grain, part = (0 if w == "midnight" else 12), 0, 0, "minute", None
     elif m.group("hw"):
         h = _ampm(int(en_int(m.group("hw"))), m.group("ap2"))
-        mi, sec, grain, part = 0, 0, "hour", None
-    elif m.group("h3"):
-        h = _ampm(int(m.group("h3")), m.group("ap3") + "m")
         mi, sec, grain, part = 0, 0, "hour", None
     else:
         h = int(m.group("h") or m.group("h2"))
@@ -668,13 +684,17 @@ def clock_with_part(m, ctx):
     return c
 
 
-@rule(r"(?:(?<=\bat\s)|(?<=\baround\s)|(?<=\babout\s))(?P<h>1[0-2]|0?[1-9])(?![\w:/-]|[.,]\d|\s*(?:%|percent|per\b"
+@rule(r"(?<=\bat\s)(?P<ha>1[0-2]|0?\d)(?P<ap>[ap])(?![\w])"
+      r"|(?:(?<=\bat\s)|(?<=\baround\s)|(?<=\babout\s))(?P<h>1[0-2]|0?[1-9])(?![\w:/-]|[.,]\d|\s*(?:%|percent|per\b"
       r"|of\b|times\b|people|persons|points?\b|goals?\b|games?\b|percent|dollars?|euros?|[a-z]+s\s+(?:ago|old)\b"
       r"|(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|yrs?)\b))",
-      _I, lead=r"\d", need=r"\b(?:at|around|about)\s\d")
+      _I, lead=r"\d", words="at aro abo", exact="at around about", need=r"\b(?:at|around|about)\s\d")
 def hour_after_at(m, ctx):
     """"at 7", "around 7": a bare hour, kept only next to a day or a part of the day
-    ("tonight around 7", "Sat at 5", "at 7 this evening"): a weak clock."""
+    ("tonight around 7", "Sat at 5", "at 7 this evening"): a weak clock; "at 9a", "at 7p":
+    a clock time."""
+    if m.group("ha"):
+        return clock_cand(m.start(), m.end(), _ampm(int(m.group("ha")), m.group("ap") + "m"), 0, 0, "hour")
     return clock_cand(m.start(), m.end(), int(m.group("h")), 0, 0, "hour", cls="weakclock")
 
 
@@ -710,7 +730,8 @@ def hour_range(m, ctx):
 
 
 @rule(r"\b(?:from|between)\s+(?P<h1>[01]\d|2[0-3])(?P<m1>[0-5]\d)\s*(?:-|–|to|and|until|till)\s*"
-      r"(?P<h2>[01]\d|2[0-3])(?P<m2>[0-5]\d)(?![\w:./-])", _I, lead="fb", need=r"\d{4}\s*(?:-|–|to|and|until|till)\s*\d{4}")
+      r"(?P<h2>[01]\d|2[0-3])(?P<m2>[0-5]\d)(?![\w:./-])", _I, lead="fb", words="fro bet", exact="from between",
+      need=r"\d{4}\s*(?:-|–|to|and|until|till)\s*\d{4}")
 def military_range(m, ctx):
     """between 0730-0930, from 0900 to 1630: a range of 24-hour clock times written in four
     digits (one with a leading zero: "between 2010-2015" are years), on today; an end not
@@ -1215,6 +1236,6 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date)
