@@ -238,19 +238,22 @@ class Engine:
         """One :meth:`search` call checked and resolved (its times, "now" included, fixed
         when the call is made): its grouping key and its payload for :meth:`_group_table`.
         Raises the call's QueryError."""
-        try:
-            v = as_float32(vector)
-        except (TypeError, ValueError) as e:
-            raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
-                             f"({shown(str(e))})") from None
-        if v.ndim != 1:
-            raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
-        opts = SearchOptions.of(options, **kwargs)
-        q = _search.query_vectors(v[None, :], self.dim, self.metric)
+        q = _search.query_vector_one(vector, self.dim, self.metric)  # the common call, cheaply
+        if q is None:
+            try:
+                v = as_float32(vector)
+            except (TypeError, ValueError) as e:
+                raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
+                                 f"({shown(str(e))})") from None
+            if v.ndim != 1:
+                raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
+            q = _search.query_vectors(v[None, :], self.dim, self.metric)[0]
+        opts, okey = _search.options_for_call(options, kwargs)
         k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
         times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
-        self._state.type_mask(opts.fact_types)  # a bad name fails this call, not its group
-        return (k, _search.options_key(opts)), (q[0], times, opts)
+        if opts.fact_types is not None:
+            self._state.type_mask(opts.fact_types)  # a bad name fails this call, not its group
+        return (k, okey), (q, times, opts)
 
     async def asearch(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
                       **kwargs: Any) -> pa.Table:
