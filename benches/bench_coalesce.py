@@ -78,15 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="the engine's worker threads")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--wait", type=float, default=0.0, help="the engine's coalesce_wait (seconds)")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="sys.setswitchinterval for the run (seconds; Python's default is 0.005)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args(argv)
+    if a.switch_interval is not None:
+        sys.setswitchinterval(a.switch_interval)
     corpus = syn.make_corpus(a.n, a.dim, half_lives=syn.STEEP_HALF_LIVES, seed=0)
     eng = ce.Engine(dim=a.dim, decay=policy_for(corpus.half_lives), threads=a.threads)
     eng.coalesce_wait = a.wait
     t0 = time.perf_counter()
     eng.ingest(corpus.to_dict())
     print(f"N={a.n:,} d={a.dim} ({time.perf_counter() - t0:.0f} s ingest), {a.queries} queries, {a.mode} at "
-          f"{a.selectivity:.0%} in force, engine threads {a.threads}, coalesce_wait {a.wait} s", flush=True)
+          f"{a.selectivity:.0%} in force, engine threads {a.threads}, coalesce_wait {a.wait} s, "
+          f"switch interval {sys.getswitchinterval()} s", flush=True)
     Q = corpus.queries(a.queries, seed=1)
     T = syn.times_for_selectivity(corpus, a.selectivity, a.queries, seed=2)
     kw = {"mode": a.mode, "exact": True}

@@ -63,7 +63,7 @@ class Coalescer:
         self._cond = threading.Condition()
         self._queue: list[Request] = []
         self._busy = False
-        self._last_size = 1
+        self._last_size = self._prev_size = 1
         #: groups run and calls served (for tests and metrics)
         self.groups = self.calls = 0
 
@@ -85,8 +85,12 @@ class Coalescer:
     def _lead(self, req: Request) -> Any:
         with self._cond:
             if self.wait > 0 and self._last_size > 1:
+                # under load the groups alternate: the calls a group answers come back while
+                # the next one runs; wait (at most ``wait``) for as many calls as the last
+                # two groups held, the callers there are, so each group is whole
+                target = min(self.max_group, self._last_size + self._prev_size)
                 deadline = time.monotonic() + self.wait
-                while self._count(req.key) < self.max_group:
+                while self._count(req.key) < target:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -94,7 +98,7 @@ class Coalescer:
             batch = [req] + [r for r in self._queue if r is not req and r.key == req.key][:self.max_group - 1]
             taken = {id(r) for r in batch}
             self._queue = [r for r in self._queue if id(r) not in taken]
-            self._last_size = len(batch)
+            self._prev_size, self._last_size = self._last_size, len(batch)
             self.groups += 1
             self.calls += len(batch)
         try:
@@ -187,6 +191,15 @@ class AsyncCoalescer:
                 fut.set_exception(res)
             else:
                 fut.set_result(res)
+        # the next group starts after the loop has turned twice: the tasks just answered
+        # run first, and those that ask again join it (else groups alternate between the
+        # calls that waited and the calls that come back, each half as large); busy until then
+        loop.call_soon(self._settle, loop, 1)
+
+    def _settle(self, loop: Any, turns: int) -> None:
+        if turns > 0:
+            loop.call_soon(self._settle, loop, turns - 1)
+            return
         self._busy = False
         if self._queue:
             self._start(loop)
