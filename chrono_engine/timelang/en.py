@@ -279,8 +279,11 @@ def _day_g(g: str, words: bool) -> str:
 _DAYS_TO = r"\s*(?:-|–|—|to|through|thru|until|till|(?P<and>and))\s*"
 
 
+_FROM_BETWEEN = re.compile(r"\b(?P<pre>from|between)\s+$", re.IGNORECASE)
+
+
 def _day_range_pattern(words: bool) -> str:
-    return (rf"(?:\b(?P<pre>from|between)\s+)?(?:\b{_MON}\s+{_day_g('d1', words)}{_DAYS_TO.replace('and>', 'and1>')}"
+    return (rf"(?:\b{_MON}\s+{_day_g('d1', words)}{_DAYS_TO.replace('and>', 'and1>')}"
             rf"{_day_g('d2', words)}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
             rf"|(?<![\d/.-]){_day_g('d3', words)}{_DAYS_TO.replace('and>', 'and2>')}{_day_g('d4', words)}\s+(?:of\s+)?"
             rf"(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
@@ -288,7 +291,7 @@ def _day_range_pattern(words: bool) -> str:
             rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?)")
 
 
-@rule(_day_range_pattern(True), _I, lead=r"\dadfjmnosbtfsenw", words='jan feb mar apr may jun jul aug sep oct nov dec',
+@rule(_day_range_pattern(True), _I, lead=r"\dadfjmnostfsenw", words='jan feb mar apr may jun jul aug sep oct nov dec',
       exact=MONTH_TOKENS + "|" + _ORDINAL_TOKENS)
 def day_range_words(m, ctx):
     """april ninth through seventeenth, between the ninth and the seventeenth of april:
@@ -297,7 +300,7 @@ def day_range_words(m, ctx):
     return _days_range(m, ctx)
 
 
-@rule(_day_range_pattern(False), _I, lead=r"\dadfjmnosbt", words='jan feb mar apr may jun jul aug sep oct nov dec',
+@rule(_day_range_pattern(False), _I, lead=r"\dadfjmnost", words='jan feb mar apr may jun jul aug sep oct nov dec',
       exact=MONTH_TOKENS)
 def day_range(m, ctx):
     """March 7-9, 2024 / 7 to 9 March / from 3 to 12 of Sept: a range of days in one month
@@ -306,7 +309,8 @@ def day_range(m, ctx):
 
 
 def _days_range(m, ctx):
-    pre = (m.group("pre") or "").lower()
+    pm = _FROM_BETWEEN.search(m.string, max(0, m.start() - 9), m.start())  # from / between before it
+    pre = pm.group("pre").lower() if pm else ""
     if (m.group("and1") or m.group("and2")) and pre != "between":
         return None
 
@@ -322,7 +326,7 @@ def _days_range(m, ctx):
     yy = _year4(y, ctx) or ctx.year
     s, _ = P.day_span(yy, mo, d1, ctx.tz)
     _, e = P.day_span(yy, mo, d2, ctx.tz)
-    return range_cand(m.start(), m.end(), s, e, "day")
+    return range_cand(pm.start() if pm else m.start(), m.end(), s, e, "day")
 
 
 @rule(rf"\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
@@ -997,7 +1001,8 @@ def year_words(m, ctx):
 @rule(rf"\b(?:the\s+)?(?P<dw>(?:twenty|thirty)[\s-](?:one|two|three|four|five|six|seven|eight|nine)"
       rf"|twenty|thirty|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
       rf"\s+(?:of\s+)?{_MON}(?![a-z])", _I,
-      lead="tfsen", words=MON_WORDS, exact=MONTH_TOKENS)
+      lead="tfsen", words=MON_WORDS, exact=MONTH_TOKENS + "|ten eleven twelve thirteen fourteen fifteen sixteen "
+      "seventeen eighteen nineteen twenty thirty")
 def day_words_month(m, ctx):
     """twenty five January, fifteen August: a day of the month (ten to thirty-one) in words
     before its month."""

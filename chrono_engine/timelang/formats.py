@@ -17,6 +17,8 @@ from .grammar import Cand, cal, clock_cand, range_cand, rule, year_of_two_digits
 
 __all__ = ["RULES"]
 
+_FROM_BETWEEN = re.compile(r"\b(?:from|between)\s+$", re.IGNORECASE)
+
 _IA = re.IGNORECASE | re.ASCII
 
 _TIME = (r"(?:[T\s]\s*(?P<h>[01]?\d|2[0-3]):(?P<mi>[0-5]\d)"
@@ -80,15 +82,16 @@ def dmy_mdy(m, ctx):
     return _ymd_time(m, ctx, y, mo, d)
 
 
-@rule(r"(?:\b(?P<pre>from|between)\s+)?(?<![\d.:/])(?P<a1>\d{1,2})(?P<s1>[/-])(?P<b1>\d{1,2})(?:(?P=s1)(?P<y1>\d{4}))?"
+@rule(r"(?<![\d.:/])(?P<a1>\d{1,2})(?P<s1>[/-])(?P<b1>\d{1,2})(?:(?P=s1)(?P<y1>\d{4}))?"
       r"\s*[-–~]\s*(?P<a2>\d{1,2})(?P<s2>[/-])(?P<b2>\d{1,2})(?:(?P=s2)(?P<y2>\d{4}))?(?![\d/]|[-.]\d)",
-      lead=r"\dfb", chars='-/')
+      lead=r"\d", chars='-/')
 def numeric_date_range(m, ctx):
     """10/1/2018-10/7/2018, 5/1-5/7/2020, from 10-1-2018-10-7-2018: a range of two dates
     written with numbers (month first unless the first number exceeds 12); a year on one
     side is lent to the other; without any year the range needs "from" or "between"."""
     y1, y2 = m.group("y1"), m.group("y2")
-    if not (y1 or y2 or m.group("pre")):
+    pre = _FROM_BETWEEN.search(m.string, max(0, m.start() - 9), m.start())
+    if not (y1 or y2 or pre):
         return None
     y1 = int(y1) if y1 else None
     y2 = int(y2) if y2 else None
@@ -102,7 +105,7 @@ def numeric_date_range(m, ctx):
     _, e = P.day_span(y2, mo2, d2, ctx.tz)
     if not s < e:
         return None
-    return range_cand(m.start(), m.end(), s, e, "day")
+    return range_cand(pre.start() if pre else m.start(), m.end(), s, e, "day")
 
 
 @rule(r"(?<![\d.:/-])(?P<y>(?:19|20)\d{2})(?P<sep>[-/]|\.(?=\d\d))(?P<mo>0?[1-9]|1[0-2])"
