@@ -10,8 +10,11 @@ once, :class:`Coalescer` gathers them into groups served by one ``search_batch``
   the next group, taking up to ``max_group`` queued calls with the same options (k and every
   option but the per-query times, which travel as arrays), so under load each group holds
   what arrived during the previous one;
-* with ``wait`` > 0, a leader that saw company in the previous group waits up to ``wait``
-  seconds for its group to fill before it runs.
+* a leader that saw company in the previous group lets the calls that group answered come
+  back before it runs (they would otherwise form the group after it: under load, groups
+  alternate half-full): it waits while calls keep arriving, for as many as the last two
+  groups held, until :data:`SETTLE_QUIET` passes without a call, at most
+  :data:`SETTLE_MAX`; with ``wait`` > 0, up to ``wait`` seconds instead.
 
 :class:`AsyncCoalescer` is the same policy for asyncio tasks (:meth:`Engine.asearch`, the
 service): the calls queue on their event loop, where their Python runs, and each group runs
@@ -33,6 +36,12 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 __all__ = ["AsyncCoalescer", "Coalescer", "Request"]
+
+#: a leader whose last group had company lets the calls it answered come back: it waits
+#: while calls keep arriving, until this long passes without one (seconds) ...
+SETTLE_QUIET = 0.0003
+#: ... and at most this long in all
+SETTLE_MAX = 0.002
 
 
 class Request:
@@ -64,6 +73,7 @@ class Coalescer:
         self._queue: list[Request] = []
         self._busy = False
         self._last_size = self._prev_size = 1
+        self._target = 0  # the calls a waiting leader waits for (0: none waits)
         #: groups run and calls served (for tests and metrics)
         self.groups = self.calls = 0
 
@@ -75,7 +85,8 @@ class Coalescer:
             self._queue.append(req)
             lead = not self._busy
             self._busy = True
-            self._cond.notify_all()  # a leader waiting for company may go
+            if len(self._queue) >= self._target:
+                self._cond.notify_all()  # a leader waiting for company may go
         if not lead:
             req.done.wait()
             if not req.lead:
@@ -84,17 +95,26 @@ class Coalescer:
 
     def _lead(self, req: Request) -> Any:
         with self._cond:
-            if self.wait > 0 and self._last_size > 1:
+            if self._last_size > 1:
                 # under load the groups alternate: the calls a group answers come back while
-                # the next one runs; wait (at most ``wait``) for as many calls as the last
-                # two groups held, the callers there are, so each group is whole
+                # the next one runs. Wait for as many calls as the last two groups held (the
+                # callers there are) while they keep coming: until a quiet period passes
+                # with no new call (SETTLE_QUIET), at most SETTLE_MAX — or, with ``wait`` > 0,
+                # until ``wait`` has passed
                 target = min(self.max_group, self._last_size + self._prev_size)
-                deadline = time.monotonic() + self.wait
-                while self._count(req.key) < target:
+                deadline = time.monotonic() + (self.wait if self.wait > 0 else SETTLE_MAX)
+                n = self._count(req.key)
+                self._target = target  # arrivals wake the leader only once there are enough
+                while n < target:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
-                    self._cond.wait(left)
+                    self._cond.wait(left if self.wait > 0 else min(left, SETTLE_QUIET))
+                    m = self._count(req.key)
+                    if m == n and self.wait <= 0:
+                        break  # no call came in a quiet period: the group is what there is
+                    n = m
+                self._target = 0
             batch = [req] + [r for r in self._queue if r is not req and r.key == req.key][:self.max_group - 1]
             taken = {id(r) for r in batch}
             self._queue = [r for r in self._queue if id(r) not in taken]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -336,3 +337,34 @@ def test_a_dropped_engine_after_asearch_is_freed_at_once(tmp_path):
         ce.Engine.open(tmp_path / "s").close()  # would raise StoreLockedError
     finally:
         gc.enable()
+
+
+def test_a_leader_after_company_lets_the_callers_come_back(monkeypatch):
+    """With no coalesce_wait, a leader whose last groups had company waits while calls keep
+    arriving (the quiet period and the cap widened here, so the test does not race thread
+    start-up), up to as many as the last two groups held; then it runs them as one group."""
+    import chrono_engine._coalesce as co
+    monkeypatch.setattr(co, "SETTLE_QUIET", 0.2)
+    monkeypatch.setattr(co, "SETTLE_MAX", 5.0)
+    seen = []
+
+    def run(batch):
+        seen.append(len(batch))
+        return [r.payload for r in batch]
+    c = Coalescer(run, max_group=64, wait=0.0)
+    c._last_size = c._prev_size = 4  # as after two groups of four: eight callers
+    out = [None] * 8
+
+    def work(i):
+        out[i] = c.submit("k", i)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+        time.sleep(0.01)  # arrivals spread out, each well inside the quiet period
+    for t in ts:
+        t.join()
+    assert out == list(range(8))
+    assert seen == [8]
+    # alone, a leader does not wait for anyone: its last group had no company
+    c._last_size = c._prev_size = 1
+    assert c.submit("k", 99) == 99 and seen == [8, 1]
