@@ -251,3 +251,14 @@ def test_bounds_by_amount_clock_ranges_and_spaced_decades(text, want):
 ])
 def test_for_an_amount_from_a_day(text, want):
     assert _read(text, "2018-05-23T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("next evening between 10:30 and 11:45", [("next evening between 10:30 and 11:45", "2018-05-31T22:30:00",
+                                               "2018-05-31T23:45:00")]),
+    ("working between 7 and 9 last morning.", [("between 7 and 9 last morning", "2018-05-29T07:00:00",
+                                                "2018-05-29T09:00:00")]),
+    ("see you tonite, honey!", [("tonite", "2018-05-30T18:00:00", "2018-05-31T00:00:00")]),
+])
+def test_next_and_last_parts_of_the_day(text, want):
+    assert _read(text, "2018-05-30T10:00:00") == want

@@ -349,10 +349,11 @@ def month(m, ctx):
     return cal(m.start(), m.end(), s, e, "month")
 
 
-@rule(r"\b(?P<w>today|tonight|yesterday|tomorrow|(?:the\s+)?day\s+before\s+yesterday"
+@rule(r"\b(?P<w>today|tonight|tonite|yesterday|tomorrow|(?:the\s+)?day\s+before\s+yesterday"
       r"|(?:the\s+)?day\s+after\s+tomorrow)\b", _I, lead="tyd", words='tod ton yes tom')
 def relative_day(m, ctx):
     w = m.group("w").lower()
+    w = "tonight" if w == "tonite" else w
     off = -2 if "before" in w else 2 if "after" in w else _DAYWORD[w]
     d = ctx.today + timedelta(days=off)
     s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
@@ -775,16 +776,16 @@ def clock_range_start(m, ctx):
     return c
 
 
-@rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last)\s+)?(?:in\s+the\s+)?"
+@rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:in\s+the\s+)?"
       r"(?P<p>morning|afternoon|evening|night)\b", _I, lead="tydlimaen", words='mor aft eve nig')
 def day_part(m, ctx):
+    """this evening, tomorrow morning, next evening (tomorrow's), last night, last morning
+    (yesterday's); alone, "evening" counts only next to a day."""
     rel = (m.group("rel") or "").lower()
     p = m.group("p").lower()
     c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
-    if rel == "last" and p != "night":
-        return None
     if rel:
-        off = {"this": 0, "today": 0, "yesterday": -1, "tomorrow": 1, "last": -1}[rel]
+        off = {"this": 0, "today": 0, "yesterday": -1, "tomorrow": 1, "last": -1, "next": 1}[rel]
         return attach_clock_to_day(c, ctx.today + timedelta(days=off), ctx)
     return c
 
