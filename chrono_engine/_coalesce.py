@@ -157,11 +157,18 @@ class AsyncCoalescer:
     (the service), where a call that finds no group running lets the loop turn twice (calls
     already received join it) and, still alone, runs at once on the loop: a lone caller
     pays no hand-off to the thread and back. ``timeout`` (seconds, or None) drops the answer
-    of a call whose group runs too long (asyncio.TimeoutError); the group runs on."""
+    of a call whose group runs too long (asyncio.TimeoutError); the group runs on.
 
-    def __init__(self, *, inline: bool = False, max_group: int = 64, name: str = "chrono-groups") -> None:
+    ``settle`` is how many turns of the loop the next group waits once a group is answered:
+    tasks of the same process ask again within a turn or two and join it (2, the default);
+    the service's callers are across a network round trip and cannot, so it starts the next
+    group at once (0: the worker thread searches while the loop encodes and parses)."""
+
+    def __init__(self, *, inline: bool = False, max_group: int = 64, settle: int = 2,
+                 name: str = "chrono-groups") -> None:
         from concurrent.futures import ThreadPoolExecutor
         self.inline, self.max_group = inline, max_group
+        self.settle = max(0, int(settle))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._queue: list = []   # (Request, future)
         self._busy = False
@@ -214,7 +221,10 @@ class AsyncCoalescer:
         # the next group starts after the loop has turned twice: the tasks just answered
         # run first, and those that ask again join it (else groups alternate between the
         # calls that waited and the calls that come back, each half as large); busy until then
-        loop.call_soon(self._settle, loop, 1)
+        if self.settle:
+            loop.call_soon(self._settle, loop, self.settle - 1)
+        else:
+            self._settle(loop, 0)
 
     def _settle(self, loop: Any, turns: int) -> None:
         if turns > 0:

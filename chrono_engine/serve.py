@@ -377,7 +377,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(max_workers=max(1, int(engine.coalesce_group)), thread_name_prefix="chrono-serve")
     # single searches coalesced on the loop, groups on one worker thread, a lone one on the loop
-    searches = AsyncCoalescer(inline=True, name="chrono-serve-search")
+    searches = AsyncCoalescer(inline=True, settle=0, name="chrono-serve-search")
     gate = threading.Lock()  # writes, snapshots and restores, one at a time
     snap_dir = Path(snapshots) if snapshots is not None else (
         Path(engine.path).with_name(Path(engine.path).name + ".snapshots") if engine.path is not None else None)
