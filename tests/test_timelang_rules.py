@@ -262,3 +262,94 @@ def test_for_an_amount_from_a_day(text, want):
 ])
 def test_next_and_last_parts_of_the_day(text, want):
     assert _read(text, "2018-05-30T10:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # the hour or minute before / after now, rolling
+    ("I'll go back next hour", [("next hour", "2016-11-07T10:20:00", "2016-11-07T11:20:00")]),
+    ("sales in the last hour", [("the last hour", "2016-11-07T09:20:00", "2016-11-07T10:20:00")]),
+    ("I counted 13 last minute.", [("last minute", "2016-11-07T10:19:00", "2016-11-07T10:20:00")]),
+    ("I counted 3 in the 13 last minutes.", [("in the 13 last minutes", "2016-11-07T10:07:00",
+                                              "2016-11-07T10:20:00")]),
+    # not the idiom, nor this hour
+    ("they changed it at the last minute", []),
+    ("until the last minute", []),
+    ("a last-minute change", []),
+    ("what happened this hour", []),
+    # "last" after a modal or a negation is the verb: the amount is how long
+    ("this appointment shouldn't last two hours", [("two hours", None, None)]),
+    ("the war did not last two years", [("two years", None, None)]),
+    ("in the last two hours", [("in the last two hours", "2016-11-07T08:20:00", "2016-11-07T10:20:00")]),
+])
+def test_rolling_hours_and_minutes_and_last_the_verb(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # "a second" before a noun is the ordinal; "N units time" needs "in" or an apostrophe
+    ("Let's target a second round", []),
+    ("the dawn of a second wave", []),
+    ("he won a second time", []),
+    ("a second opinion", []),
+    ("wait a second", [("a second", None, None)]),
+    ("wait a second or two", [("a second", None, None)]),
+    ("a one second time difference", [("one second", None, None)]),
+    ("in two weeks time", [("in two weeks time", "2016-11-21T00:00:00", "2016-11-28T00:00:00")]),
+    ("in 3 weeks' time", [("in 3 weeks' time", "2016-11-28T00:00:00", "2016-12-05T00:00:00")]),
+])
+def test_a_second_before_a_noun_is_the_ordinal(text, want):
+    assert _read(text) == want
+
+
+def test_fractional_seconds_are_kept():
+    (e,) = parse_time("I'll leave for 123.45 sec", now=NOW)
+    assert e.duration.total_seconds() == pytest.approx(123.45)
+
+
+@pytest.mark.parametrize("text, want", [
+    # a bare hour and an amount: today from that hour, that long
+    ("The meeting is start from 9 for 2.5 hrs", [("from 9 for 2.5 hrs", "2016-11-07T09:00:00",
+                                                  "2016-11-07T11:30:00")]),
+    ("The meeting will last for 2.5 hours from 9", [("for 2.5 hours from 9", "2016-11-07T09:00:00",
+                                                     "2016-11-07T11:30:00")]),
+    # a clock time written with its half of the day is put on its day by compose
+    ("on 14th Feb from 9:30am for 7 hours", [("14th Feb from 9:30am for 7 hours", "2016-02-14T09:30:00",
+                                               "2016-02-14T16:30:00")]),
+    # a year is no hour
+    ("for 2 hours from 1990", [("for 2 hours", None, None), ("1990", "1990-01-01T00:00:00", "1991-01-01T00:00:00")]),
+])
+def test_an_hour_for_an_amount(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("docked till date", [("till date", None, "2016-11-07T10:20:00")]),
+    ("his best result to date", [("to date", None, "2016-11-07T10:20:00")]),
+    ("from 2010 to date", [("from 2010 to date", "2010-01-01T00:00:00", "2016-11-07T10:20:00")]),
+    ("from 2010-01-01 till current date", [("from 2010-01-01 till current date", "2010-01-01T00:00:00",
+                                            "2016-11-07T10:20:00")]),
+    ("working on it at the present time", [("at the present time", "2016-11-07T10:20:00", "2016-11-07T10:20:01")]),
+    # "up to date" is current, not a bound; "equals to date 1" is a field
+    ("keep the records up to date", []),
+    ("greater than or equals to date 1", []),
+])
+def test_to_date_and_the_present_time(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("a party at the EOY", [("the EOY", "2016-11-01T00:00:00", "2017-01-01T00:00:00")]),
+    ("due EOM", [("EOM", "2016-11-21T00:00:00", "2016-12-01T00:00:00")]),
+    ("Show sales in the cy18", [("cy18", "2018-01-01T00:00:00", "2019-01-01T00:00:00")]),
+    ("CY 2017 revenue", [("CY 2017", "2017-01-01T00:00:00", "2018-01-01T00:00:00")]),
+    ("Is this a valid date? 12-2015", [("12-2015", "2015-12-01T00:00:00", "2016-01-01T00:00:00")]),
+    ("1990-2015", [("1990-2015", "1990-01-01T00:00:00", "2016-01-01T00:00:00")]),
+    ("We should go back at mid night.", [("mid night", "2016-11-07T00:00:00", "2016-11-07T00:01:00")]),
+    ("around the 21st this month", [("the 21st this month", "2016-11-21T00:00:00", "2016-11-22T00:00:00")]),
+    ("the 3rd of next month", [("the 3rd of next month", "2016-12-03T00:00:00", "2016-12-04T00:00:00")]),
+    # a month abbreviation after "$" is a ticker
+    ("$DEC farming is coming to $CUB Finance!", []),
+    ("Dec 2015", [("Dec 2015", "2015-12-01T00:00:00", "2016-01-01T00:00:00")]),
+])
+def test_abbreviations_numeric_months_and_days_of_this_month(text, want):
+    assert _read(text) == want

@@ -19,6 +19,7 @@ from .grammar import (
     amount_cand,
     cal,
     clock_cand,
+    clock_on_day,
     fuzzy_part,
     range_cand,
     rule,
@@ -128,6 +129,17 @@ _TIME_WORDS = frozenset(
 _DATE_PREP = re.compile(r"(?:\b(?:in|on|since|until|till|during|from|to|of|for|at|before|after"
                         r"|early|late|mid|last|next|this|every|each|through|between|and)\s+)$",
                         re.IGNORECASE | re.ASCII)
+_THE_BEFORE = re.compile(r"\bthe\s+$", re.IGNORECASE | re.ASCII)
+#: words after which "last" is the verb: "won't last two years", "expected to last 3 days"
+_VERB_BEFORE = re.compile(r"(?:\b(?:not|never|will|would|should|could|can|may|might|must|to|did|does|do"
+                          r"|cannot)|n't|n’t)\s+$", re.IGNORECASE)
+#: a word after "a second" that makes it the ordinal ("a second round"), any word but those
+#: that follow a duration ("wait a second or two", "a second later", "a second, please")
+_NOUN_AFTER = re.compile(r"\s+(?!(?:ago|later|earlier|before|after|or|and|to|of|for|in|on|at|please|longer"
+                         r"|more|each|per|then|so|but|when|while|from|than|the|is|was|will|would|here|there"
+                         r"|now|hence|back)\b)[a-z]", re.IGNORECASE | re.ASCII)
+_FROM_BEFORE = re.compile(r"\b(?:from|since)\s+[^,;.]*$", re.IGNORECASE)
+_DIGIT_BEFORE = re.compile(r"\d\s*$")
 #: "May I ask", "May we": the verb, not the month
 _MAY_VERB = re.compile(r"\s+(?:I|we|you|he|she|it|they|this|that|there|be|not|also|have|well)\b",
                        re.IGNORECASE | re.ASCII)
@@ -329,7 +341,7 @@ def _days_range(m, ctx):
     return range_cand(pm.start() if pm else m.start(), m.end(), s, e, "day")
 
 
-@rule(rf"\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
+@rule(rf"(?<![$])\b{_MON}(?![a-z])(?:(?:\s*,?\s*(?:of\s+)?|\s*[-/]\s*(?=\d{{4}}))(?:(?P<y>\d{{4}})\b|'(?P<yy>\d{{2}})\b"
       r"|(?P<ry>this|last|next|previous)\s+year\b)|\s+of\s+(?P<yy3>\d{2})\b(?![\d:.,%]|\s*(?:[ap]\.?m\b|%)))?"
       r"(?!\s*\d{1,2}(?:st|nd|rd|th)?(?![\d:]))", _I,
       lead="adfjmnos", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
@@ -378,24 +390,34 @@ def day_next_to(m, ctx):
     return cal(m.start(), m.end(), s, e, "day")
 
 
-@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently)\b"
-      r"|(?:(?<=[–—-])|(?<=[–—-]\s)|(?<=\bto\s)|(?<=\btill\s)|(?<=\buntil\s))present\b", _I,
-      lead="rnap", words='now pre mom')
+@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently"
+      r"|(?:at\s+)?the\s+present\s+time|current\s+date)\b"
+      r"|(?:(?<=[–—-])|(?<=[–—-]\s)|(?<=\bto\s)|(?<=\btill\s)|(?<=\buntil\s))present\b"
+      r"|(?:(?<=\btill\s)|(?<=\buntil\s))date\b|(?<!\bup\s)\b(?P<todate>to\s+date)\b(?!\s*\d)", _I,
+      lead="rnapctd", words='now pre mom cur dat')
 def now_word(m, ctx):
-    """now, at present, presently; "present" as a range's end ("2017–present")."""
+    """now, at present, presently, the present time, current date; "present" as a range's
+    end ("2017–present"); "till date"; "to date" (up to now; not "up to date")."""
     s = P.floor(ctx.now, "second")
+    if m.group("todate"):  # "the best to date": up to now; "from 2010 to date", "2023 to date": a range's end
+        if _FROM_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) or _DIGIT_BEFORE.search(
+                m.string, max(0, m.start() - 4), m.start()):
+            return Cand(m.end() - 4, m.end(), s, P.shift(s, "second", 1), "second", "point", "now")
+        c = Cand(m.start(), m.end(), None, ctx.now, "second", "span", "span")
+        c.role, c.inner, c.fzpart = "until", (s, P.shift(s, "second", 1)), "now"
+        return c
     return Cand(m.start(), m.end(), s, P.shift(s, "second", 1), "second", "point", "now")
 
 
 @rule(r"\b(?:the\s+)?(?P<rel>last|this|next|previous|prev|coming|current|past|following"
       r"|upcoming)\s+(?:calendar\s+)?(?P<u>week|month|quarter|year|decade|weekend|century|fortnight"
-      r"|work(?:ing)?\s*week)\b"
+      r"|work(?:ing)?\s*week|hour|minute)\b"
       r"|\bthe\s+(?P<u2>week|month|quarter|year)\s+(?P<ba>before\s+last|after\s+next)\b"
       r"|\b(?:the\s+)?(?P<we>weekend)\b(?!s)", _I,
       lead="tlnpcfuw",
       words="las thi nex pre com cur pas fol upc wee",
       exact="week month quarter year decade weekend century fortnight weeks months quarters years workweek "
-      "working work")
+      "working work hour minute")
 
 def relative_unit(m, ctx):
     """last week / this month / next quarter / last decade (calendar units); "past week"
@@ -416,6 +438,13 @@ def relative_unit(m, ctx):
             if rel in ("this", "current"):
                 return None
             return amount_cand(m.start(), m.end(), 2, "week", ctx, "past" if _REL[rel] < 0 else "future")
+        if u in ("hour", "minute"):
+            # "the last hour", "next minute": the rolling hour or minute before / after now;
+            # not "this hour", nor the idiom "(at) the last minute"
+            if rel in ("this", "current") or (u == "minute" and rel == "last" and (
+                    m.group(0)[:3].lower() == "the" or _THE_BEFORE.search(m.string, max(0, m.start() - 5), m.start()))):
+                return None
+            return amount_cand(m.start(), m.end(), 1, u, ctx, "past" if _REL[rel] < 0 else "future")
         if rel == "past":
             if u in ("weekend", "century"):
                 return None
@@ -576,14 +605,14 @@ _AP = r"(?:a|p)\s?\.?\s?m\b\.?"
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.]?(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\.?\s*"
       rf"(?P<ap>{_AP})(?![a-z])"
       rf"|\b(?P<hw>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<ap2>{_AP})(?![a-z])"
-      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|midnight)\b", _I,
-      lead=r"\dnmotfse", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|noon|midday|midnight|o'?clock",
-      exact="am pm m noon midday midnight clock oclock")
+      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|mid[\s-]?night)\b", _I,
+      lead=r"\dnmotfse", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|noon|midday|mid[\s-]?night|o'?clock",
+      exact="am pm m noon midday midnight mid clock oclock")
 def clock(m, ctx):
     """7pm, 7:30 a.m., 1140 a.m., seven p m, 5 o'clock, noon, midnight."""
     if m.group("w"):
         w = m.group("w").lower()
-        h, mi, sec, grain, part = (0 if w == "midnight" else 12), 0, 0, "minute", None
+        h, mi, sec, grain, part = (0 if w.endswith("night") else 12), 0, 0, "minute", None
     elif m.group("hw"):
         h = _ampm(int(en_int(m.group("hw"))), m.group("ap2"))
         mi, sec, grain, part = 0, 0, "hour", None
@@ -734,6 +763,31 @@ def hour_range(m, ctx):
     return c
 
 
+_FOR_N = r"\d{1,2}(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|an?"
+_FOR_U = r"hours?|hrs?|minutes?|mins?"
+
+
+@rule(rf"\b(?:from|starting\s+at)\s+(?P<h>[01]?\d|2[0-3])(?::(?P<mi>[0-5]\d))?\s*(?P<ap>{_AP})?\s*"
+      rf"for\s+(?P<n>{_FOR_N})\s+(?P<u>{_FOR_U})\b"
+      rf"|\bfor\s+(?P<n2>{_FOR_N})\s+(?P<u2>{_FOR_U})\s+(?:from|starting\s+at)\s+"
+      rf"(?P<h2>[01]?\d|2[0-3])(?::(?P<mi2>[0-5]\d))?(?:\s*(?P<ap2>{_AP}))?(?![\w:/.-])", _I,
+      lead="fs", words="hou hr hrs min", exact="for|from starting")
+def clock_for_amount(m, ctx):
+    """"from 9 for 2.5 hrs", "for 2.5 hours from 9": a bare hour, today, for that long."""
+    h = int(m.group("h") or m.group("h2"))
+    mi = int(m.group("mi") or m.group("mi2") or 0)
+    if m.group("ap") or m.group("ap2") or m.group("mi") or m.group("mi2"):
+        return None  # "from 9:30am for 7 hours": a clock time, which compose puts on its day
+    n = en_int(m.group("n") or m.group("n2"))
+    if not n or n > 24:
+        return None
+    u = (m.group("u") or m.group("u2")).lower()
+    minutes = n * (1 if u.startswith("m") else 60)
+    s, _ = P.day_span(ctx.today.year, ctx.today.month, ctx.today.day, ctx.tz)
+    start = clock_on_day(s, h, mi, 0)
+    return range_cand(m.start(), m.end(), start, start + timedelta(minutes=minutes), "minute")
+
+
 @rule(r"\b(?:from|between)\s+(?P<h1>[01]\d|2[0-3])(?P<m1>[0-5]\d)\s*(?:-|–|to|and|until|till)\s*"
       r"(?P<h2>[01]\d|2[0-3])(?P<m2>[0-5]\d)(?![\w:./-])", _I, lead="fb", words="fro bet", exact="from between",
       need=r"\d{4}\s*(?:-|–|to|and|until|till)\s*\d{4}")
@@ -797,7 +851,7 @@ _OF_AFTER = re.compile(r"\s+(?:of|in)\s+(?:the\s+)?(?:this|next|last|previous|\d
 
 @rule(rf"\b(?:(?:in|during|over|for|within|from)\s+)?(?:the\s+)?"
       rf"(?:(?P<dir>past|last|previous|prior|recent|next|coming|following|upcoming)\s+"
-      rf"(?P<n>{EN_NUM})|(?P<n2>{EN_NUM})\s+(?P<dir2>past|previous|prior|recent|next|coming|following"
+      rf"(?P<n>{EN_NUM})|(?P<n2>{EN_NUM})\s+(?P<dir2>past|last|previous|prior|recent|next|coming|following"
       rf"|upcoming))\s+{_UNIT}\b", _I,
       lead="cdfilnoprtuw",
       words="pas las pre pri rec nex com fol upc", need=_AMOUNT,
@@ -811,6 +865,8 @@ def rolling(m, ctx):
     if n is None or _OF_AFTER.match(m.string, m.end()):
         return None  # "the last 3 weeks of this year": a part of that year (sub_span)
     d = (m.group("dir") or m.group("dir2")).lower()
+    if d == "last" and m.start("dir") == m.start() and _VERB_BEFORE.search(m.string, max(0, m.start() - 12), m.start()):
+        return None  # "it did not last two hours": the verb (the amount is a duration)
     past = d in ("past", "last", "previous", "prior", "recent")
     fuzzy = raw.lower().strip() in FUZZY_EN
     u = _unit(m.group("u"))
@@ -844,11 +900,20 @@ def amount(m, ctx):
     if u == "fortnight":
         u, n = "week", 2 * n
     d = (m.group("dir") or "").lower()
+    b, e = m.start(), m.end()
+    if d.endswith("time") and "'" not in d and not m.group("in"):
+        # "a second time", "one second time difference": no "in" and no apostrophe, so not
+        # "(in) two weeks' time": the amount alone
+        d, e = "", m.start("dir")
+        while m.string[e - 1].isspace():
+            e -= 1
+    if (u == "second" and raw.lower() in ("a", "an") and not (d or m.group("within") or m.group("in")
+            or m.group(0)[:3].lower() == "for") and _NOUN_AFTER.match(m.string, e)):
+        return None  # "a second round", "a second wave": the ordinal
     if ua is not None and ua.lower() in _ATTACHED and not (
             d or m.group("within") or m.group("in") or m.group(0)[:3].lower() == "for"):
         return None  # "3d model", "room 3h": a one-letter unit needs for / in / ago
     fuzzy = raw.lower().strip() in FUZZY_EN
-    b, e = m.start(), m.end()
     if d in ("ago", "before now", "back"):
         if m.group("in") or m.group("within"):
             b = m.start("n")
@@ -920,12 +985,19 @@ def earlier_later(m, ctx):
 
 
 @rule(r"\b(?P<f>early|mid|late|(?:the\s+)?(?:beginning|start|end|middle)\s+of)[\s-]*"
-      r"(?:the\s+|this\s+)?(?P<u>month|year|quarter|week)\b(?!\s+(?:before|after))", _I,
+      r"(?:the\s+|this\s+)?(?P<u>month|year|quarter|week)\b(?!\s+(?:before|after))"
+      r"|\b(?:the\s+)?(?P<ab>EO[YMQ])\b", _I,
       lead="emlbst",
-      words="ear mid lat beg sta end")
+      words="ear mid lat beg sta end eoy eom eoq")
 
 def fuzzy_current(m, ctx):
-    """end of the month / early this year: a part of the current unit."""
+    """end of the month / early this year / EOY: a part of the current unit."""
+    if m.group("ab"):
+        ab = m.group("ab").lower()
+        u = {"y": "year", "m": "month", "q": "quarter"}[ab[2]]
+        s0, _ = ctx.period(u)
+        r = fuzzy_part(s0, u, "late")
+        return None if r is None else Cand(m.start(), m.end(), r[0], r[1], r[2], "point", "cal", None, True)
     f = m.group("f").lower()
     part = ("early" if ("early" in f or "beginning" in f or "start" in f)
             else "late" if ("late" in f or "end" in f) else "mid")
@@ -1167,7 +1239,7 @@ _ON_BEFORE = re.compile(r"\bon\s+$", _I)
 
 
 @rule(rf"\bthe\s+(?:(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)|(?P<o>{_ORDINAL_RE}))"
-      rf"(?:\s+day)?(?:\s+of\s+(?:(?P<rel>this|next|last|the)\s+month|{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?)"
+      rf"(?:\s+day)?(?:\s+(?:of\s+)?(?P<rel>this|next|last)\s+month|\s+of\s+(?:(?P<the>the)\s+month|{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?)"
       rf"|(?=\s*(?:[.,;!?)]|$)))", _I, lead="t", words="the")
 def day_of_month(m, ctx):
     """on the 18th, the 15th day of next month, the twenty third day of September: a day of
@@ -1182,7 +1254,8 @@ def day_of_month(m, ctx):
         mo = _month(m)
         c = _day(m, ctx, y, mo, d)
     else:
-        if m.group("rel") is None and not _ON_BEFORE.search(m.string, max(0, m.start() - 4), m.start()):
+        if m.group("rel") is None and m.group("the") is None and not _ON_BEFORE.search(
+                m.string, max(0, m.start() - 4), m.start()):
             return None  # "the 21st" alone is a date only after "on"
         rel = (m.group("rel") or "this").lower()
         off = {"this": 0, "the": 0, "next": 1, "last": -1}[rel]
@@ -1242,6 +1315,15 @@ def century(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
+@rule(r"\bCY\s?'?(?P<y>(?:19|20)\d\d|\d\d)\b", _I, lead="c", words="cy")
+def calendar_year(m, ctx):
+    """CY18, CY 2018: a calendar year."""
+    ys = m.group("y")
+    y = int(ys) if len(ys) == 4 else year_of_two_digits(int(ys), ctx)
+    s, e = P.month_span(y, 1, ctx.tz, 12)
+    return cal(m.start(), m.end(), s, e, "year")
+
+
 RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date)
+         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year)

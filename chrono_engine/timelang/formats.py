@@ -115,9 +115,11 @@ def year_month(m, ctx):
     return cal(m.start(), m.end(), s, e, "month")
 
 
-@rule(r"(?<![\d.:/-])(?P<mo>0?[1-9]|1[0-2])/(?P<y>(?:19|20)\d{2})(?![\d/])", lead=r"\d", chars='/')
+@rule(r"(?<![\d.:/-])(?:(?P<mo>0?[1-9]|1[0-2])/(?P<y>(?:19|20)\d{2})(?![\d/])"
+      r"|(?P<mo2>0[1-9]|1[0-2])-(?P<y2>(?:19|20)\d{2})(?![\d/-]))", lead=r"\d", chars='/-')
 def month_year(m, ctx):
-    s, e = P.month_span(int(m.group("y")), int(m.group("mo")), ctx.tz)
+    """3/2024, 12-2015: a month."""
+    s, e = P.month_span(int(m.group("y") or m.group("y2")), int(m.group("mo") or m.group("mo2")), ctx.tz)
     return cal(m.start(), m.end(), s, e, "month")
 
 

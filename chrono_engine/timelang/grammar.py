@@ -212,6 +212,8 @@ def amount_cand(b: int, e: int, n: float, unit: str, ctx: Ctx, mode: str,
     end = P.shift(now, u, k)
     length = _elapsed(now, end)
     if mode == "dur":
+        if u == "second" and n != k:  # "123.45 sec": the fraction kept in the length
+            length = timedelta(seconds=n)
         c = Cand(b, e, None, None, u, "duration", "dur", length, fuzzy)
         c.inner = (k, u)  # the amount, for "two days after today" (compose)
         return c
