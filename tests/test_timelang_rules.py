@@ -353,3 +353,58 @@ def test_to_date_and_the_present_time(text, want):
 ])
 def test_abbreviations_numeric_months_and_days_of_this_month(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # amounts of finer units added to an offset or a rolling range
+    ("2 weeks and 2 days ago", [("2 weeks and 2 days ago", "2016-10-22T00:00:00", "2016-10-23T00:00:00")]),
+    ("I left here 2 years 1 month 21 days later", [("2 years 1 month 21 days later", "2018-12-28T00:00:00",
+                                                    "2018-12-29T00:00:00")]),
+    ("in 2 weeks and 2 days", [("in 2 weeks and 2 days", "2016-11-23T00:00:00", "2016-11-24T00:00:00")]),
+    ("for the last 3 months and 2 weeks and 2 days.", [("for the last 3 months and 2 weeks and 2 days",
+                                                        "2016-07-22T10:20:00", "2016-11-07T10:20:00")]),
+    # ... but an amount followed by its own offset keeps it
+    ("for the last 3 months and 2 weeks and 2 days ago", [
+        ("for the last 3 months", "2016-08-07T10:20:00", "2016-11-07T10:20:00"),
+        ("2 weeks and 2 days ago", "2016-10-22T00:00:00", "2016-10-23T00:00:00")]),
+    ("3 hours 30 minutes", [("3 hours 30 minutes", None, None)]),
+])
+def test_amounts_add_to_offsets_and_rolling_ranges(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, now, want", [
+    # a weekday next to an offset of weeks or more: that day of the offset's week
+    ("I'll go back Monday two weeks from now.", "2016-11-07T10:20:00",
+     [("Monday two weeks from now", "2016-11-21T00:00:00", "2016-11-22T00:00:00")]),
+    ("two months from today on Tuesday", "2016-11-07T10:20:00",
+     [("two months from today on Tuesday", "2017-01-03T00:00:00", "2017-01-04T00:00:00")]),
+    ("on Friday, 2 weeks ago", "2016-11-07T10:20:00",
+     [("on Friday, 2 weeks ago", "2016-10-28T00:00:00", "2016-10-29T00:00:00")]),
+    # days are no week: both stay
+    ("Friday 3 days from now", "2016-11-07T10:20:00",
+     [("Friday", "2016-11-11T00:00:00", "2016-11-12T00:00:00"),
+      ("3 days from now", "2016-11-10T00:00:00", "2016-11-11T00:00:00")]),
+    # a bare weekday in a range takes the other side's week ("now" a Wednesday)
+    ("from next monday to friday", "2016-11-09T10:20:00",
+     [("from next monday to friday", "2016-11-14T00:00:00", "2016-11-19T00:00:00")]),
+    ("from monday to friday next week", "2016-11-09T10:20:00",
+     [("from monday to friday next week", "2016-11-14T00:00:00", "2016-11-19T00:00:00")]),
+    ("from monday to friday", "2016-11-09T10:20:00",
+     [("from monday to friday", "2016-11-07T00:00:00", "2016-11-12T00:00:00")]),
+    ("from friday to monday", "2016-11-09T10:20:00",
+     [("from friday to monday", "2016-11-11T00:00:00", "2016-11-15T00:00:00")]),
+])
+def test_weekdays_with_offsets_and_in_ranges(text, now, want):
+    assert _read(text, now) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("Are you available three weeks from tmrw?", [("three weeks from tmrw", "2016-11-29T00:00:00",
+                                                   "2016-11-30T00:00:00")]),
+    ("see you tomorow", [("tomorow", "2016-11-08T00:00:00", "2016-11-09T00:00:00")]),
+    ("from q1 of 2017 - q3 of 2018", [("from q1 of 2017 - q3 of 2018", "2017-01-01T00:00:00",
+                                       "2018-10-01T00:00:00")]),
+])
+def test_spellings_and_quarters_of_a_year(text, want):
+    assert _read(text) == want

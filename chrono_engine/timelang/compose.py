@@ -329,6 +329,14 @@ def _ranges(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     return out
 
 
+def _day_cand(c: Cand, start: datetime, ctx: Ctx) -> Cand:
+    """``c`` (a weekday) moved to the day that starts at the wall-clock ``start``."""
+    s, e = P.day_span(start.year, start.month, start.day, ctx.tz)
+    moved = Cand(c.b, c.e, s, e, "day")
+    moved.role, moved.lend = c.role, c.lend
+    return moved
+
+
 def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None:
     lo = max(out[-1].e if out else 0, a.b - 12)
     pre = _RANGE_PRE.search(text, lo, a.b)
@@ -359,6 +367,12 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
                 a.start, a.end = a.rebuild(b.start.year - 1, b.start.month)
     except ValueError:
         return None
+    if b.lend == "wd" and a.lend in ("wd", "wk"):
+        # "from next Monday to Friday", "Friday to Monday": the first such day from the first
+        d = a.start + timedelta(days=(b.start.weekday() - a.start.weekday()) % 7)
+        b = _day_cand(b, d, ctx)
+    elif a.lend == "wd" and b.lend == "wk":  # "from Monday to Friday next week": that week's
+        a = _day_cand(a, b.start - timedelta(days=(b.start.weekday() - a.start.weekday()) % 7), ctx)
     end = ctx.now if b.cls == "now" else b.end
     if b.day is not None and b.grain in ("hour", "minute", "second"):
         end = b.start  # 3点到5点 ends at 5:00, not after the 5 o'clock hour
@@ -491,12 +505,34 @@ def _holiday_weekends(text: str, sel: list[Cand]) -> list[Cand]:
     return out
 
 
-def _weekdays(text: str, sel: list[Cand]) -> list[Cand]:
+def _weekday_of_offset(wd: Cand, off: Cand, ctx: Ctx) -> Cand | None:
+    """"Monday two weeks from now", "two months from today on Tuesday": the weekday of the
+    (ISO) week that holds the offset's instant, as one day."""
+    k, u, mode = off.amount
+    if GRAIN_ORDER[u] < GRAIN_ORDER["week"]:
+        return None
+    t = P.shift(ctx.now, u, -k if mode == "ago" else k)
+    d = t.date() - timedelta(days=t.weekday() - wd.start.weekday())
+    s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    c = Cand(min(wd.b, off.b), max(wd.e, off.e), s, e, "day")
+    c.cls = "ago"
+    return c
+
+
+def _weekdays(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """A weekday right before or after a date only names that date's weekday:
-    2024年3月7日(星期四), "Tue May 9", "friday 5/12", unchecked."""
+    2024年3月7日(星期四), "Tue May 9", "friday 5/12", unchecked; next to an offset of weeks
+    or more it is that day of the offset's week ("Monday two weeks from now")."""
     out: list[Cand] = []
     for c in sel:
         prev = out[-1] if out else None
+        if prev is not None and c.b - prev.e <= 3 and _WEEKDAY_GAP.match(text, prev.e, c.b) and (
+                (prev.role == "weekday" and c.cls == "ago" and isinstance(c.amount, tuple))
+                or (c.role == "weekday" and prev.cls == "ago" and isinstance(prev.amount, tuple))):
+            both = _weekday_of_offset(*((prev, c) if prev.role == "weekday" else (c, prev)), ctx)
+            if both is not None:
+                out[-1] = both
+                continue
         if (_is_day(c) and c.role != "weekday" and prev is not None and prev.role == "weekday"
                 and c.b - prev.e <= 3 and _WEEKDAY_BEFORE_GAP.match(text, prev.e, c.b)):
             if "(" in text[prev.e:c.b] or "（" in text[prev.e:c.b]:
@@ -520,11 +556,12 @@ _YEAR_GAP = re.compile(r"\s*(?:,|in|of)?\s*$", _IA)
 _YEAR_WORDS_PREP = re.compile(r"\b(?:in|since|until|till|by|before|after|during|from|to|through|the\s+year)\s+$", _IA)
 
 
-def _durations(text: str, sel: list[Cand]) -> list[Cand]:
+def _durations(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Amounts of ever finer units in a row are one duration: "3 hours 30 minutes", "1 hour
-    and 30 minutes", 8天20小时, 一个星期又三天."""
+    and 30 minutes", 8天20小时, 一个星期又三天; before an offset or after a rolling range of a
+    coarser unit, they add to it: "2 weeks and 2 days ago", "the last 3 months and 2 weeks"."""
     out: list[Cand] = []
-    for c in sel:
+    for i, c in enumerate(sel):
         prev = out[-1] if out else None
         if (c.cls == "dur" and prev is not None and prev.cls == "dur" and c.b - prev.e <= 6
                 and (GRAIN_ORDER[c.grain] < GRAIN_ORDER[prev.grain]
@@ -534,7 +571,41 @@ def _durations(text: str, sel: list[Cand]) -> list[Cand]:
             prev.dur = prev.dur + c.dur
             prev.fuzzy = prev.fuzzy or c.fuzzy
             prev.inner = None  # no longer one amount of one unit
+            prev.amount = None if prev.amount is None or c.amount is None else prev.amount + c.amount
             continue
+        if (prev is not None and c.amount is not None and c.b - prev.e <= 6
+                and GRAIN_ORDER[c.grain] < GRAIN_ORDER[prev.grain] and _DUR_GAP.match(text, prev.e, c.b)):
+            if prev.cls == "dur" and c.cls == "ago" and prev.amount is not None:
+                # "2 weeks and 2 days ago", "2 years 1 month 21 days later": one offset
+                k, u, mode = c.amount
+                t = ctx.now
+                for kk, uu in prev.amount + [(k, u)]:
+                    t = P.shift(t, uu, -kk if mode == "ago" else kk)
+                s0, e0 = P.period(t, u)
+                c.b, c.start, c.end, c.fuzzy = prev.b, s0, e0, c.fuzzy or prev.fuzzy
+                out[-1] = c
+                continue
+            if prev.cls == "ago" and c.cls == "dur" and prev.amount is not None and _AND_GAP.match(text, prev.e, c.b):
+                # "in 2 weeks and 2 days", "3 months and 2 days ago"
+                k, u, mode = prev.amount
+                t = P.shift(ctx.now, u, -k if mode == "ago" else k)
+                for kk, uu in c.amount:
+                    t = P.shift(t, uu, -kk if mode == "ago" else kk)
+                prev.start, prev.end = P.period(t, c.grain)
+                prev.e, prev.grain, prev.amount = c.e, c.grain, None
+                continue
+            nxt = sel[i + 1] if i + 1 < len(sel) else None
+            if (prev.cls == "roll" and c.cls == "dur" and prev.end == ctx.now and prev.start is not None
+                    and not (nxt is not None and nxt.cls == "ago" and nxt.b - c.e <= 6
+                             and _DUR_GAP.match(text, c.e, nxt.b))):  # "2 weeks and 2 days ago"
+                # "the last 3 months and 2 weeks and 2 days": a rolling range, longer
+                t = prev.start
+                for kk, uu in c.amount:
+                    t = P.shift(t, uu, -kk)
+                prev.e, prev.start, prev.grain = c.e, t, c.grain
+                prev.dur = prev.end - t
+                prev.amount = None
+                continue
         out.append(c)
     return out
 
@@ -864,7 +935,7 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     if not sel:
         return sel
     if any(c.role == "weekday" for c in sel):
-        sel = _weekdays(text, sel)
+        sel = _weekdays(text, sel, ctx)
     if len(sel) > 1 and any(c.role == "weekend" for c in sel):
         sel = _holiday_weekends(text, sel)
     if any(c.grain == "day" for c in sel):
@@ -878,7 +949,7 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         if not sel:
             return sel
     if len(sel) > 1:
-        sel = _durations(text, sel)
+        sel = _durations(text, sel, ctx)
         sel = _lend_years(text, sel)
     if any(c.role == "year words" for c in sel):  # a year in words: lent, or after a preposition
         sel = [c for c in sel if c.role != "year words" or _YEAR_WORDS_PREP.search(text, max(0, c.b - 16), c.b)]

@@ -361,11 +361,17 @@ def month(m, ctx):
     return cal(m.start(), m.end(), s, e, "month")
 
 
-@rule(r"\b(?P<w>today|tonight|tonite|yesterday|tomorrow|(?:the\s+)?day\s+before\s+yesterday"
-      r"|(?:the\s+)?day\s+after\s+tomorrow)\b", _I, lead="tyd", words='tod ton yes tom')
+_DAY_SPELLINGS = {"tonite": "tonight", "tmrw": "tomorrow", "tomorow": "tomorrow", "tommorow": "tomorrow",
+                  "tommorrow": "tomorrow"}
+
+
+@rule(r"\b(?P<w>today|tonight|tonite|yesterday|tomorrow|tmrw|tomorow|tommorow|tommorrow"
+      r"|(?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+tomorrow)\b", _I,
+      lead="tyd", words='tod ton yes tom tmr')
 def relative_day(m, ctx):
+    """today, tonight, yesterday, tomorrow (and "tmrw", the common misspellings)."""
     w = m.group("w").lower()
-    w = "tonight" if w == "tonite" else w
+    w = _DAY_SPELLINGS.get(w, w)
     off = -2 if "before" in w else 2 if "after" in w else _DAYWORD[w]
     d = ctx.today + timedelta(days=off)
     s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
@@ -491,6 +497,7 @@ def weekday(m, ctx):
     s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
     c = cal(m.start(), m.end(), s, e, "day")
     c.role = "weekday"  # a date written next to it wins (compose._weekdays)
+    c.lend = "wk" if rel else "wd"  # in a range, a bare weekday takes the other side's week
     return c
 
 
@@ -1099,7 +1106,9 @@ def weekday_of_week(m, ctx):
     monday = P.iso_week_start(ctx.today) + timedelta(weeks=_REL[rel])
     d = monday + timedelta(days=_WEEKDAYS[tok[:3].lower()])
     s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
-    return cal(m.start(), m.end(), s, e, "day")
+    c = cal(m.start(), m.end(), s, e, "day")
+    c.lend = "wk"  # "from Monday to Friday next week": Monday of that week (compose)
+    return c
 
 
 _ERA = r"(?:\s*(?:AD|A\.D\.|CE|C\.E\.))?"

@@ -72,7 +72,7 @@ class Cand:
     """
 
     __slots__ = ("b", "e", "start", "end", "grain", "kind", "dur", "fuzzy", "cls", "rebuild",
-                 "role", "inner", "clock", "prio", "fzpart", "lend", "day", "floating", "joined")
+                 "role", "inner", "clock", "prio", "fzpart", "lend", "day", "floating", "joined", "amount")
 
     def __init__(self, b, e, start, end, grain, kind="point", cls="cal", dur=None,
                  fuzzy=False, rebuild=None, clock=None):
@@ -95,6 +95,9 @@ class Cand:
         self.day = None  # (date, part of day) for a clock attached to its day
         self.floating = False  # a clock time put on today for want of a written day
         self.joined = None  # the day candidate written before a bounded clock ("feb 1st by 6:00")
+        # the amounts of an amount phrase: [(n, unit), ...] of a duration; (n, unit, "ago" /
+        # "later") of an offset from now ("2 weeks and 2 days ago": compose adds them up)
+        self.amount = None
 
     def __repr__(self) -> str:  # debugging aid
         return (f"Cand({self.b},{self.e},{self.cls},{self.kind},{self.grain},"
@@ -208,6 +211,7 @@ def amount_cand(b: int, e: int, n: float, unit: str, ctx: Ctx, mode: str,
         c = unit_point(b, e, t, u)
         c.cls = "ago"
         c.fuzzy = fuzzy
+        c.amount = (k, u, mode)
         return c
     end = P.shift(now, u, k)
     length = _elapsed(now, end)
@@ -216,6 +220,7 @@ def amount_cand(b: int, e: int, n: float, unit: str, ctx: Ctx, mode: str,
             length = timedelta(seconds=n)
         c = Cand(b, e, None, None, u, "duration", "dur", length, fuzzy)
         c.inner = (k, u)  # the amount, for "two days after today" (compose)
+        c.amount = [(k, u)]
         return c
     if mode == "past":
         s = P.shift(now, u, -k)
