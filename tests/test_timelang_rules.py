@@ -408,3 +408,30 @@ def test_weekdays_with_offsets_and_in_ranges(text, now, want):
 ])
 def test_spellings_and_quarters_of_a_year(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("Starbucks on 29th - meet", [("29th", "2016-11-29T00:00:00", "2016-11-30T00:00:00")]),
+    ("meet on 5th avenue", []),
+    ("for the week of the 18th.", [("the week of the 18th", "2016-11-14T00:00:00", "2016-11-21T00:00:00")]),
+    ("Show sales in the week 27 of last year", [("the week 27 of last year", "2015-06-29T00:00:00",
+                                                 "2015-07-06T00:00:00")]),
+    # hours in words with o'clock; a range from now to a bare clock already past is the evening's
+    ("at eight o'clock tomorrow", [("eight o'clock tomorrow", "2016-11-08T08:00:00", "2016-11-08T09:00:00")]),
+    ("book a meeting between now and eight o'clock", [("between now and eight o'clock", "2016-11-07T10:20:00",
+                                                       "2016-11-07T20:00:00")]),
+    ("How many calls between eight o'clock and now?", [("between eight o'clock and now", "2016-11-07T08:00:00",
+                                                        "2016-11-07T10:20:00")]),
+    ("between now and 8am tomorrow", [("between now and 8am tomorrow", "2016-11-07T10:20:00",
+                                       "2016-11-08T08:00:00")]),
+    # the rest of a unit: from now to its end
+    ("take the remaining of the week off", [("the remaining of the week", "2016-11-07T10:20:00",
+                                             "2016-11-14T00:00:00")]),
+    ("the rest of the day", [("the rest of the day", "2016-11-07T10:20:00", "2016-11-08T00:00:00")]),
+    ("the rest of the team", []),
+    # a clock range before a day's part: on that day
+    ("Where were you from 3-8pm yesterday afternoon", [("from 3-8pm yesterday afternoon", "2016-11-06T15:00:00",
+                                                        "2016-11-06T20:00:00")]),
+])
+def test_days_of_the_month_week_numbers_clock_words_and_rests(text, want):
+    assert _read(text) == want

@@ -373,6 +373,11 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
         b = _day_cand(b, d, ctx)
     elif a.lend == "wd" and b.lend == "wk":  # "from Monday to Friday next week": that week's
         a = _day_cand(a, b.start - timedelta(days=(b.start.weekday() - a.start.weekday()) % 7), ctx)
+    if (a.cls == "now" and b.day is not None and b.grain in ("hour", "minute") and b.start < ctx.now
+            and b.start.hour < 12 and not _HALF_SAID.search(text, b.b, b.e)
+            and b.start + timedelta(hours=12) > ctx.now):
+        # "between now and eight o'clock" said at 10:20: the evening's eight
+        b.start, b.end = b.start + timedelta(hours=12), b.end + timedelta(hours=12)
     end = ctx.now if b.cls == "now" else b.end
     if b.day is not None and b.grain in ("hour", "minute", "second"):
         end = b.start  # 3点到5点 ends at 5:00, not after the 5 o'clock hour
@@ -698,8 +703,9 @@ def _to_written_day(text: str, sel: list[Cand]) -> list[Cand]:
             c.floating, c.joined = False, prev
             out.append(c)
             continue
-        if (_is_day(c) and prev is not None and prev.floating and c.b - prev.e <= 8
+        if ((_is_day(c) or _is_part(c)) and prev is not None and prev.floating and c.b - prev.e <= 8
                 and _ON_DAY_GAP.match(text, prev.e, c.b) and _move_days(prev, c.start.date() - prev.start.date())):
+            # "from 3-8pm yesterday afternoon": the part of the day only names the day
             prev.e, prev.floating = c.e, False
             continue
         out.append(c)

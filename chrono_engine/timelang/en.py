@@ -559,14 +559,14 @@ def half_words(m, ctx):
 
 
 @rule(r"\b(?:the\s+)?(?:week|wk)\s*(?:#|no\.?\s*|number\s+)?(?P<n>\d{1,2})\b"
-      r"(?:\s*(?:of|,|in)?\s*(?P<y>\d{4})\b)?", _I, lead="tw",
-      words="wee wk", chars="0123456789")
+      r"(?:\s*(?:of|,|in)?\s*(?P<y>\d{4})\b|\s+(?:of|in)\s+(?P<ry>this|last|next|previous)\s+year\b)?", _I,
+      lead="tw", words="wee wk", chars="0123456789")
 
 def week_number(m, ctx):
     """week 10 (2024): ISO week number."""
     n = int(m.group("n"))
-    written = m.group("y") is not None
-    y = int(m.group("y")) if written else ctx.year
+    written = m.group("y") is not None or m.group("ry") is not None
+    y = int(m.group("y")) if m.group("y") else ctx.year + RELATIVE_YEAR[m.group("ry").lower()] if written else ctx.year
     tz = ctx.tz
 
     def build(yy, mm=None):
@@ -612,7 +612,8 @@ _AP = r"(?:a|p)\s?\.?\s?m\b\.?"
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.]?(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\.?\s*"
       rf"(?P<ap>{_AP})(?![a-z])"
       rf"|\b(?P<hw>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<ap2>{_AP})(?![a-z])"
-      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|mid[\s-]?night)\b", _I,
+      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|mid[\s-]?night)\b"
+      r"|\b(?P<hw3>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+o'?clock\b", _I,
       lead=r"\dnmotfse", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|noon|midday|mid[\s-]?night|o'?clock",
       exact="am pm m noon midday midnight mid clock oclock")
 def clock(m, ctx):
@@ -623,6 +624,8 @@ def clock(m, ctx):
     elif m.group("hw"):
         h = _ampm(int(en_int(m.group("hw"))), m.group("ap2"))
         mi, sec, grain, part = 0, 0, "hour", None
+    elif m.group("hw3"):  # "eight o'clock": as "8 o'clock"
+        h, mi, sec, grain, part = int(en_int(m.group("hw3"))), 0, 0, "hour", None
     else:
         h = int(m.group("h") or m.group("h2"))
         mi = int(m.group("mi") or 0)
@@ -1244,7 +1247,18 @@ def month_slash_day(m, ctx):
                None if pre == "next" else (lambda yy, mm: P.day_span(yy, mo, d, tz)))
 
 
-_ON_BEFORE = re.compile(r"\bon\s+$", _I)
+_ON_BEFORE = re.compile(r"\b(?:on|week\s+of)\s+$", _I)
+
+
+@rule(r"(?<=\bon\s)(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)(?=\s*(?:[.,;!?)–—-]|$))", _I, lead=r"\d", words="on")
+def on_day_of_month(m, ctx):
+    """"on 29th" at the end of a clause: that day of this month."""
+    try:
+        s, e = P.day_span(ctx.year, ctx.month, int(m.group("d")), ctx.tz)
+    except ValueError:
+        return None
+    return cal(m.start(), m.end(), s, e, "day")
+
 
 
 @rule(rf"\bthe\s+(?:(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)|(?P<o>{_ORDINAL_RE}))"
@@ -1264,7 +1278,7 @@ def day_of_month(m, ctx):
         c = _day(m, ctx, y, mo, d)
     else:
         if m.group("rel") is None and m.group("the") is None and not _ON_BEFORE.search(
-                m.string, max(0, m.start() - 4), m.start()):
+                m.string, max(0, m.start() - 12), m.start()):
             return None  # "the 21st" alone is a date only after "on"
         rel = (m.group("rel") or "this").lower()
         off = {"this": 0, "the": 0, "next": 1, "last": -1}[rel]
@@ -1333,6 +1347,16 @@ def calendar_year(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+@rule(r"\b(?:the\s+)?(?:rest|remainder|remaining)\s+of\s+(?:the\s+|this\s+)?(?P<u>day|week|month|quarter|year)\b",
+      _I, lead="tr", words="res rem", exact="rest remainder remaining")
+def rest_of(m, ctx):
+    """the rest of the week / the remainder of this year: from now to the unit's end."""
+    u = m.group("u").lower()
+    _, e = ctx.period(u)
+    return Cand(m.start(), m.end(), ctx.now, e, "day" if u != "day" else "hour", "span", "roll",
+                e - ctx.now)
+
+
+RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year)
+         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of)

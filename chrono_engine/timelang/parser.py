@@ -82,7 +82,7 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _TRIGGER_WORDS = frozenset(
     "jan feb mar apr may jun jul aug sep oct nov dec mon tue wed thu fri sat sun tod ton yes "
     "tom now pre mom sec min hou hr hrs day wee wk wks qua yea yr yrs dec cen hal fir thi fou "
-    "noo mid mor aft eve nig ytd mtd qtd wtd eod eoy eom eoq cur dat tmr".split())
+    "noo mid mor aft eve nig ytd mtd qtd wtd eod eoy eom eoq cur dat tmr res rem".split())
 # whole words that are a time expression without a digit or a word above: the decades in
 # words ("in their early twenties") and every word of a holiday name none of whose words
 # is a trigger above ("Christmas", "Easter", "St Patrick"); taken from the grammar's own
