@@ -435,3 +435,25 @@ def test_spellings_and_quarters_of_a_year(text, want):
 ])
 def test_days_of_the_month_week_numbers_clock_words_and_rests(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # an edge of a unit in a range is an instant: until the unit starts, from when it ends
+    ("The range is from 2007 to the start of 2008.", [("from 2007 to the start of 2008", "2007-01-01T00:00:00",
+                                                      "2008-01-01T00:00:00")]),
+    ("between the end of 2007 and the end of 2008", [("between the end of 2007 and the end of 2008",
+                                                      "2008-01-01T00:00:00", "2009-01-01T00:00:00")]),
+    ("from the middle of 2007 to the end of 2008", [("from the middle of 2007 to the end of 2008",
+                                                     "2007-07-02T00:00:00", "2009-01-01T00:00:00")]),
+    ("from the end of March to the middle of September", [(
+        "from the end of March to the middle of September", "2016-04-01T00:00:00", "2016-09-16T00:00:00")]),
+    # early / late are parts, not edges; an edge alone stays a part of its unit
+    ("from early 2007 to late 2008", [("from early 2007 to late 2008", "2007-01-01T00:00:00", "2009-01-01T00:00:00")]),
+    ("the end of 2007", [("the end of 2007", "2007-11-01T00:00:00", "2008-01-01T00:00:00")]),
+    # a year after a range of numeric dates; C's asctime
+    ("I will leave from 5/1-5/7, 2020", [("from 5/1-5/7, 2020", "2020-05-01T00:00:00", "2020-05-08T00:00:00")]),
+    ("Wed Oct 26 15:50:06 2016 was", [("Wed Oct 26 15:50:06 2016", "2016-10-26T15:50:06", "2016-10-26T15:50:07")]),
+    ("Feb 30 10:00:00 2016", []),
+])
+def test_unit_edges_in_ranges_and_numeric_formats(text, want):
+    assert _read(text) == want

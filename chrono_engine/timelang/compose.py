@@ -32,6 +32,23 @@ _EN_FZ = re.compile(
     r"|\b(?:(?:at|in|towards?)\s+)?(?:the\s+)?(?P<b>beginning|start|end|middle)\s+of\s+"
     r"(?:the\s+)?)$", _IA)
 _FZ_GRAINS = frozenset({"year", "half", "quarter", "month", "decade", "week"})
+_EDGE_GRAINS = frozenset({"year", "half", "quarter", "month"})
+
+
+def _edge(c: Cand) -> datetime | None:
+    """The instant a range means by an edge of a unit: "to the start of 2008" = until 2008
+    begins, "from the end of 2007" = from when 2007 ends, "the middle of September" = its
+    middle day; None for other candidates."""
+    if not (isinstance(c.fzpart, tuple) and c.fzpart[0] == "edge"):
+        return None
+    _, part, grain = c.fzpart
+    s, e = P.period(c.start, grain)
+    if part == "early":
+        return s
+    if part == "late":
+        return e
+    mid = s + (e - s) / 2
+    return mid.replace(hour=0, minute=0, second=0, microsecond=0)
 
 _WEEKDAY_GAP = re.compile(r"\s*[(（,，]?\s*$")
 _WEEKDAY_CLOSE = re.compile(r"\s*[)）]")
@@ -178,7 +195,10 @@ def _fuzzy(text: str, sel: list[Cand]) -> list[Cand]:
                     w = (m.group("a") or m.group("b")).lower()
                     part = ("early" if w in ("early", "beginning", "start")
                             else "late" if w in ("late", "end") else "mid")
+                    grain = c.grain
                     _apply_fuzzy(c, part, begin=m.start())
+                    if m.group("b") and c.fuzzy and grain in _EDGE_GRAINS:
+                        c.fzpart = ("edge", part, grain)  # "the end of 2007": an instant in a range
         out.append(c)
         i += 1
     return out
@@ -379,6 +399,10 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
         # "between now and eight o'clock" said at 10:20: the evening's eight
         b.start, b.end = b.start + timedelta(hours=12), b.end + timedelta(hours=12)
     end = ctx.now if b.cls == "now" else b.end
+    ea, eb = _edge(a), _edge(b)
+    if ea is not None or eb is not None:  # "from the middle of 2007 to the end of 2008"
+        a = _day_cand(a, ea, ctx) if ea is not None else a
+        end = eb if eb is not None else end
     if b.day is not None and b.grain in ("hour", "minute", "second"):
         end = b.start  # 3点到5点 ends at 5:00, not after the 5 o'clock hour
     if b.cls == "now" and not a.start < end:

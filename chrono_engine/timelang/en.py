@@ -1357,6 +1357,15 @@ def rest_of(m, ctx):
                 e - ctx.now)
 
 
+@rule(rf"\b(?:{_WD}\s+)?{_MON}\s+(?P<d>[12]?\d|3[01])\s+(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)"
+      r"\s+(?P<y>\d{4})\b", _I, lead="adfjmnostw", words=MON_WORDS, chars=":")
+def ctime(m, ctx):
+    """Wed Oct 26 15:50:06 2016: C's asctime, the Unix `date` and many logs."""
+    day, _ = P.day_span(int(m.group("y")), _month(m), int(m.group("d")), ctx.tz)  # Feb 30: void
+    t = clock_on_day(day, int(m.group("h")), int(m.group("mi")), int(m.group("s")))
+    return Cand(m.start(), m.end(), t, P.shift(t, "second", 1), "second", "point", "cal")
+
+
 RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of)
+         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime)

@@ -83,13 +83,15 @@ def dmy_mdy(m, ctx):
 
 
 @rule(r"(?<![\d.:/])(?P<a1>\d{1,2})(?P<s1>[/-])(?P<b1>\d{1,2})(?:(?P=s1)(?P<y1>\d{4}))?"
-      r"\s*[-–~]\s*(?P<a2>\d{1,2})(?P<s2>[/-])(?P<b2>\d{1,2})(?:(?P=s2)(?P<y2>\d{4}))?(?![\d/]|[-.]\d)",
+      r"\s*[-–~]\s*(?P<a2>\d{1,2})(?P<s2>[/-])(?P<b2>\d{1,2})(?:(?P=s2)(?P<y2>\d{4})|,\s*(?P<y3>\d{4})\b)?"
+      r"(?![\d/]|[-.]\d)",
       lead=r"\d", chars='-/')
 def numeric_date_range(m, ctx):
-    """10/1/2018-10/7/2018, 5/1-5/7/2020, from 10-1-2018-10-7-2018: a range of two dates
-    written with numbers (month first unless the first number exceeds 12); a year on one
-    side is lent to the other; without any year the range needs "from" or "between"."""
-    y1, y2 = m.group("y1"), m.group("y2")
+    """10/1/2018-10/7/2018, 5/1-5/7/2020, 5/1-5/7, 2020, from 10-1-2018-10-7-2018: a range
+    of two dates written with numbers (month first unless the first number exceeds 12); a
+    year on one side is lent to the other; without any year the range needs "from" or
+    "between"."""
+    y1, y2 = m.group("y1"), m.group("y2") or m.group("y3")
     pre = _FROM_BETWEEN.search(m.string, max(0, m.start() - 9), m.start())
     if not (y1 or y2 or pre):
         return None
