@@ -457,3 +457,36 @@ def test_days_of_the_month_week_numbers_clock_words_and_rests(text, want):
 ])
 def test_unit_edges_in_ranges_and_numeric_formats(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # before / after an edge of a unit: before it ends, after it begins
+    ("I'll go back before end of this year", [("before end of this year", None, "2017-01-01T00:00:00")]),
+    ("I'll go back after the beginning of March", [("after the beginning of March", "2016-03-01T00:00:00", None)]),
+    ("before the end of 2007", [("before the end of 2007", None, "2008-01-01T00:00:00")]),
+    # "since" the end of a unit keeps the unit's last part
+    ("since the end of 2007", [("since the end of 2007", "2007-11-01T00:00:00", "2016-11-07T10:20:00")]),
+    # a bound said approximately is still the bound
+    ("I am feeling sick before around 2pm today", [("before around 2pm today", None, "2016-11-07T14:00:00")]),
+    ("after around 3:30pm", [("after around 3:30pm", "2016-11-07T15:30:00", None)]),
+    ("until about 1967", [("until about 1967", None, "1968-01-01T00:00:00")]),
+    ("around 2pm", [("2pm", "2016-11-07T14:00:00", "2016-11-07T15:00:00")]),
+])
+def test_bounds_at_unit_edges_and_said_approximately(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a range into the night ends on the next day when its end says morning; "2am" after 10pm
+    # was read as 14:00 (the "11:30-1:30" rule took it for a clock without its half)
+    ("from 10pm to 2am", [("from 10pm to 2am", "2017-03-22T22:00:00", "2017-03-23T02:00:00")]),
+    ("下午5:00到凌晨3:00", [("下午5:00到凌晨3:00", "2017-03-22T17:00:00", "2017-03-23T03:00:00")]),
+    ("晚上10点到早上6点", [("晚上10点到早上6点", "2017-03-22T22:00:00", "2017-03-23T06:00:00")]),
+    ("凌晨1点到3点", [("凌晨1点到3点", "2017-03-22T01:00:00", "2017-03-22T03:00:00")]),
+    ("11:30-1:30 today", [("11:30-1:30 today", "2017-03-22T11:30:00", "2017-03-22T13:30:00")]),
+    # an amount right after 月 is an amount (3月21日 stays a date)
+    ("一年又一个月21天", [("一年又一个月21天", None, None)]),
+    ("3月21日", [("3月21日", "2017-03-21T00:00:00", "2017-03-22T00:00:00")]),
+])
+def test_ranges_into_the_night_and_amounts_after_a_month(text, want):
+    assert _read(text, "2017-03-22T16:12:00") == want

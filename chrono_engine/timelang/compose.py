@@ -90,7 +90,7 @@ _BOUND_PRE = re.compile(
     r"|starting(?:\s+(?:from|on|in|at))?|beginning(?:\s+(?:from|on|in))?|effective(?:\s+(?:from|on))?"
     r"|as\s+early\s+as|as\s+late\s+as|no\s+earlier\s+than|not\s+earlier\s+than|any\s*time\s+from"
     r"|(?:year\s+)?greater\s+than|(?:year\s+)?less\s+than"
-    r"|from)\s+|(?P<op>>\s*=|<\s*=|≥|≤|>|<)\s*)$", _IA)
+    r"|from)\s+(?:(?:around|about|approximately|roughly)\s+)?|(?P<op>>\s*=|<\s*=|≥|≤|>|<)\s*)$", _IA)
 _ZH_NUMISH = "[\\d一二三四五六七八九十两半几天]"
 _BOUND_SUF = re.compile(
     r"\s*(?P<zh>[或及](?:之前|以前|之后|以后)|以来|至今|迄今|到现在|到目前为止|到目前|到今天|以后|之后|过后|后(?!" + _ZH_NUMISH + r")"
@@ -277,8 +277,13 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 c.clock = (h, mi, sec, grain, part or prev.day[1])
                 attach_clock_to_day(c, prev.day[0], ctx)
                 c.floating = prev.floating
-                if c.start <= prev.start and part is None and h < 12:  # 11:30-1:30
+                # "2am" after 10pm is the next day's; "10am-12am" (h 0) keeps the old reading, noon
+                am = h != 0 and _AM_SAID.search(text, c.b, c.e) is not None
+                if c.start <= prev.start and part is None and h < 12 and not am:  # 11:30-1:30
                     c.start, c.end = P.shift(c.start, "hour", 12), P.shift(c.end, "hour", 12)
+                elif c.start <= prev.start and (am or part in _NEXT_DAY_PARTS):
+                    # 下午5:00到凌晨3:00, "10pm to 2am": through the night into the next day
+                    _move_days(c, timedelta(days=1))
                 elif (_PM_END.search(text, c.b, c.e) and prev.start.hour < 12 and c.start.hour >= 12
                       and P.shift(prev.start, "hour", 12) < c.start
                       and not _HALF_SAID.search(text, prev.b, prev.e)):
@@ -426,7 +431,7 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         if c.cls not in _POINTISH or c.kind != "point":
             out.append(c)
             continue
-        lo = max(out[-1].e if out else 0, c.b - 16)
+        lo = max(out[-1].e if out else 0, c.b - 30)
         pm = _BOUND_PRE.search(text, lo, c.b) if _HINT_PRE.search(text, lo, c.b) else None
         sm = _BOUND_SUF.match(text, c.e)
         if sm and i + 1 < n and (sel[i + 1].b < sm.end() or (
@@ -477,6 +482,9 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             # the instant [s0, s0 + 1 µs); at the last representable instant (24:00 on the
             # last day of 9999, clamped by grammar.clock_on_day) the microsecond before it
             inner = (s0, s0 + _US) if s0.replace(tzinfo=None) < datetime.max else (s0 - _US, s0)
+        edge = _edge(c) if role in ("after", "before") else None
+        if edge is not None:  # "before the end of this year": before it ends
+            s0 = e0 = edge
         if role == "since":
             start, end = s0, (ctx.now if s0 < ctx.now else None)
         elif role == "from":
@@ -774,6 +782,8 @@ def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
 _MORE_LESS = re.compile(r"\b(?P<q>more|less)\s+than\s+$", _IA)
 _HOURS_GAP = re.compile(r"\s*(?:on|,|at|from)?\s*$", _IA)
 #: parts of the day in the afternoon half (their hours without am / pm are pm ones)
+_NEXT_DAY_PARTS = frozenset({"凌晨", "早上", "早晨", "清晨", "上午", "早间", "morning"})
+_AM_SAID = re.compile(r"(?:\b|(?<=\d))a\.?\s?m\b", _IA)
 _PM_PARTS = frozenset({"afternoon", "evening", "night", "tonight", "下午", "晚上", "傍晚", "夜里", "夜间"})
 
 

@@ -1016,7 +1016,10 @@ def fuzzy_current(m, ctx):
     r = fuzzy_part(s0, u, part)
     if r is None:
         return None
-    return Cand(m.start(), m.end(), r[0], r[1], r[2], "point", "cal", None, True)
+    c = Cand(m.start(), m.end(), r[0], r[1], r[2], "point", "cal", None, True)
+    if " of" in f and u != "week":
+        c.fzpart = ("edge", part, u)  # "before the end of this year": its end (compose._edge)
+    return c
 
 
 @rule(r"\b(?P<u>year|month|quarter|week)[\s-]to[\s-]date\b|\b(?P<ab>YTD|MTD|QTD|WTD)\b", _I,

@@ -530,25 +530,30 @@ _UNIT = {"秒": "second", "秒钟": "second", "分钟": "minute", "小时": "hou
          "季度": "quarter", "季": "quarter", "年": "year"}
 _PAST_PRE = frozenset({"过去", "过去的", "最近", "最近的", "近", "前", "这"})
 _FUTURE_PRE = frozenset({"未来", "未来的", "接下来", "接下来的", "今后", "往后", "此后", "后"})
+#: units an amount may take right after 月 (一个月21天); 日 there is a date (3月21日)
+_AFTER_MONTH_UNITS = frozenset({"天", "小时", "钟头", "分钟", "秒", "秒钟", "周", "星期", "礼拜"})
 _WITHIN = frozenset({"以内", "之内", "内", "里", "以来", "来", "之间", "期间", "间", "当中"})
 _AGO = frozenset({"以前", "之前", "前"})
 _LATER = frozenset({"以后", "之后", "后", "过后"})
 
 
 @rule(r"(?:(?P<pre>过去的?|最近的?|近|前|这|未来的?|接下来的?|今后|往后|此后|后)\s*)?"
-      r"(?<![\d.〇○月])(?P<n>\d{1,3}(?:\.\d+)?|[零一二两三四五六七八九十百千廿卅]{1,5}|半|几)"
+      r"(?<![\d.〇○])(?P<n>\d{1,3}(?:\.\d+)?|[零一二两三四五六七八九十百千廿卅]{1,5}|半|几)"
       r"(?![\d])\s*(?P<ge>个)?\s*(?P<half>半)?\s*"
       r"(?P<u>秒钟?|分钟|小时|钟头|天|日|周|星期|礼拜|月|季度|季|年)(?!代|级|版|度)(?P<half2>半)?"
       r"(?:\s*(?P<suf>以内|之内|内|里|以来|来|之间|期间|间|当中|以前|之前|前|以后|之后|后|过后)"
       r"(?![\d一二三四五六七八九十两半几天]))?",
       lead=r"过最近前这未接今往此后\d零一二两三四五六七八九十百千廿卅半几", chars='秒分时钟天日周星礼月季年')
 def duration(m, ctx):
+    u = m.group("u")
+    b0 = m.start("n")
+    if b0 and m.string[b0 - 1] == "月" and u not in _AFTER_MONTH_UNITS:
+        return None  # 3月21日 is a date; 一个月21天 an amount
     n = number(m.group("n"))
     if n is None:
         return None
     if m.group("half") or m.group("half2"):
         n += 0.5
-    u = m.group("u")
     pre = m.group("pre")
     suf = m.group("suf")
     ge = m.group("ge")
