@@ -126,6 +126,7 @@ _POINTISH = frozenset({"cal", "fz", "ago", "now"})
 _US = timedelta(microseconds=1)
 # cheap charset tests (fast scans) before the anchored prefix patterns above
 _HINT_EN = re.compile(r"[\s-]")
+_APPROX_BEFORE = re.compile(r"\b(?:around|about|approximately|roughly)\s+$", _IA)
 _HINT_PRE = re.compile(r"[\s截止直至到自从由打始早晚不<>≤≥]")
 
 
@@ -431,8 +432,11 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         if c.cls not in _POINTISH or c.kind != "point":
             out.append(c)
             continue
-        lo = max(out[-1].e if out else 0, c.b - 30)
+        floor = out[-1].e if out else 0
+        lo = max(floor, c.b - 16)
         pm = _BOUND_PRE.search(text, lo, c.b) if _HINT_PRE.search(text, lo, c.b) else None
+        if pm is None and _APPROX_BEFORE.search(text, lo, c.b):  # "after approximately 3pm"
+            pm = _BOUND_PRE.search(text, max(floor, c.b - 32), c.b)
         sm = _BOUND_SUF.match(text, c.e)
         if sm and i + 1 < n and (sel[i + 1].b < sm.end() or (
                 sm.group("en") and _norm(sm.group("en")) in _TAKES_OBJECT

@@ -82,14 +82,16 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _TRIGGER_WORDS = frozenset(
     "jan feb mar apr may jun jul aug sep oct nov dec mon tue wed thu fri sat sun tod ton yes "
     "tom now pre mom sec min hou hr hrs day wee wk wks qua yea yr yrs dec cen hal fir thi fou "
-    "noo mid mor aft eve nig ytd mtd qtd wtd eod eoy eom eoq cur dat tmr res rem".split())
+    "noo mid mor aft eve nig ytd mtd qtd wtd".split())
 # whole words that are a time expression without a digit or a word above: the decades in
 # words ("in their early twenties") and every word of a holiday name none of whose words
 # is a trigger above ("Christmas", "Easter", "St Patrick"); taken from the grammar's own
 # tables, so a new holiday or decade word cannot be missed by the windows
 _HOLIDAY_WORDS = [re.findall(r"[a-z]{2,}", name) for name in holidays.EN]
 _TRIGGER_FULL = frozenset(en._DECADE_WORDS) | frozenset(
-    w for words in _HOLIDAY_WORDS if not any(w[:3] in _TRIGGER_WORDS for w in words) for w in words)
+    w for words in _HOLIDAY_WORDS if not any(w[:3] in _TRIGGER_WORDS for w in words) for w in words) | frozenset(
+    # whole words (their prefixes would open windows at "result", "remained", "data" ...)
+    "eod eoy eom eoq date rest remainder remaining".split()) | frozenset(en._DAY_SPELLINGS)
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*")
 
 
