@@ -79,7 +79,12 @@ Relative expressions
     years are calendar months and years (近三个月 from 2025-06-18 12:00 starts 2025-03-18
     12:00), clamped to the month's end. "last month" (no number) stays the calendar month;
     "past week" (no number) is rolling. 半年 = 6 months, 半个月 = 15 days, 一个半小时 = 90 min.
-  * year-to-date / YTD and 年初至今: from the unit's start to ``now``.
+  * year-to-date / YTD and 年初至今: from the unit's start to ``now``; "to date" / "till
+    date" = until ``now`` (not "up to date"); "current date", "the present time" = now;
+    "the rest / remainder of the week" = [now, the week's end).
+  * "next hour", "the last minute", "13 last minutes": rolling (not "at the last minute").
+    "last" after a modal or a negation is the verb ("did not last two years": a duration);
+    "a second" before a noun is the ordinal ("a second term").
 Ranges and bounds
   * Ranges include their last unit: "2024年3月至5月" and "from March to May 2024" are
     [2024-03-01, 2024-06-01); "between 2020 and 2022" is [2020, 2023). "X至今" / "X to date"
@@ -95,6 +100,16 @@ Ranges and bounds
     preposition: "after 2016 and before 2018" is two bounds. "as early as", "any time from",
     "no earlier than", ">=", "X and greater" = from X; "as late as", "<=" = until X;
     "greater than" / ">" = after; "less than" / "<" = before. "the weekend" = this one.
+    A bound said approximately is the bound ("before around 2pm", "until about 1967").
+  * The start / middle / end of a unit (not early / late) is an instant in a range and in
+    before / after: "from 2007 to the start of 2008" = [2007, 2008), "between the end of
+    2007 and the end of 2008" = [2008, 2009), "the middle of September" its 16th, "before
+    the end of this year" = until the year ends, "after the beginning of March" = from
+    March 1; alone and after "since" it stays the unit's part ("the end of 2007" = Nov–Dec).
+  * A clock range whose end comes before its start and says morning (am, 凌晨, 早上) ends
+    the next day: "from 10pm to 2am", 下午5:00到凌晨3:00. A bare weekday in a range takes
+    the other side's week: "from next Monday to Friday", "from Monday to Friday next week";
+    "from Friday to Monday" runs into the next week.
 Fuzzy edges (``fuzzy=True``)
   * year: 年初 / early = Jan–Feb, 年中 / mid = Jun–Jul, 年底 / 年末 / late = Nov–Dec;
     month: 月初 / 上旬 / early = days 1–10, 月中 / 中旬 / mid = 11–20, 月底 / 月末 / 下旬 /
@@ -130,7 +145,9 @@ Weeks of a month or year, centuries
     counted as above); "fortnight" is two weeks.
 Combined atoms
   * "between now and X" / "from now to X" = [now, X.end); "the 5 upcoming years" is
-    rolling like "the next 5 years"; "Dec-2018", "05-Aug-2016", "2.30pm" are read.
+    rolling like "the next 5 years"; "Dec-2018", "05-Aug-2016", "2.30pm", "12-2015", "CY18",
+    "EOY" / "EOM" / "EOQ" (the unit's late part), "tmrw" and C's asctime ("Wed Oct 26
+    15:50:06 2016") are read; a month abbreviation after "$" is a ticker ("$DEC").
   * Clock times with no written day move to a day written right after them ("3:00 to 4:00
     tomorrow", "from 5 to 6pm of April 22"); "two days after today", "three weeks from
     tomorrow" are the day that far from the day named. A clock time with how long ("from
@@ -138,7 +155,10 @@ Combined atoms
   * A weekday right before a date names it ("Tue May 9", "Thursday, March 7, 2024");
     a year written right after a day or month without one is its year ("28 june in
     2020", "October, 2017"); amounts of ever finer units in a row are one duration ("3
-    hours 30 minutes", "one hour and a half", 8天20小时, 一个星期又三天); the bare first hour
+    hours 30 minutes", "one hour and a half", 8天20小时, 一个星期又三天, 一个月21天) and add to an
+    offset or a rolling range of a coarser unit ("2 weeks and 2 days ago", "the last 3
+    months and 2 weeks"); a weekday next to an offset of weeks or more is that day of the
+    offset's week ("Monday two weeks from now"); the bare first hour
     of a clock range takes the second's half of the day unless it would come after it
     ("5 to 6pm" = 17–18, "11-1pm" = 11–13); a part of the day right before a clock time sets
     its half (下午5:00 = 17:00). Units written onto digits (3h, 1d, 2w, 3.5years)
