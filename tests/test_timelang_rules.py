@@ -490,3 +490,21 @@ def test_bounds_at_unit_edges_and_said_approximately(text, want):
 ])
 def test_ranges_into_the_night_and_amounts_after_a_month(text, want):
     assert _read(text, "2017-03-22T16:12:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a weekday after a weekday is a list, not the first one's name
+    ("a call on Wednesday, Thursday or Friday", [("on Wednesday", "2018-11-28T00:00:00", "2018-11-29T00:00:00"),
+                                                 ("Thursday", "2018-11-29T00:00:00", "2018-11-30T00:00:00"),
+                                                 ("Friday", "2018-11-30T00:00:00", "2018-12-01T00:00:00")]),
+    ("Thursday, March 7, 2024", [("Thursday, March 7, 2024", "2024-03-07T00:00:00", "2024-03-08T00:00:00")]),
+    # "this 5/12" keeps this year in a range with "next 5/19"
+    ("from this 5/12 to next 5/19", [("from this 5/12 to next 5/19", "2018-05-12T00:00:00", "2019-05-20T00:00:00")]),
+    # the day of the month before a time, with or without its ordinal suffix, after "on"
+    ("It will happen on the 17 from 2pm to 4pm", [("the 17 from 2pm to 4pm", "2018-11-17T14:00:00",
+                                                   "2018-11-17T16:00:00")]),
+    ("on the 17th at 3pm", [("the 17th at 3pm", "2018-11-17T15:00:00", "2018-11-17T16:00:00")]),
+    ("the 17 from 2 sources", []),
+])
+def test_weekday_lists_this_dates_and_days_before_times(text, want):
+    assert _read(text, "2018-11-28T10:20:00") == want

@@ -582,8 +582,8 @@ def _weekdays(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             c.b = prev.b
             out[-1] = c
             continue
-        if (c.role == "weekday" and _is_day(prev) and c.b - prev.e <= 3
-                and _WEEKDAY_GAP.match(text, prev.e, c.b)):
+        if (c.role == "weekday" and _is_day(prev) and prev.role != "weekday" and c.b - prev.e <= 3
+                and _WEEKDAY_GAP.match(text, prev.e, c.b)):  # not "Wednesday, Thursday": a list
             close = _WEEKDAY_CLOSE.match(text, c.e)
             prev.e = close.end() if close else c.e
             continue

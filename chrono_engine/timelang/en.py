@@ -1246,8 +1246,8 @@ def month_slash_day(m, ctx):
     except ValueError:
         return None
     b0 = m.start() if pre in ("this", "next") else m.start("a")
-    return cal(b0, m.end(), s, e, "day",
-               None if pre == "next" else (lambda yy, mm: P.day_span(yy, mo, d, tz)))
+    return cal(b0, m.end(), s, e, "day",  # "this 5/12" / "next 5/12" keep their year in a range
+               None if pre in ("this", "next") else (lambda yy, mm: P.day_span(yy, mo, d, tz)))
 
 
 _ON_BEFORE = re.compile(r"\b(?:on|week\s+of)\s+$", _I)
@@ -1264,15 +1264,16 @@ def on_day_of_month(m, ctx):
 
 
 
-@rule(rf"\bthe\s+(?:(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)|(?P<o>{_ORDINAL_RE}))"
+@rule(rf"\bthe\s+(?:(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)|(?P<o>{_ORDINAL_RE})"
+      rf"|(?P<dn>[12]?\d|3[01])(?=\s+(?:from|between|at)\s+\d))"
       rf"(?:\s+day)?(?:\s+(?:of\s+)?(?P<rel>this|next|last)\s+month|\s+of\s+(?:(?P<the>the)\s+month|{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?)"
-      rf"|(?=\s*(?:[.,;!?)]|$)))", _I, lead="t", words="the")
+      rf"|(?=\s*(?:[.,;!?)]|$|(?:from|between|at)\s+\d)))", _I, lead="t", words="the")
 def day_of_month(m, ctx):
     """on the 18th, the 15th day of next month, the twenty third day of September: a day of
     the month named (this month when none; "the 18th" alone only after "on" and at the end
     of a clause)."""
-    d = int(m.group("d")) if m.group("d") else _ordinal(m.group("o"))
-    if d is None:
+    d = int(m.group("d") or m.group("dn") or 0) or _ordinal(m.group("o") or "")
+    if not d:
         return None
     tz = ctx.tz
     if m.group("mon"):
