@@ -508,3 +508,16 @@ def test_ranges_into_the_night_and_amounts_after_a_month(text, want):
 ])
 def test_weekday_lists_this_dates_and_days_before_times(text, want):
     assert _read(text, "2018-11-28T10:20:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    ("I'm blocked for the day", [("the day", "2018-05-22T00:00:00", "2018-05-23T00:00:00")]),
+    ("I'm away for the month", [("the month", "2018-05-01T00:00:00", "2018-06-01T00:00:00")]),
+    ("I'll be offline for the hour", [("the hour", None, None)]),
+    # not a unit that the words after it name
+    ("for the day of the wedding", []),
+    ("paid for the day's work", []),
+    ("suspended for the year 2019", [("the year 2019", "2019-01-01T00:00:00", "2020-01-01T00:00:00")]),
+])
+def test_for_the_unit(text, want):
+    assert _read(text, "2018-05-22T10:20:00") == want

@@ -1370,6 +1370,17 @@ def ctime(m, ctx):
     return Cand(m.start(), m.end(), t, P.shift(t, "second", 1), "second", "point", "cal")
 
 
+@rule(r"(?<=\bfor\s)the\s+(?P<u>day|week|month|year|hour)\b(?!\s*(?:of|before|after|when|that|in|'|’)\b)",
+      _I, lead="t", words="for", exact="day week month year hour")
+def for_the_unit(m, ctx):
+    """"blocked for the day", "away for the month": the current unit; "for the hour": an hour."""
+    u = m.group("u").lower()
+    if u == "hour":
+        return amount_cand(m.start(), m.end(), 1, "hour", ctx, "dur")
+    s, e = ctx.period(u)
+    return cal(m.start(), m.end(), s, e, u)
+
+
 RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
-         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime)
+         week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)
