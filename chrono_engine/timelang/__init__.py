@@ -81,7 +81,8 @@ Relative expressions
     "past week" (no number) is rolling. 半年 = 6 months, 半个月 = 15 days, 一个半小时 = 90 min.
   * year-to-date / YTD and 年初至今: from the unit's start to ``now``; "to date" / "till
     date" = until ``now`` (not "up to date"); "current date", "the present time" = now;
-    "the rest / remainder of the week" = [now, the week's end).
+    "the rest / remainder of the week" = [now, the week's end); "for the day / week /
+    month / year" = the current unit, "for the hour" an hour.
   * "next hour", "the last minute", "13 last minutes": rolling (not "at the last minute").
     "last" after a modal or a negation is the verb ("did not last two years": a duration);
     "a second" before a noun is the ordinal ("a second term").
