@@ -454,7 +454,10 @@ class Engine:
            window has one; an open valid_to counts as now) — "from 2004 to 2008" prefers
            the fact that began in 2004, and of those the one that ended in 2008
            (:func:`~chrono_engine.search.window_closeness`; the default was chosen on the
-           TimeQA benchmark's tune part, ``benches/bench_temporal_qa.py``).
+           TimeQA benchmark's tune part, ``benches/bench_temporal_qa.py``). With the fit
+           on, a fact that began up to a quarter before the window's start also qualifies
+           (``search.WINDOW_LEAD_US``): "In June 2017 he replaced ..." answers "from Jul
+           2017 to Jul 2018", and the fit ranks it by that distance.
            The core is asked for more rows until this answer is exact (up to 4,096 rows;
            past that ``certified`` is False);
         5. citations are in ``lang`` ("en" / "zh"; None: "zh" when the text has CJK

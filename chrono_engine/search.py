@@ -601,6 +601,11 @@ POST_FETCH_MAX = 4096
 #: the default ``window_fit`` of :meth:`Engine.query <chrono_engine.Engine.query>`: a
 #: half-life in days (chosen on the TimeQA tune part: benches/bench_temporal_qa.py)
 WINDOW_FIT_DAYS = 730.0
+#: with the window fit on, how long before the window's start a fact may begin and still
+#: qualify (µs): texts date the event that starts a state ("In June 2017 he replaced ...")
+#: shortly before the span a question names ("from Jul 2017 to Jul 2018"); the fit then
+#: ranks such facts by that distance. A quarter, chosen on the TimeQA tune part.
+WINDOW_LEAD_US = 92 * US_PER_DAY
 #: the most an end's distance from the window's end counts in the window fit: a text dates
 #: the start of what it tells more often than its end, and a fact's stored end is often just
 #: its expression's grain ("in 2004" ends with 2004)
@@ -769,10 +774,12 @@ def query_text(search: Callable[..., pa.Table], dim: int, embedder: Any, text: s
             t = now_at
             kw = {"mode": "latest", "as_of": t}
     vec = embed_question(fn, text if embed_text == "full" else (intent.cleaned_query or text), t, dim)
-    opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
     fit = None
     if window_fit is not None and window is not None and window[0] != MIN_TIME_US:
         fit = (window[0], window[1], window_fit * US_PER_DAY, now_at)
+        # the core's window starts a quarter early; the fit measures from the real start
+        kw["window"] = (max(MIN_TIME_US, window[0] - WINDOW_LEAD_US), window[1])
+    opts = SearchOptions.of(options, **overrides, **kw, lang=lang)
     drop = undated == "exclude" or (undated == "auto" and intent.mode != "latest")
     hits = post_search(search, vec, k, opts, drop_undated=drop, distinct=bool(distinct), fit=fit,
                        alpha=opts.alpha)

@@ -84,8 +84,9 @@ def _store(seed, n=300, dim=8):
 def _reference(q, vecs, vf, vt, texts, undated, k, *, window, drop_undated, distinct, fit, alpha=0.75):
     sim = vecs @ q
     keep = np.ones(len(sim), bool)
-    if window is not None:
-        keep &= (vf < window[1]) & (vt > window[0])
+    if window is not None:  # with a fit, facts from a quarter before the window's start qualify
+        lead = 0 if fit is None else 92 * US_PER_DAY
+        keep &= (vf < window[1]) & (vt > window[0] - lead)
     if drop_undated:
         keep &= ~undated
     score = np.maximum(sim, 0.0)  # product fusion, no decay: s+
