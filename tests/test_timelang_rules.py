@@ -521,3 +521,19 @@ def test_weekday_lists_this_dates_and_days_before_times(text, want):
 ])
 def test_for_the_unit(text, want):
     assert _read(text, "2018-05-22T10:20:00") == want
+
+
+_EDGE_TEXTS = ["5000 years and 3 days ago", "9000 years 2 days later", "Monday 9000 years from now",
+               "from 9999 to the end of 9999", "before the end of 9999", "after the beginning of 0001",
+               "from the middle of 0001 to the end of 9999", "the last 9999 years and 2 weeks",
+               "from friday to monday", "from 10pm to 2am", "for the year", "the rest of the year",
+               "between now and eight o'clock", "from monday to friday next week", "Dec 31 23:59:59 9999"]
+
+
+@pytest.mark.parametrize("now", ["9999-12-31T23:00:00", "0001-01-01T01:00:00", "2020-02-29T23:30:00"])
+def test_the_rules_at_the_ends_of_the_calendar(now):
+    # the sums, weekday moves and edges of this file at the calendar's ends: no error, every
+    # interval ordered (a crash here was "5000 years and 3 days ago": year -2980)
+    for text in _EDGE_TEXTS:
+        for e in parse_time(text, now=now, tz="Asia/Shanghai"):
+            assert e.start is None or e.end is None or e.start < e.end

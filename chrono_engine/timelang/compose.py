@@ -393,22 +393,25 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
                 a.start, a.end = a.rebuild(b.start.year - 1, b.start.month)
     except ValueError:
         return None
-    if b.lend == "wd" and a.lend in ("wd", "wk"):
-        # "from next Monday to Friday", "Friday to Monday": the first such day from the first
-        d = a.start + timedelta(days=(b.start.weekday() - a.start.weekday()) % 7)
-        b = _day_cand(b, d, ctx)
-    elif a.lend == "wd" and b.lend == "wk":  # "from Monday to Friday next week": that week's
-        a = _day_cand(a, b.start - timedelta(days=(b.start.weekday() - a.start.weekday()) % 7), ctx)
-    if (a.cls == "now" and b.day is not None and b.grain in ("hour", "minute") and b.start < ctx.now
-            and b.start.hour < 12 and not _HALF_SAID.search(text, b.b, b.e)
-            and b.start + timedelta(hours=12) > ctx.now):
-        # "between now and eight o'clock" said at 10:20: the evening's eight
-        b.start, b.end = b.start + timedelta(hours=12), b.end + timedelta(hours=12)
-    end = ctx.now if b.cls == "now" else b.end
-    ea, eb = _edge(a), _edge(b)
-    if ea is not None or eb is not None:  # "from the middle of 2007 to the end of 2008"
-        a = _day_cand(a, ea, ctx) if ea is not None else a
-        end = eb if eb is not None else end
+    try:
+        if b.lend == "wd" and a.lend in ("wd", "wk"):
+            # "from next Monday to Friday", "Friday to Monday": the first such day from the first
+            d = a.start + timedelta(days=(b.start.weekday() - a.start.weekday()) % 7)
+            b = _day_cand(b, d, ctx)
+        elif a.lend == "wd" and b.lend == "wk":  # "from Monday to Friday next week": that week's
+            a = _day_cand(a, b.start - timedelta(days=(b.start.weekday() - a.start.weekday()) % 7), ctx)
+        if (a.cls == "now" and b.day is not None and b.grain in ("hour", "minute") and b.start < ctx.now
+                and b.start.hour < 12 and not _HALF_SAID.search(text, b.b, b.e)
+                and b.start + timedelta(hours=12) > ctx.now):
+            # "between now and eight o'clock" said at 10:20: the evening's eight
+            b.start, b.end = b.start + timedelta(hours=12), b.end + timedelta(hours=12)
+        end = ctx.now if b.cls == "now" else b.end
+        ea, eb = _edge(a), _edge(b)
+        if ea is not None or eb is not None:  # "from the middle of 2007 to the end of 2008"
+            a = _day_cand(a, ea, ctx) if ea is not None else a
+            end = eb if eb is not None else end
+    except (ValueError, OverflowError):
+        return None  # at the calendar's ends
     if b.day is not None and b.grain in ("hour", "minute", "second"):
         end = b.start  # 3点到5点 ends at 5:00, not after the 5 o'clock hour
     if b.cls == "now" and not a.start < end:
@@ -486,7 +489,10 @@ def _bounds(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             # the instant [s0, s0 + 1 µs); at the last representable instant (24:00 on the
             # last day of 9999, clamped by grammar.clock_on_day) the microsecond before it
             inner = (s0, s0 + _US) if s0.replace(tzinfo=None) < datetime.max else (s0 - _US, s0)
-        edge = _edge(c) if role in ("after", "before") else None
+        try:
+            edge = _edge(c) if role in ("after", "before") else None
+        except (ValueError, OverflowError):
+            edge = None
         if edge is not None:  # "before the end of this year": before it ends
             s0 = e0 = edge
         if role == "since":
@@ -552,9 +558,12 @@ def _weekday_of_offset(wd: Cand, off: Cand, ctx: Ctx) -> Cand | None:
     k, u, mode = off.amount
     if GRAIN_ORDER[u] < GRAIN_ORDER["week"]:
         return None
-    t = P.shift(ctx.now, u, -k if mode == "ago" else k)
-    d = t.date() - timedelta(days=t.weekday() - wd.start.weekday())
-    s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    try:
+        t = P.shift(ctx.now, u, -k if mode == "ago" else k)
+        d = t.date() - timedelta(days=t.weekday() - wd.start.weekday())
+        s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+    except (ValueError, OverflowError):
+        return None
     c = Cand(min(wd.b, off.b), max(wd.e, off.e), s, e, "day")
     c.cls = "ago"
     return c
@@ -597,6 +606,18 @@ _YEAR_GAP = re.compile(r"\s*(?:,|in|of)?\s*$", _IA)
 _YEAR_WORDS_PREP = re.compile(r"\b(?:in|since|until|till|by|before|after|during|from|to|through|the\s+year)\s+$", _IA)
 
 
+def _offset_span(t: datetime, amounts: list, mode: str, grain: str | None) -> tuple | None:
+    """``t`` moved by every (n, unit) of ``amounts`` (back for "ago"), then the unit of
+    ``grain`` holding it (or the instant twice when ``grain`` is None); None where that
+    leaves datetime's range."""
+    try:
+        for n, u in amounts:
+            t = P.shift(t, u, -n if mode == "ago" else n)
+        return (t, t) if grain is None else P.period(t, grain)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _durations(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Amounts of ever finer units in a row are one duration: "3 hours 30 minutes", "1 hour
     and 30 minutes", 8天20小时, 一个星期又三天; before an offset or after a rolling range of a
@@ -619,34 +640,31 @@ def _durations(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             if prev.cls == "dur" and c.cls == "ago" and prev.amount is not None:
                 # "2 weeks and 2 days ago", "2 years 1 month 21 days later": one offset
                 k, u, mode = c.amount
-                t = ctx.now
-                for kk, uu in prev.amount + [(k, u)]:
-                    t = P.shift(t, uu, -kk if mode == "ago" else kk)
-                s0, e0 = P.period(t, u)
-                c.b, c.start, c.end, c.fuzzy = prev.b, s0, e0, c.fuzzy or prev.fuzzy
-                out[-1] = c
-                continue
+                span = _offset_span(ctx.now, prev.amount + [(k, u)], mode, u)
+                if span is not None:
+                    c.b, c.start, c.end, c.fuzzy = prev.b, span[0], span[1], c.fuzzy or prev.fuzzy
+                    out[-1] = c
+                    continue
             if prev.cls == "ago" and c.cls == "dur" and prev.amount is not None and _AND_GAP.match(text, prev.e, c.b):
                 # "in 2 weeks and 2 days", "3 months and 2 days ago"
                 k, u, mode = prev.amount
-                t = P.shift(ctx.now, u, -k if mode == "ago" else k)
-                for kk, uu in c.amount:
-                    t = P.shift(t, uu, -kk if mode == "ago" else kk)
-                prev.start, prev.end = P.period(t, c.grain)
-                prev.e, prev.grain, prev.amount = c.e, c.grain, None
-                continue
+                span = _offset_span(ctx.now, [(k, u)] + c.amount, mode, c.grain)
+                if span is not None:
+                    prev.start, prev.end = span
+                    prev.e, prev.grain, prev.amount = c.e, c.grain, None
+                    continue
             nxt = sel[i + 1] if i + 1 < len(sel) else None
             if (prev.cls == "roll" and c.cls == "dur" and prev.end == ctx.now and prev.start is not None
                     and not (nxt is not None and nxt.cls == "ago" and nxt.b - c.e <= 6
                              and _DUR_GAP.match(text, c.e, nxt.b))):  # "2 weeks and 2 days ago"
                 # "the last 3 months and 2 weeks and 2 days": a rolling range, longer
-                t = prev.start
-                for kk, uu in c.amount:
-                    t = P.shift(t, uu, -kk)
-                prev.e, prev.start, prev.grain = c.e, t, c.grain
-                prev.dur = prev.end - t
-                prev.amount = None
-                continue
+                span = _offset_span(prev.start, c.amount, "ago", None)
+                if span is not None:
+                    t = span[0]
+                    prev.e, prev.start, prev.grain = c.e, t, c.grain
+                    prev.dur = prev.end - t
+                    prev.amount = None
+                    continue
         out.append(c)
     return out
 
