@@ -218,7 +218,7 @@ class AsyncCoalescer:
                 fut.set_exception(res)
             else:
                 fut.set_result(res)
-        # the next group starts after the loop has turned twice: the tasks just answered
+        # the next group starts after ``settle`` turns of the loop: the tasks just answered
         # run first, and those that ask again join it (else groups alternate between the
         # calls that waited and the calls that come back, each half as large); busy until then
         if self.settle:

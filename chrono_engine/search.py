@@ -253,15 +253,10 @@ def options_for_call(options: SearchOptions | None, kwargs: dict) -> tuple[Searc
     is refused even after ``alpha=1`` was accepted) and the names of the times the call
     gives; a later call's times (checked when the search runs, :func:`query_times`) are set
     on a copy."""
-    times = None
-    rest = kwargs
-    for name in _TIME_OPTIONS:
-        if name in kwargs:
-            times = {n: kwargs[n] for n in _TIME_OPTIONS if n in kwargs}
-            rest = {n: v for n, v in kwargs.items() if n not in _TIME_OPTIONS}
-            break
+    times = {n: kwargs[n] for n in _TIME_OPTIONS if n in kwargs}
+    rest = {n: v for n, v in kwargs.items() if n not in _TIME_OPTIONS} if times else kwargs
     try:  # the key: the other options by value and type, and which times the call gives
-        ck = (options, tuple(sorted((n, type(v), v) for n, v in rest.items())), tuple(times or ()))
+        ck = (options, tuple(sorted((n, type(v), v) for n, v in rest.items())), tuple(times))
         hit = _OPTIONS_CACHE.get(ck)
     except TypeError:  # an unhashable option (a list of fact types): no cache
         opts = SearchOptions.of(options, **kwargs)
@@ -270,10 +265,11 @@ def options_for_call(options: SearchOptions | None, kwargs: dict) -> tuple[Searc
         opts = SearchOptions.of(options, **kwargs)
         if len(_OPTIONS_CACHE) >= _OPTIONS_CACHE_MAX:
             _OPTIONS_CACHE.clear()
-        _OPTIONS_CACHE[ck] = (opts, options_key(opts))
-        return opts, _OPTIONS_CACHE[ck][1]
+        key = options_key(opts)
+        _OPTIONS_CACHE[ck] = (opts, key)
+        return opts, key
     base, key = hit
-    if times is None:
+    if not times:
         return base, key
     opts = copy.copy(base)
     opts.__dict__.update(times)
@@ -637,11 +633,13 @@ def _post(hits: pa.Table, k: int, *, drop_undated: bool, distinct: bool, fit: tu
     vf = hits.column("valid_from").cast(pa.int64()).to_numpy(zero_copy_only=False)
     score = hits.column("score").to_numpy(zero_copy_only=False).astype(np.float64)
     keep = np.ones(hits.num_rows, bool)
-    if drop_undated:  # undated: valid from the beginning of time, open-ended (ground_rows' mark)
+    vt = None
+    if drop_undated or fit is not None:
         vt = hits.column("valid_to").cast(pa.int64()).fill_null(OPEN_END).to_numpy(zero_copy_only=False)
+    if drop_undated:  # undated: valid from the beginning of time, open-ended (ground_rows' mark)
         keep &= (vf != MIN_TIME_US) | (vt != OPEN_END)
     if fit is not None:
-        score = alpha * score + (1.0 - alpha) * window_closeness(vf, hits.column("valid_to"), *fit)
+        score = alpha * score + (1.0 - alpha) * window_closeness(vf, vt, *fit)
     order = np.flatnonzero(keep)
     order = order[np.argsort(-score[order], kind="stable")]
     if distinct and len(order):

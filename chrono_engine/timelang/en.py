@@ -56,8 +56,15 @@ _I = re.IGNORECASE | re.ASCII
 
 MONTHS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8,
           "sep": 9, "oct": 10, "nov": 11, "dec": 12}
-_MON = (r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+
+
+def _mon_g(g: str) -> str:
+    """A month's name (full or abbreviated) in the named group ``g``."""
+    return (rf"(?P<{g}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+            rf"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+
+
+_MON = _mon_g("mon") + r"\.?"
 _WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 _WD = (r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday"
        r"|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?")
@@ -252,11 +259,6 @@ def weekday_day_of_month(m, ctx):
     return None
 
 
-def _mon_g(g: str) -> str:
-    return (rf"(?P<{g}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-            rf"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
-
-
 _D2 = r"(?:0?[1-9]|[12]\d|3[01])"
 _SEP = r"\s?[-/]\s?"
 
@@ -298,8 +300,7 @@ def _day_range_pattern(words: bool) -> str:
     return (rf"(?:\b{_MON}\s+{_day_g('d1', words)}{_DAYS_TO.replace('and>', 'and1>')}"
             rf"{_day_g('d2', words)}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
             rf"|(?<![\d/.-]){_day_g('d3', words)}{_DAYS_TO.replace('and>', 'and2>')}{_day_g('d4', words)}\s+(?:of\s+)?"
-            rf"(?P<mon2>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
-            rf"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?(?![a-z])"
+            rf"{_mon_g('mon2')}\.?(?![a-z])"
             rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?)")
 
 
@@ -365,8 +366,8 @@ _DAY_SPELLINGS = {"tonite": "tonight", "tmrw": "tomorrow", "tomorow": "tomorrow"
                   "tommorrow": "tomorrow"}
 
 
-@rule(r"\b(?P<w>today|tonight|tonite|yesterday|tomorrow|tmrw|tomorow|tommorow|tommorrow"
-      r"|(?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+tomorrow)\b", _I,
+@rule(r"\b(?P<w>today|tonight|yesterday|tomorrow|" + "|".join(_DAY_SPELLINGS)
+      + r"|(?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+tomorrow)\b", _I,
       lead="tyd", words='tod ton yes tom tmr')
 def relative_day(m, ctx):
     """today, tonight, yesterday, tomorrow (and "tmrw", the common misspellings)."""
@@ -566,7 +567,12 @@ def week_number(m, ctx):
     """week 10 (2024): ISO week number."""
     n = int(m.group("n"))
     written = m.group("y") is not None or m.group("ry") is not None
-    y = int(m.group("y")) if m.group("y") else ctx.year + RELATIVE_YEAR[m.group("ry").lower()] if written else ctx.year
+    if m.group("y"):
+        y = int(m.group("y"))
+    elif m.group("ry"):  # "week 27 of last year"
+        y = ctx.year + RELATIVE_YEAR[m.group("ry").lower()]
+    else:
+        y = ctx.year
     tz = ctx.tz
 
     def build(yy, mm=None):
@@ -611,9 +617,8 @@ _AP = r"(?:a|p)\s?\.?\s?m\b\.?"
 
 @rule(r"(?<![\w:.])(?P<h>1[0-2]|0?\d)(?:[:.]?(?P<mi>[0-5]\d))?(?::(?P<s>[0-5]\d))?\.?\s*"
       rf"(?P<ap>{_AP})(?![a-z])"
-      rf"|\b(?P<hw>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?P<ap2>{_AP})(?![a-z])"
-      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|mid[\s-]?night)\b"
-      r"|\b(?P<hw3>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+o'?clock\b", _I,
+      rf"|\b(?P<hw>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?:(?P<ap2>{_AP})(?![a-z])|o'?clock\b)"
+      r"|\b(?P<h2>1[0-2]|0?\d)\s*o'?clock\b|\b(?P<w>noon|midday|mid[\s-]?night)\b", _I,
       lead=r"\dnmotfse", need=r"(?<![a-z])[ap]\s?\.?\s?m(?![a-z])|noon|midday|mid[\s-]?night|o'?clock",
       exact="am pm m noon midday midnight mid clock oclock")
 def clock(m, ctx):
@@ -621,11 +626,9 @@ def clock(m, ctx):
     if m.group("w"):
         w = m.group("w").lower()
         h, mi, sec, grain, part = (0 if w.endswith("night") else 12), 0, 0, "minute", None
-    elif m.group("hw"):
+    elif m.group("hw"):  # "seven p m"; "eight o'clock" (no am / pm: as "8 o'clock")
         h = _ampm(int(en_int(m.group("hw"))), m.group("ap2"))
         mi, sec, grain, part = 0, 0, "hour", None
-    elif m.group("hw3"):  # "eight o'clock": as "8 o'clock"
-        h, mi, sec, grain, part = int(en_int(m.group("hw3"))), 0, 0, "hour", None
     else:
         h = int(m.group("h") or m.group("h2"))
         mi = int(m.group("mi") or 0)
@@ -773,28 +776,24 @@ def hour_range(m, ctx):
     return c
 
 
-_FOR_N = r"\d{1,2}(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|an?"
 _FOR_U = r"hours?|hrs?|minutes?|mins?"
 
 
-@rule(rf"\b(?:from|starting\s+at)\s+(?P<h>[01]?\d|2[0-3])(?::(?P<mi>[0-5]\d))?\s*(?P<ap>{_AP})?\s*"
-      rf"for\s+(?P<n>{_FOR_N})\s+(?P<u>{_FOR_U})\b"
-      rf"|\bfor\s+(?P<n2>{_FOR_N})\s+(?P<u2>{_FOR_U})\s+(?:from|starting\s+at)\s+"
-      rf"(?P<h2>[01]?\d|2[0-3])(?::(?P<mi2>[0-5]\d))?(?:\s*(?P<ap2>{_AP}))?(?![\w:/.-])", _I,
+# a bare hour only: a clock time ("from 9:30am for 7 hours") is put on its day by compose
+@rule(rf"\b(?:from|starting\s+at)\s+(?P<h>[01]?\d|2[0-3])\s+for\s+(?P<n>{EN_NUM})\s+(?P<u>{_FOR_U})\b"
+      rf"|\bfor\s+(?P<n2>{EN_NUM})\s+(?P<u2>{_FOR_U})\s+(?:from|starting\s+at)\s+"
+      rf"(?P<h2>[01]?\d|2[0-3])(?![\w:/.-]|\s*{_AP})", _I,
       lead="fs", words="hou hr hrs min", exact="for|from starting")
 def clock_for_amount(m, ctx):
     """"from 9 for 2.5 hrs", "for 2.5 hours from 9": a bare hour, today, for that long."""
     h = int(m.group("h") or m.group("h2"))
-    mi = int(m.group("mi") or m.group("mi2") or 0)
-    if m.group("ap") or m.group("ap2") or m.group("mi") or m.group("mi2"):
-        return None  # "from 9:30am for 7 hours": a clock time, which compose puts on its day
     n = en_int(m.group("n") or m.group("n2"))
     if not n or n > 24:
         return None
     u = (m.group("u") or m.group("u2")).lower()
     minutes = n * (1 if u.startswith("m") else 60)
     s, _ = P.day_span(ctx.today.year, ctx.today.month, ctx.today.day, ctx.tz)
-    start = clock_on_day(s, h, mi, 0)
+    start = clock_on_day(s, h, 0, 0)
     return range_cand(m.start(), m.end(), start, start + timedelta(minutes=minutes), "minute")
 
 
@@ -1036,7 +1035,7 @@ def to_date(m, ctx):
 
 
 @rule(rf"\b(?:the\s+)?(?P<o>{_ORDINAL_RE})\s+(?:of\s+)?{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
-      rf"|\b{_MON.replace('mon', 'mon2')}\s+(?:the\s+)?(?P<o2>{_ORDINAL_RE})\b"
+      rf"|\b{_mon_g('mon2')}\.?\s+(?:the\s+)?(?P<o2>{_ORDINAL_RE})\b"
       rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?", _I,
       lead="tfsenmadjo", words=MON_WORDS, exact=MONTH_TOKENS + "|" + _ORDINAL_TOKENS)
 def ordinal_day(m, ctx):
