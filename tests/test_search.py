@@ -469,3 +469,66 @@ def test_hit_strings_by_batch_match_column_takes():
     eng.ingest([{"vector": [0, 1], "valid_from": "2024-01-01", "content": "late", "title": "L", "version": "9.0"}])
     assert st.strings_batch(np.array([n], np.int64), cols).to_pydict() == {"title": ["L"], "version": ["9.0"],
                                                                            "content": ["late"]}
+
+
+# ----------------------------------------------------------------------------- late records
+
+def _late_corpus(n, seed):
+    """A corpus where a tenth of the closed rows were recorded after their validity ended
+    (observed_at > valid_to: old facts ingested late), and another tenth during it (an
+    edit of valid_to can make those late)."""
+    from chrono_engine.synthetic import make_corpus
+    c = make_corpus(n, 32, clusters=24, seed=seed)
+    rng = np.random.default_rng(seed)
+    closed = rng.permutation(np.flatnonzero(c.valid_to != OPEN_END))
+    late, during = np.sort(closed[:len(closed) // 10]), np.sort(closed[len(closed) // 10:len(closed) // 5])
+    c.observed_at[late] = c.valid_to[late] + rng.integers(1, 400, len(late)) * US_PER_DAY
+    c.observed_at[during] = c.valid_from[during] + (c.valid_to[during] - c.valid_from[during]) // 2
+    for r in (late, during):
+        c.ingested_at[r] = np.maximum(c.ingested_at[r], c.observed_at[r])
+    return c, late, during
+
+
+@pytest.mark.parametrize("scan", ["similarity", "bounds"])
+@pytest.mark.parametrize("group", [1, 32])
+def test_latest_rows_recorded_after_they_ended(scan, group):
+    """Latest mode's rows out of force (stage 1 of the certified plan) include rows that
+    ended before T but were observed after it (their decay is full: the age is clamped),
+    which the planner reads from the freshness index's late lists rather than from every
+    row observed after T: in the static lists, in the rows appended since (the delta), and
+    after an edit of valid_to that makes a row late. Against the reference, with queries
+    aimed at such rows (a penalty of 0.9 and no arbitration keep them in the top-k)."""
+    from conftest import policy_for
+    c, late, during = _late_corpus(6000, seed=31)
+    eng = ce.Engine(32, decay=policy_for(c), threads=2, scan=scan, group=group)
+    d = c.to_dict()
+    first = 5200  # > 4,096 rows: the first write builds the static lists; the rest stay in the delta
+    eng.ingest({k: (v[:first] if isinstance(v, np.ndarray) else v) for k, v in d.items()})
+    eng.ingest({k: (v[first:] if isinstance(v, np.ndarray) else v) for k, v in d.items()})
+    rng = np.random.default_rng(3)
+
+    def check(among):
+        cols, vecs = core_cols(eng), eng.vectors()
+        aim = rng.choice(among, 24, replace=False)
+        # T between the row's end and its observation: out of force, observed after T
+        t = cols["valid_to"][aim] + (cols["observed_at"][aim] - cols["valid_to"][aim]) // 2
+        q = vecs[aim] + 0.05 * rng.standard_normal(vecs[aim].shape).astype(np.float32)
+        q /= np.linalg.norm(q, axis=1, keepdims=True)
+        got, gs, exp, res = check_against_reference(eng, c, q, t, mode="latest", exact=True,
+                                                    deprecation_penalty=0.9, arbitrate=False)
+        assert res.column("certified").to_numpy().all()
+        assert_same_topk(got, gs, exp)
+        # the aimed rows are found: the test reaches the late rows
+        hit = sum(int(cols["id"][a]) in set(g.tolist()) for a, g in zip(aim, got))
+        assert hit >= len(aim) // 2, hit
+
+    assert (late < first).any() and (late >= first).any()
+    check(late[late < first])  # in the static lists
+    check(late[late >= first])  # in the delta
+    # an edit of valid_to (a log written before amendments existed) that makes rows late
+    cols = core_cols(eng)
+    rows = during[during < first]
+    assert (cols["valid_to"][rows] > cols["observed_at"][rows]).all()
+    eng._state.core.update(rows.astype(np.uint32),
+                           valid_to=cols["valid_from"][rows] + (cols["observed_at"][rows] - cols["valid_from"][rows]) // 2)
+    check(rows)

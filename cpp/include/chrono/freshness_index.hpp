@@ -3,6 +3,14 @@
 // decay is at least L" is a suffix (or, for symmetric profiles, a slice) of its list,
 // found by binary search instead of a scan. The lists hold 4-byte row numbers; observed_at
 // is read from the metadata column.
+//
+// A decay that clamps negative ages (every profile but the symmetric ones) reaches every
+// level for rows observed after T, so "decay at least L" is the whole suffix from T - reach
+// on: in latest mode at an early T, most of the store. The rows among them that ended
+// before T must have been recorded after they ended (valid_to < observed_at: an old fact
+// ingested late); each type keeps those "late" rows in a list of their own, so a search
+// for rows out of force (the planner's stage 1) reads the suffix past T from that list
+// instead of the whole suffix.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -72,6 +80,23 @@ class FreshnessIndex {
       lists_[j].build(std::move(rows[j]), m.times_data());
     }
     n_static_ = n;
+    rebuild_late();
+  }
+
+  // The late lists again, from the static rows (after an edit of valid_to: Store::update).
+  // O(rows) plus a sort of the late rows, usually none.
+  void rebuild_late() {
+    const MetaTable& m = *meta_;
+    const MetaTable::Times* t = m.times_data();
+    std::vector<std::vector<row_t>> rows(lists_.size());
+    for (std::size_t j = 0; j < lists_.size(); ++j)
+      for (std::size_t i = 0; i < lists_[j].size(); ++i) {
+        const row_t r = lists_[j][i];
+        if (t[r].valid_to < t[r].observed_at) rows[j].push_back(r);
+      }
+    late_.clear();
+    late_.resize(rows.size());
+    for (std::size_t j = 0; j < rows.size(); ++j) late_[j].build(std::move(rows[j]), t);
   }
 
   // Fact types seen so far (static lists and delta).
@@ -85,6 +110,35 @@ class FreshnessIndex {
     if (type < lists_.size()) {
       const auto& l = lists_[type];
       for (std::size_t i = l.count_before(lo, obs); i < l.size(); ++i) {
+        const row_t r = l[i];
+        if (obs[r].observed_at > hi) break;
+        emit(r);
+      }
+    }
+    for (row_t r : delta_)
+      if (m.fact_type(r) == type && obs[r].observed_at >= lo && obs[r].observed_at <= hi) emit(r);
+  }
+
+  // A superset of the rows of `type` observed in [lo, hi] that can have ended by `ended`
+  // (valid_to <= ended, as ingested): the list's rows observed in [lo, min(hi, ended)], the
+  // late rows observed in (ended, hi] (a row observed after `ended` that ended by then was
+  // recorded after it ended), and the delta rows in [lo, hi]. Each row once.
+  template <class F>
+  void for_each_ended_observed_between(std::uint16_t type, micros lo, micros hi, micros ended, F&& emit) const {
+    const MetaTable& m = *meta_;
+    const MetaTable::Times* obs = m.times_data();
+    const micros mid = std::min(hi, ended);
+    if (type < lists_.size() && lo <= mid) {
+      const auto& l = lists_[type];
+      for (std::size_t i = l.count_before(lo, obs); i < l.size(); ++i) {
+        const row_t r = l[i];
+        if (obs[r].observed_at > mid) break;
+        emit(r);
+      }
+    }
+    if (type < late_.size() && mid < hi) {
+      const auto& l = late_[type];
+      for (std::size_t i = l.count_through(mid, obs); i < l.size(); ++i) {
         const row_t r = l[i];
         if (obs[r].observed_at > hi) break;
         emit(r);
@@ -110,12 +164,14 @@ class FreshnessIndex {
   std::size_t memory_bytes() const {
     std::size_t b = delta_.capacity() * sizeof(row_t);
     for (const auto& l : lists_) b += l.memory_bytes();
+    for (const auto& l : late_) b += l.memory_bytes();
     return b;
   }
 
  private:
   const MetaTable* meta_;
   std::vector<SortedRows<&MetaTable::Times::observed_at>> lists_;  // per fact type, rows by observed_at
+  std::vector<SortedRows<&MetaTable::Times::observed_at>> late_;   // per fact type, rows with valid_to < observed_at
   std::vector<row_t> delta_;
   std::size_t n_static_ = 0;
   std::size_t n_types_ = 0;

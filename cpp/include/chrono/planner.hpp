@@ -115,7 +115,14 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
       for (std::uint32_t r = 0; r < meta.size(); ++r) if (keep(r)) emit(r);
       return false;
     }
-    if (ranges_for(out_pen) > 0) emit_ranges(keep);
+    if (ranges_for(out_pen) == 0) return false;
+    if (fut_pen > 0.0) { emit_ranges(keep); return false; }
+    // Only rows that ended by a (valid_to <= a) remain: past a, the late lists alone (the
+    // freshness lists' note); at an early T this skips most of the store.
+    for (std::size_t j = 0; j < ranges.size(); ++j)
+      if (ranges[j].first <= ranges[j].second)
+        fr.for_each_ended_observed_between(static_cast<std::uint16_t>(j), ranges[j].first, ranges[j].second, a,
+                                           [&](std::uint32_t r) { if (keep(r)) emit(r); });
     return false;
   }
   if (mode == Mode::All && !seeded) { for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r); return true; }

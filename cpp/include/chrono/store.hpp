@@ -127,7 +127,7 @@ class Store {
       if (deprecated) meta_.set_deprecated(r, deprecated[i] != 0);
       if (retracted_at) meta_.set_retracted_at(r, retracted_at[i]);
     }
-    if (intervals_changed) rebuild_intervals();
+    if (intervals_changed) { rebuild_intervals(); fresh_.rebuild_late(); }
   }
 
   // Amendments of existing rows alone (a deprecation), all or nothing.
