@@ -537,3 +537,57 @@ def test_the_rules_at_the_ends_of_the_calendar(now):
     for text in _EDGE_TEXTS:
         for e in parse_time(text, now=now, tz="Asia/Shanghai"):
             assert e.start is None or e.end is None or e.start < e.end
+
+
+def test_long_text_windows_are_the_trigger_words_and_characters():
+    """The windows of a long text (one regular expression for the trigger words) are those of
+    testing every word (a run of two or more ASCII letters) in Python: its first three
+    letters lower-cased, or the whole word."""
+    import re
+
+    from chrono_engine.timelang import parser as P
+
+    def reference(text):
+        hits = [m.start() for m in P._TRIGGER.finditer(text)]
+        hits += [m.start() for m in re.finditer(r"[A-Za-z]{2,}", text)
+                 if (w := m.group().lower())[:3] in P._TRIGGER_WORDS or w in P._TRIGGER_FULL]
+        out = []
+        for p in sorted(hits):
+            a, b = p - P._WINDOW, p + 1 + P._WINDOW
+            if out and a <= out[-1][1]:
+                out[-1][1] = b
+            else:
+                out.append([max(a, 0), b])
+        n = len(text)
+        return [(a, min(n, P._WORD_TAIL.match(text, min(b, n)).end())) for a, b in out]
+
+    pad = "x" * 120
+    for text in ["Monday " + pad + " HR hrs hrx " + pad + " Christmas christmases " + pad,
+                 "xmonday 3x" + pad + "_day Day2 2nd " + pad + "twenties TWENTIESx é" + pad,
+                 pad + "\u212aday " + pad + "remainder remaining rest " + pad + " eod",
+                 "年" + pad + "sept-10 " + pad + "tonite " + pad + "tmrw"]:
+        assert P._windows(text) == reference(text), text
+
+
+@pytest.mark.parametrize("text, want", [
+    # one case per rule behind a shape or a prefilter (grammar.add_shapes, ``need``): the gate
+    # lets its match through
+    ("meet at 6.45 tomorrow", [("6.45 tomorrow", "2016-11-08T06:45:00", "2016-11-08T06:46:00")]),
+    ("on 2019-aug-1", [("2019-aug-1", "2019-08-01T00:00:00", "2019-08-02T00:00:00")]),
+    ("due on 29th.", [("29th", "2016-11-29T00:00:00", "2016-11-30T00:00:00")]),
+    ("the 18th of this month", [("the 18th of this month", "2016-11-18T00:00:00", "2016-11-19T00:00:00")]),
+    ("last March", [("last March", "2016-03-01T00:00:00", "2016-04-01T00:00:00")]),
+    ("the last 3 weeks of 2020", [("the last 3 weeks of 2020", "2020-12-14T00:00:00", "2021-01-04T00:00:00")]),
+    ("2024-W10-2", [("2024-W10-2", "2024-03-05T00:00:00", "2024-03-06T00:00:00")]),
+    ("from 800 AD to 900 AD", [("from 800 AD to 900 AD", "0800-01-01T00:00:00", "0901-01-01T00:00:00")]),
+    ("April ninth through seventeenth",
+     [("April ninth through seventeenth", "2016-04-09T00:00:00", "2016-04-18T00:00:00")]),
+    ("March 7-9, 2024", [("March 7-9, 2024", "2024-03-07T00:00:00", "2024-03-10T00:00:00")]),
+    ("10/1/2018-10/7/2018", [("10/1/2018-10/7/2018", "2018-10-01T00:00:00", "2018-10-08T00:00:00")]),
+    ("20240307", [("20240307", "2024-03-07T00:00:00", "2024-03-08T00:00:00")]),
+    ("H1 2024", [("H1 2024", "2024-01-01T00:00:00", "2024-07-01T00:00:00")]),
+    ("between 0730-0930", [("between 0730-0930", "2016-11-07T07:30:00", "2016-11-07T09:30:00")]),
+    ("Wed Oct 26 15:50:06 2016", [("Wed Oct 26 15:50:06 2016", "2016-10-26T15:50:06", "2016-10-26T15:50:07")]),
+])
+def test_gated_rules_still_match(text, want):
+    assert _read(text) == want

@@ -269,7 +269,9 @@ _SEP = r"\s?[-/]\s?"
       rf"|(?P<d4>{_D2}){_SEP}(?P<y4>\d{{4}}){_SEP}{_mon_g('m4')}"
       rf"|{_mon_g('m5')}{_SEP}(?P<d5>{_D2})(?:{_SEP}(?P<y5>\d{{4}}))?"
       rf"|(?P<d6>{_D2}){_SEP}{_mon_g('m6')}(?:{_SEP}(?P<y6>\d{{4}}))?)(?![\w/]|-\d)", _I,
-      lead=r"\dadfjmnos", chars="-/", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
+      lead=r"\dadfjmnos", chars="-/", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS,
+      # every order puts the month next to a number, a dash or slash between them (_SEP)
+      need=r"[-/](?:(?:(?<=\d[-/])|(?<=\d\s[-/]))\s?[a-z]|(?:(?<=[a-z][-/])|(?<=[a-z]\s[-/]))\s?\d)")
 def month_name_numeric(m, ctx):
     """2019-aug-1, sep-23-2020, 23/sep/2020, 2020/23/sep, jun-15: a date written with its
     month's name between dashes or slashes, in any order (a year of four digits)."""
@@ -305,7 +307,10 @@ def _day_range_pattern(words: bool) -> str:
 
 
 @rule(_day_range_pattern(True), _I, lead=r"\dadfjmnostfsenw", words='jan feb mar apr may jun jul aug sep oct nov dec',
-      exact=MONTH_TOKENS + "|" + _ORDINAL_TOKENS)
+      exact=MONTH_TOKENS + "|" + _ORDINAL_TOKENS,
+      # the first day ends in a digit or st / nd / rd / th (every ordinal word does), _DAYS_TO,
+      # the second starts with a digit or the first letter of an ordinal word
+      need=r"(?:\d|st|nd|rd|th)\s*(?:-|–|—|to|through|thru|until|till|and)\s*(?:the\s+)?[\dfsten]")
 def day_range_words(m, ctx):
     """april ninth through seventeenth, between the ninth and the seventeenth of april:
     :func:`day_range` with days in ordinal words (its own rule: the words cost a scan only
@@ -314,7 +319,7 @@ def day_range_words(m, ctx):
 
 
 @rule(_day_range_pattern(False), _I, lead=r"\dadfjmnost", words='jan feb mar apr may jun jul aug sep oct nov dec',
-      exact=MONTH_TOKENS)
+      exact=MONTH_TOKENS, shapes="9~9")  # the digits of the two days with _DAYS_TO between them
 def day_range(m, ctx):
     """March 7-9, 2024 / 7 to 9 March / from 3 to 12 of Sept: a range of days in one month
     ("and" only after "between")."""
@@ -503,7 +508,8 @@ def weekday(m, ctx):
 
 
 @rule(rf"\b(?P<rel>last|this|next)\s+{_MON}(?![a-z])", _I,
-      lead="ltn", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS)
+      lead="ltn", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS,
+      need=r"\s(?<=last\s|this\s|next\s)\s*(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
 def relative_month_name(m, ctx):
     """last March = the most recent March before this month; next March = the first one
     after it; this March = the current year's."""
@@ -746,7 +752,7 @@ def hour_after_at(m, ctx):
 
 
 @rule(r"(?<=\bat\s)(?P<h>[01]?\d|2[0-3])\.(?P<mi>[0-5]\d)(?![\d.]\d|\s*(?:%|percent|per\s+cent|x\b|times\b))",
-      _I, lead=r"\d", chars=".")
+      _I, lead=r"\d", shapes="9.9")
 def dotted_clock(m, ctx):
     """at 6.45, at 14.30: a clock time written with a dot, after "at"."""
     c = clock_cand(m.start(), m.end(), int(m.group("h")), int(m.group("mi")), 0, "minute")
@@ -757,7 +763,7 @@ def dotted_clock(m, ctx):
       r"(?P<w>-|–|to|and)\s*(?P<h2>1[0-2]|0?\d)(?::(?P<m2>[0-5]\d))?"
       r"(?![\w:/-]|\.\d|\s*(?:[ap]\.?m\b|o'?clock|in\s+the\s+(?:morning|afternoon|evening)|%|percent\b"
       r"|(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|yrs?|times|people"
-      r"|points?|goals?|games?|wins?|losses)\b))", _I, lead=r"\dfb",
+      r"|points?|goals?|games?|wins?|losses)\b))", _I, lead=r"\dfb", shapes="9~9",
       need=r"\d(?::[0-5]\d)?\s*(?:-|–|to|and)\s*\d")
 def hour_range(m, ctx):
     """"3-8", "from 10-4", "between 3 and 5": hours without am / pm, which count only next
@@ -799,7 +805,7 @@ def clock_for_amount(m, ctx):
 
 @rule(r"\b(?:from|between)\s+(?P<h1>[01]\d|2[0-3])(?P<m1>[0-5]\d)\s*(?:-|–|to|and|until|till)\s*"
       r"(?P<h2>[01]\d|2[0-3])(?P<m2>[0-5]\d)(?![\w:./-])", _I, lead="fb", words="fro bet", exact="from between",
-      need=r"\d{4}\s*(?:-|–|to|and|until|till)\s*\d{4}")
+      shapes="9~9", need=r"\d{4}\s*(?:-|–|to|and|until|till)\s*\d{4}")
 def military_range(m, ctx):
     """between 0730-0930, from 0900 to 1630: a range of 24-hour clock times written in four
     digits (one with a leading zero: "between 2010-2015" are years), on today; an end not
@@ -1123,7 +1129,7 @@ _NOT_UNIT = (r"(?!\s*(?:%|percent|dollars?|usd|eur|people|persons|employees|user
 
 @rule(r"\b(?P<pre>from|between)\s+(?:the\s+years?\s+)?(?P<a>1[0-4]\d\d|[1-9]\d{2}(?=\s*(?:AD|A\.D\.|CE|C\.E\.)))"
       + _ERA + r"\s*(?P<w>-|–|—|to|until|till|through|and)\s*(?P<b>[1-9]\d{2,3})" + _ERA + r"\b" + _NOT_UNIT,
-      _I, lead="fb", words="fro bet")
+      _I, lead="fb", words="fro bet", shapes="9~9")  # the shape allows the _ERA after the first year
 def old_year_range(m, ctx):
     """from 1136 to 1348, between 800 AD and 900 AD: explicit ranges of years before 1500
     (a bare 1136 stays a number; bare years from 1500 on are ``formats.bare_year``). The
@@ -1148,7 +1154,7 @@ def old_year(m, ctx):
 
 @rule(r"\b(?:in|since|until|till|during|circa|c\.|around|after|before)\s+(?P<y>1[0-4]\d\d)" + _ERA
       + r"\b(?![.,:/-]\d)" + _NOT_UNIT, _I, lead="isutdcab", words="in sin unt til dur cir c aro aft bef",
-      need=r"1[0-4][0-9][0-9]")  # a prefilter: literal-led, fast (lookarounds made it ~9x slower)
+      shapes="9999", need=r"1[0-4][0-9][0-9]")  # a prefilter: literal-led, fast (lookarounds made it ~9x slower)
 def old_year_after_preposition(m, ctx):
     """in 1109, since 1204, before 1453: a four-digit year before 1500 right after a
     preposition of time (the year alone is the expression; the preposition is read by the
@@ -1228,7 +1234,7 @@ def _ymd(d: date) -> tuple[int, int, int]:
 @rule(r"(?:(?P<pre>\b(?:on|this|next|from|to|until|till|by|between|and|or|since|before|after)\s+)"
       r"|(?<=[,(])\s*|(?<=\b(?:mon|tue|wed|thu|fri|sat|sun))\s+|(?<=day)\s+|(?<=[-–]))"
       r"(?<![\d.:/])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?![\d/]|\.\d|\s+of\b|\s*(?:%|percent))", _I, lead=r"otnfubasw,(\d\s\-–",
-      chars="/")
+      shapes="9/9")
 def month_slash_day(m, ctx):
     """5/12 (month first; 22/04 day first when the first number exceeds 12) without a year,
     only after a word that introduces a date (on, this, next, from, to, between ...), a
@@ -1252,7 +1258,8 @@ def month_slash_day(m, ctx):
 _ON_BEFORE = re.compile(r"\b(?:on|week\s+of)\s+$", _I)
 
 
-@rule(r"(?<=\bon\s)(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)(?=\s*(?:[.,;!?)–—-]|$))", _I, lead=r"\d", words="on")
+@rule(r"(?<=\bon\s)(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)(?=\s*(?:[.,;!?)–—-]|$))", _I, lead=r"\d", words="on",
+      need=r"\d(?<=on\s\d)\d?(?:st|nd|rd|th)")
 def on_day_of_month(m, ctx):
     """"on 29th" at the end of a clause: that day of this month."""
     try:
@@ -1266,7 +1273,8 @@ def on_day_of_month(m, ctx):
 @rule(rf"\bthe\s+(?:(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)|(?P<o>{_ORDINAL_RE})"
       rf"|(?P<dn>[12]?\d|3[01])(?=\s+(?:from|between|at)\s+\d))"
       rf"(?:\s+day)?(?:\s+(?:of\s+)?(?P<rel>this|next|last)\s+month|\s+of\s+(?:(?P<the>the)\s+month|{_MON}(?![a-z])(?:\s*,?\s*(?P<y>\d{{4}})\b)?)"
-      rf"|(?=\s*(?:[.,;!?)]|$|(?:from|between|at)\s+\d)))", _I, lead="t", words="the")
+      rf"|(?=\s*(?:[.,;!?)]|$|(?:from|between|at)\s+\d)))", _I, lead="t", words="the",
+      need=rf"\s(?<=the\s)\s*(?:\d|{_ORDINAL_RE})")  # a day after "the": digits or an ordinal word
 def day_of_month(m, ctx):
     """on the 18th, the 15th day of next month, the twenty third day of September: a day of
     the month named (this month when none; "the 18th" alone only after "on" and at the end
@@ -1309,7 +1317,8 @@ _SUB_ORD = {w: i for w, i in _ORDINALS.items() if i <= 12}
 @rule(rf"\b(?:the\s+)?(?:(?P<fl>first|last)(?:\s+(?P<n>{EN_NUM}))?|(?P<o>\d{{1,2}})(?:st|nd|rd|th)"
       rf"|(?P<ow>{'|'.join(sorted(_SUB_ORD, key=len, reverse=True))}))\s+"
       r"(?P<u>days?|weeks?|months?|quarters?)\s+(?:of|in)\s+(?:the\s+)?(?=\S)", _I,
-      lead=r"tfl\dsenf", words="fir las day wee mon qua")
+      lead=r"tfl\dsenf", words="fir las day wee mon qua",
+      exact="day days week weeks month months quarter quarters")  # the unit: \s+ on both sides
 def sub_span(m, ctx):
     """"the last 3 weeks of", "first ten days of", "the 9th month of": a marker; compose
     takes that part of the period written next (:func:`compose._sub_spans`)."""
@@ -1361,7 +1370,7 @@ def rest_of(m, ctx):
 
 
 @rule(rf"\b(?:{_WD}\s+)?{_MON}\s+(?P<d>[12]?\d|3[01])\s+(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)"
-      r"\s+(?P<y>\d{4})\b", _I, lead="adfjmnostw", words=MON_WORDS, chars=":")
+      r"\s+(?P<y>\d{4})\b", _I, lead="adfjmnostw", words=MON_WORDS, shapes="9:9")
 def ctime(m, ctx):
     """Wed Oct 26 15:50:06 2016: C's asctime, the Unix `date` and many logs."""
     day, _ = P.day_span(int(m.group("y")), _month(m), int(m.group("d")), ctx.tz)  # Feb 30: void

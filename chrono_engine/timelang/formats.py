@@ -52,20 +52,20 @@ def _ymd_time(m, ctx, y: int, mo: int, d: int) -> Cand:
 
 
 @rule(r"(?<![\d.])(?P<y>\d{4})(?P<sep>[-/.])(?P<mo>0?[1-9]|1[0-2])(?P=sep)(?P<d>0?[1-9]|[12]\d|3[01])"
-      r"(?![\d])" + _TIME + r"(?![\d:])", lead=r"\d", chars='-/.')
+      r"(?![\d])" + _TIME + r"(?![\d:])", lead=r"\d", shapes="9-9 9/9 9.9")
 def ymd(m, ctx):
     return _ymd_time(m, ctx, int(m.group("y")), int(m.group("mo")), int(m.group("d")))
 
 
 @rule(r"(?<![\d.])(?P<y>(?:19|20)\d{2})(?P<mo>0[1-9]|1[0-2])(?P<d>0[1-9]|[12]\d|3[01])(?![\d])"
       r"(?:T(?P<h>[01]\d|2[0-3])(?P<mi>[0-5]\d)(?P<s>[0-5]\d)?(?P<f>)(?P<z>Z)?)?",
-      lead=r"\d", need='\\d{8}')
+      lead=r"\d", shapes="99999999")
 def compact(m, ctx):
     return _ymd_time(m, ctx, int(m.group("y")), int(m.group("mo")), int(m.group("d")))
 
 
 @rule(r"(?<![\d.:/-])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})"
-      r"(?![\d]|[/.-]\d)" + _TIME + r"(?![\d:])", lead=r"\d", chars='-/.')
+      r"(?![\d]|[/.-]\d)" + _TIME + r"(?![\d:])", lead=r"\d", shapes="9-9 9/9 9.9")
 def dmy_mdy(m, ctx):
     a, b = int(m.group("a")), int(m.group("b"))
     ys = m.group("y")
@@ -85,7 +85,7 @@ def dmy_mdy(m, ctx):
 @rule(r"(?<![\d.:/])(?P<a1>\d{1,2})(?P<s1>[/-])(?P<b1>\d{1,2})(?:(?P=s1)(?P<y1>\d{4}))?"
       r"\s*[-–~]\s*(?P<a2>\d{1,2})(?P<s2>[/-])(?P<b2>\d{1,2})(?:(?P=s2)(?P<y2>\d{4})|,\s*(?P<y3>\d{4})\b)?"
       r"(?![\d/]|[-.]\d)",
-      lead=r"\d", chars='-/')
+      lead=r"\d", shapes="9-9 9/9")
 def numeric_date_range(m, ctx):
     """10/1/2018-10/7/2018, 5/1-5/7/2020, 5/1-5/7, 2020, from 10-1-2018-10-7-2018: a range
     of two dates written with numbers (month first unless the first number exceeds 12); a
@@ -111,14 +111,14 @@ def numeric_date_range(m, ctx):
 
 
 @rule(r"(?<![\d.:/-])(?P<y>(?:19|20)\d{2})(?P<sep>[-/]|\.(?=\d\d))(?P<mo>0?[1-9]|1[0-2])"
-      r"(?![\d]|\s*[-/.]\s*\d|\s*[至到~～])", lead=r"\d", chars='-/.')
+      r"(?![\d]|\s*[-/.]\s*\d|\s*[至到~～])", lead=r"\d", shapes="9-9 9/9 9.9")
 def year_month(m, ctx):
     s, e = P.month_span(int(m.group("y")), int(m.group("mo")), ctx.tz)
     return cal(m.start(), m.end(), s, e, "month")
 
 
 @rule(r"(?<![\d.:/-])(?:(?P<mo>0?[1-9]|1[0-2])/(?P<y>(?:19|20)\d{2})(?![\d/])"
-      r"|(?P<mo2>0[1-9]|1[0-2])-(?P<y2>(?:19|20)\d{2})(?![\d/-]))", lead=r"\d", chars='/-')
+      r"|(?P<mo2>0[1-9]|1[0-2])-(?P<y2>(?:19|20)\d{2})(?![\d/-]))", lead=r"\d", shapes="9/9 9-9")
 def month_year(m, ctx):
     """3/2024, 12-2015: a month."""
     s, e = P.month_span(int(m.group("y") or m.group("y2")), int(m.group("mo") or m.group("mo2")), ctx.tz)
@@ -149,7 +149,7 @@ def quarter(m, ctx):
 @rule(r"(?<![A-Za-z0-9_])(?:(?P<y1>(?:19|20)\d{2})\s*(?:年\s*)?[-/ ]?\s*)?"
       r"[Hh](?P<h>[12])(?![A-Za-z0-9_])"
       r"(?:(?:\s*(?:[-/,]\s*|'|\s)|\s+of\s+)(?P<y2>(?:19|20)\d{2})(?!\d)|\s*[-']\s*(?P<yy>\d{2})(?!\d))?",
-      lead=r"\dHh", need='h[12]')
+      lead=r"\dHh", need='[12](?<=h[12])')  # digit-led: the engine skips to the next 1 or 2
 def half(m, ctx):
     """H1 2024, 2024H2, 2024-H1."""
     ys = m.group("y1") or m.group("y2")
@@ -167,7 +167,8 @@ def half(m, ctx):
 
 
 @rule(r"(?<![A-Za-z0-9_])(?P<y>(?:19|20)\d{2})-?W(?P<w>0[1-9]|[1-4]\d|5[0-3])(?:-?(?P<d>[1-7]))?(?![A-Za-z0-9_])",
-      lead=r"\d", chars='W')
+      lead=r"\d", chars='W',
+      need=r"w(?:(?<=\dw)|(?<=\d-w))\d")  # the year's last digit, -?W, the week's first digit
 def iso_week(m, ctx):
     from datetime import date
     y, w = int(m.group("y")), int(m.group("w"))
@@ -181,7 +182,7 @@ def iso_week(m, ctx):
 
 
 @rule(r"(?<![\d:.])(?P<h>[01]?\d|2[0-4]):(?P<mi>[0-5]\d)(?::(?P<s>[0-5]\d))?(?![\d:])",
-      lead=r"\d", chars=':')
+      lead=r"\d", shapes="9:9")
 def clock24(m, ctx):
     h, mi = int(m.group("h")), int(m.group("mi"))
     if h == 24 and mi:
@@ -192,7 +193,7 @@ def clock24(m, ctx):
 
 
 @rule(r"(?<![\d.:/-])(?P<a>(?:19|20)\d{2})\s*(?:年\s*)?[-–—~～]\s*(?P<b>(?:19|20)\d{2})(?:\s*年(?:度)?)?"
-      r"(?!\d|[.:/-]\d)", lead=r"\d", chars='-–—~～')
+      r"(?!\d|[.:/-]\d)", lead=r"\d", shapes="9~9")
 def year_range(m, ctx):
     """2020-2022, 2020—2022年: the years from the first through the second."""
     a, b = int(m.group("a")), int(m.group("b"))
@@ -204,7 +205,7 @@ def year_range(m, ctx):
 @rule(r"(?<![\w$€£¥.,:/#])(?<!\d-)(?:(?:the\s+)?year\s+)?(?P<y>1[5-9]\d\d|20\d\d|2100)"
       r"(?![\w%$€£¥'’]|[.,:/-]\d|\s*(?:版|款|型|届|号|元|人|个|份|件|次|条|页|万|亿|千|百|米|克|年"
       r"|(?:dollars?|usd|eur|rmb|yuan|people|persons|employees|users|units|items|pages|words"
-      r"|rows|records|km|kg|miles|meters)\b))", _IA, lead=r"\dty", need='\\d{4}')
+      r"|rows|records|km|kg|miles|meters)\b))", _IA, lead=r"\dty", shapes="9999")
 def bare_year(m, ctx):
     """A year written alone (2024, in 2024), unless a unit follows (2000 元, 2023版)."""
     y = int(m.group("y"))

@@ -107,6 +107,35 @@ class Cand:
 Handler = Callable[[re.Match, Ctx], "Cand | None"]
 
 
+#: Shapes: necessary conditions that several rules share, found once per window of text
+#: that holds a digit and added to the window's set of characters as pseudo-characters
+#: (names of three or more characters, so never a real one), which a rule names in its
+#: ``shapes`` gate as it names characters in ``chars``: "9-9", "9/9", "9.9", "9:9" for that
+#: separator between two digits (2024-03, 3/7, 6.45, 7:30), "9~9" for a range between two
+#: digits ("2020-2022", "3 to 5", "7th - 9th", "1990 until 1995", "between 3 and the 5th",
+#: "800 AD to 900 AD"), "9999" for four digits in a row, "99999999" for eight (20240307).
+#: ``\d`` and ``\s`` are Unicode's and the words any case, so that a shape holds wherever a
+#: rule's pattern (with or without re.ASCII) can match.
+_SEP_SHAPE = re.compile(r"[-/.:](?<=\d.)(?=\d)")  # the separator alone: 1.2/3 has both
+_SEP_NAMES = {c: f"9{c}9" for c in "-/.:"}
+_RANGE_SHAPE = re.compile(r"\d(?:st|nd|rd|th|\s*年|\s*(?:AD|A\.D\.|CE|C\.E\.))?\s*"
+                          r"(?:[-–—~～]|to|through|thru|until|till|and)\s*(?:the\s+)?\d", re.IGNORECASE)
+_RUN4 = re.compile(r"\d{4,}")
+
+
+def add_shapes(seg: str, chars: set) -> None:
+    """Add to ``chars`` (the characters of ``seg``) the names of the shapes ``seg`` holds."""
+    for c in _SEP_SHAPE.findall(seg):
+        chars.add(_SEP_NAMES[c])
+    if _RANGE_SHAPE.search(seg):
+        chars.add("9~9")
+    runs = _RUN4.findall(seg)
+    if runs:
+        chars.add("9999")
+        if max(map(len, runs)) >= 8:
+            chars.add("99999999")
+
+
 class Rule(NamedTuple):
     pattern: re.Pattern
     handler: Handler
@@ -118,7 +147,8 @@ class Rule(NamedTuple):
 
 
 def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | None = None,
-         words: str | None = None, need: str | None = None, exact: str | None = None) -> Callable[[Handler], Rule]:
+         words: str | None = None, need: str | None = None, exact: str | None = None,
+         shapes: str | None = None) -> Callable[[Handler], Rule]:
     """Decorator: compile ``pattern`` once, at import time, and bind it to the handler.
 
     ``lead`` is the set of characters a match can start with; a lookahead on it lets the
@@ -130,13 +160,14 @@ def rule(pattern: str, flags: int = 0, lead: str | None = None, chars: str | Non
     characters and word prefixes of a text once, so a gate costs one set test. ``exact``
     narrows ``words`` to whole words: every match holds one of them ("march", not the
     "mar" of "married"); groups separated by "|" must each be met (a month word and a day
-    word for "March eighteenth").
+    word for "March eighteenth"). ``shapes`` names shapes (:func:`add_shapes`) of which
+    every match holds one, as ``chars`` names characters (a match holds one of either).
     """
     if lead:
         pattern = f"(?=[{lead}])(?:{pattern})"
     compiled = re.compile(pattern, flags)
     needed = re.compile(need, re.IGNORECASE) if need else None
-    char_set = frozenset(chars) if chars else None
+    char_set = frozenset(chars or "") | frozenset((shapes or "").split()) if chars or shapes else None
     word_set = frozenset(words.split()) if words else None
 
     def deco(fn: Handler) -> Rule:

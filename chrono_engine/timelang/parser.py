@@ -7,7 +7,7 @@ from datetime import datetime, tzinfo
 from . import en, formats, holidays, zh
 from ..errors import ArgumentTypeError
 from .compose import compose, select
-from .grammar import Cand, Ctx, Rule
+from .grammar import Cand, Ctx, Rule, add_shapes
 from .periods import resolve_now, resolve_tz
 from .types import TimeExpression
 
@@ -31,7 +31,7 @@ class _Grammar:
     """A language's rules with an index from gate characters / word prefixes to rules, so
     that a text selects the few rules it can match with a handful of set operations."""
 
-    __slots__ = ("rules", "by_char", "by_word", "always")
+    __slots__ = ("rules", "by_char", "by_word", "always", "char_keys", "word_keys")
 
     def __init__(self, rules: tuple[Rule, ...], base: int):
         # rule priority breaks ties between equally long matches: numeric formats first,
@@ -52,13 +52,16 @@ class _Grammar:
         self.by_char = {k: frozenset(v) for k, v in by_char.items()}
         self.by_word = {k: frozenset(v) for k, v in by_word.items()}
         self.always = frozenset(always)
+        # the keys as sets: a set intersects a set by walking the smaller one (a dict: all its keys)
+        self.char_keys = frozenset(self.by_char)
+        self.word_keys = frozenset(self.by_word)
 
     def select(self, chars: set, words: set | None) -> list[int]:
         picked = set(self.always)
-        for ch in chars.intersection(self.by_char):
+        for ch in chars.intersection(self.char_keys):
             picked |= self.by_char[ch]
         if words:
-            for w in words.intersection(self.by_word):
+            for w in words.intersection(self.word_keys):
                 picked |= self.by_word[w]
         return sorted(picked)
 
@@ -76,7 +79,6 @@ _EN = _Grammar(en.RULES, 200)
 _LONG = 300
 _WINDOW = 40
 _TRIGGER = re.compile(r"[\d年月日号天儿周星礼季代旬现目此当如眼时点晚早晨夜午凌傍秒分钟]")
-_WORD = re.compile(r"[A-Za-z]{2,}")
 # first three letters of the English words a time expression holds (month and weekday
 # names, day words, units, ordinals, parts of the day)
 _TRIGGER_WORDS = frozenset(
@@ -95,13 +97,43 @@ _TRIGGER_FULL = frozenset(en._DECADE_WORDS) | frozenset(
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]*")
 
 
+def _trie(words: dict[str, bool]) -> str:
+    """A pattern matching the start of an ASCII word that begins with one of ``words``
+    (value True: any letters may follow) or is one of them (False), either case; as a tree
+    of letters, so that the engine tests a word's first letter once rather than once per
+    alternative (its first letters plain characters, which the engine compares fastest)."""
+    tree: dict = {}
+    for w, prefix in words.items():
+        node = tree
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = prefix or node.get("", False)
+
+    def emit(node: dict) -> str:
+        if node.get("") is True:
+            return ""  # a prefix: the rest of the word does not matter
+        alts = [f"[{ch}{ch.upper()}]" + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if "" in node:
+            alts.append("(?![A-Za-z])")  # a whole word ends here
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return "(?:" + "|".join(c + emit(sub) for ch, sub in sorted(tree.items()) for c in (ch, ch.upper())) + ")"
+
+
+# a word (a maximal run of two or more ASCII letters) whose first three letters, lower-
+# cased, are one of _TRIGGER_WORDS ("hr": the whole word) or which is one of _TRIGGER_FULL:
+# the same words as testing every word in Python, without a Python step per word. A match
+# starts at the character before the word (any but a letter: the engine skips over letters
+# fast; _windows puts a space before the text for a word at its start).
+_TRIGGER_WORD = re.compile("[^A-Za-z]" + _trie({**{w: False for w in _TRIGGER_FULL},
+                                                **{w: len(w) == 3 for w in _TRIGGER_WORDS}}))
+
+
 def _windows(text: str) -> list[tuple[int, int]]:
     """Merged ``[lo, hi)`` regions around the trigger characters of a long text."""
     out: list[tuple[int, int]] = []
     lo = hi = -1
     hits = [m.start() for m in _TRIGGER.finditer(text)]
-    hits += [m.start() for m in _WORD.finditer(text)
-             if (w := m.group().lower())[:3] in _TRIGGER_WORDS or w in _TRIGGER_FULL]
+    hits += [m.start() for m in _TRIGGER_WORD.finditer(" " + text)]  # the word's offset in text
     hits.sort()
     for p in hits:
         a, b = p - _WINDOW, p + 1 + _WINDOW
@@ -164,6 +196,7 @@ def scan(text: str, ctx: Ctx) -> list[Cand]:
         seg = text[lo:hi] if hi - lo < len(text) else text
         chars = set(seg)
         if not chars.isdisjoint(_DIGITS):
+            add_shapes(seg, chars)  # pseudo-characters: shapes need a digit
             _run(_FORMATS, text, ctx, cands, lo, hi, chars, None)
         if max(chars) >= "\u3000":
             _run(_ZH, text, ctx, cands, lo, hi, chars, None)
