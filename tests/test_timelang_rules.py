@@ -591,3 +591,40 @@ def test_long_text_windows_are_the_trigger_words_and_characters():
 ])
 def test_gated_rules_still_match(text, want):
     assert _read(text) == want
+
+
+def test_rule_index_keeps_every_gate():
+    # parser._Grammar indexes a rule by one of its gates (a group of whole words before word
+    # prefixes before characters) and tests the others after selection: a text gets exactly
+    # the rules all of whose gates (chars / shapes, words, exact) hold
+    import re
+
+    from chrono_engine.timelang import en, formats, zh
+    from chrono_engine.timelang import parser as P
+    from chrono_engine.timelang.grammar import add_shapes
+
+    texts = ["on Mar 3rd at 5pm, the 18th", "March eighteenth 2024 through the twentieth of May",
+             "halfpast 3 to 5 in the morning", "in the 1990s and her early twenties", "第3季度, 2024年3月5日下午3点",
+             "between 0730-0930 H1 2024 Q3", "for 3 hours from 2pm the day after", "Wed Oct 26 15:50:06 2016",
+             "2 weeks and 2 days ago", "the rest of the year, EOD Friday", "at around 7 tonight", "Christmas Eve 1999"]
+    seen = set()
+    for text in texts:
+        chars = set(text)
+        add_shapes(text, chars)
+        tokens = set(re.findall("[a-z]+", text.lower()))
+        for grammar, rules, words, toks in ((P._FORMATS, formats.RULES, None, None), (P._ZH, zh.RULES, None, None),
+                                            (P._EN, en.RULES, {w[:3] for w in tokens}, tokens)):
+            want = [i for i, r in enumerate(rules)
+                    if (r.chars is None or not r.chars.isdisjoint(chars))
+                    and (r.words is None or (words is not None and not r.words.isdisjoint(words)))
+                    and (r.exact is None or (toks is not None and all(not g.isdisjoint(toks) for g in r.exact)))]
+            got = []
+            for i in grammar.select(chars, words, toks):
+                _, _, gate, word_gate, exact, _, _ = grammar.entries[i]
+                if ((gate is None or not gate.isdisjoint(chars))
+                        and (word_gate is None or (words is not None and not word_gate.isdisjoint(words)))
+                        and (exact is None or (toks is not None and not P._lacks(exact, toks)))):
+                    got.append(i)
+            assert got == want, text
+            seen.update(got if grammar is P._EN else ())
+    assert len(seen) > 20  # the texts do select many English rules

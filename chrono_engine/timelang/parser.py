@@ -28,41 +28,72 @@ _LOWER_WORD = re.compile(r"[a-z]+")
 
 
 class _Grammar:
-    """A language's rules with an index from gate characters / word prefixes to rules, so
-    that a text selects the few rules it can match with a handful of set operations."""
+    """A language's rules with an index from gate characters / word prefixes / whole words
+    to rules, so that a text selects the few rules it can match with a handful of set
+    operations.
 
-    __slots__ = ("rules", "by_char", "by_word", "always", "char_keys", "word_keys")
+    A rule is indexed by one of its gates, which then holds for every text that selects
+    it: a group of its whole words (``exact``), else its word prefixes (``words``), else
+    its characters (``chars``); its other gates are tested after selection. Whole words
+    are the narrowest index (most texts with "mar" hold no "march"); of a rule's groups the
+    first whose words' first three letters are all among its prefixes is taken, if any: the
+    text's prefixes are its whole words' first three letters, so the prefix gate holds too
+    (else the prefix gate is left to test). Each rule is kept as one tuple of what :func:`_run` uses (its bound
+    ``finditer``, its handler, the gates left to test, its ``need``'s bound ``search`` and
+    its priority), so that a selected rule costs no attribute look-ups.
+    """
+
+    __slots__ = ("entries", "by_char", "by_word", "by_token", "always", "char_keys", "word_keys",
+                 "token_keys")
 
     def __init__(self, rules: tuple[Rule, ...], base: int):
-        # rule priority breaks ties between equally long matches: numeric formats first,
-        # then Chinese, then English
-        self.rules = tuple((r, base + i) for i, r in enumerate(rules))
+        entries = []
         by_char: dict[str, set[int]] = {}
         by_word: dict[str, set[int]] = {}
+        by_token: dict[str, set[int]] = {}
         always = set()
         for i, r in enumerate(rules):
-            if r.words is not None:
-                for w in r.words:
+            chars, words, exact = r.chars, r.words, r.exact
+            if exact is not None:
+                implied = [words is None or all(w[:3] in words for w in g) for g in exact]
+                k = implied.index(True) if True in implied else 0
+                for w in exact[k]:
+                    by_token.setdefault(w, set()).add(i)
+                if implied[k]:
+                    words = None
+                exact = exact[:k] + exact[k + 1:] or None
+            elif words is not None:
+                for w in words:
                     by_word.setdefault(w, set()).add(i)
-            elif r.chars is not None:
-                for ch in r.chars:
+                words = None
+            elif chars is not None:
+                for ch in chars:
                     by_char.setdefault(ch, set()).add(i)
+                chars = None
             else:
                 always.add(i)
+            # rule priority breaks ties between equally long matches: numeric formats
+            # first, then Chinese, then English
+            entries.append((r.pattern.finditer, r.handler, chars, words, exact,
+                            None if r.need is None else r.need.search, base + i))
+        self.entries = tuple(entries)
         self.by_char = {k: frozenset(v) for k, v in by_char.items()}
         self.by_word = {k: frozenset(v) for k, v in by_word.items()}
+        self.by_token = {k: frozenset(v) for k, v in by_token.items()}
         self.always = frozenset(always)
         # the keys as sets: a set intersects a set by walking the smaller one (a dict: all its keys)
         self.char_keys = frozenset(self.by_char)
         self.word_keys = frozenset(self.by_word)
+        self.token_keys = frozenset(self.by_token)
 
-    def select(self, chars: set, words: set | None) -> list[int]:
-        picked = set(self.always)
-        for ch in chars.intersection(self.char_keys):
-            picked |= self.by_char[ch]
+    def select(self, chars: set, words: set | None, tokens: set | None) -> list[int]:
+        """The indices, in order, of the rules whose index gate the text's characters,
+        word prefixes (``words``) and whole words (``tokens``) meet."""
+        picked = self.always.union(*map(self.by_char.__getitem__, chars.intersection(self.char_keys)))
         if words:
-            for w in words.intersection(self.word_keys):
-                picked |= self.by_word[w]
+            picked = picked.union(*map(self.by_word.__getitem__, words.intersection(self.word_keys)))
+        if tokens:
+            picked = picked.union(*map(self.by_token.__getitem__, tokens.intersection(self.token_keys)))
         return sorted(picked)
 
 
@@ -162,19 +193,18 @@ def _lacks(groups: tuple, tokens: set) -> bool:
 
 def _run(grammar: _Grammar, text: str, ctx: Ctx, out: list[Cand], lo: int, hi: int,
          chars: set, words: set | None, tokens: set | None = None) -> None:
-    rules = grammar.rules
-    for i in grammar.select(chars, words):
-        r, prio = rules[i]
-        if r.chars is not None and r.chars.isdisjoint(chars):
+    entries = grammar.entries
+    for i in grammar.select(chars, words, tokens):
+        finditer, handler, gate, word_gate, exact, need, prio = entries[i]
+        if gate is not None and gate.isdisjoint(chars):
             continue
-        if r.words is not None and (words is None or r.words.isdisjoint(words)):
+        if word_gate is not None and (words is None or word_gate.isdisjoint(words)):
             continue
-        if r.exact is not None and (tokens is None or _lacks(r.exact, tokens)):
+        if exact is not None and (tokens is None or _lacks(exact, tokens)):
             continue
-        if r.need is not None and r.need.search(text, lo, hi) is None:
+        if need is not None and need(text, lo, hi) is None:
             continue
-        handler = r.handler
-        for m in r.pattern.finditer(text, lo, hi):
+        for m in finditer(text, lo, hi):
             if m.end() == m.start():
                 continue
             try:
