@@ -628,3 +628,19 @@ def test_rule_index_keeps_every_gate():
             assert got == want, text
             seen.update(got if grammar is P._EN else ())
     assert len(seen) > 20  # the texts do select many English rules
+
+
+@pytest.mark.parametrize("text, want", [
+    # a clock hyphened to a day is that day's: "May 22-11:30" was a range from May 22 of the
+    # year before to 11:30 today; "March 3 - 11:30" read 11 as the range's last day
+    ("May 22-11:30", [("May 22-11:30", "2018-05-22T11:30:00", "2018-05-22T11:31:00")]),
+    ("on May 22-11:30pm", [("May 22-11:30pm", "2018-05-22T23:30:00", "2018-05-22T23:31:00")]),
+    ("I'll leave on May/22(Tue)-11:30 AM PT.", [("May/22(Tue)-11:30 AM", "2018-05-22T11:30:00", "2018-05-22T11:31:00")]),
+    ("March 3 - 11:30", [("March 3 - 11:30", "2018-03-03T00:00:00", "2018-05-16T11:30:00")]),
+    # left alone: day ranges, a day to a clock of the same day, a whole hour after a dash
+    ("March 3-11", [("March 3-11", "2018-03-03T00:00:00", "2018-03-12T00:00:00")]),
+    ("March 3 - 11, 2024", [("March 3 - 11, 2024", "2024-03-03T00:00:00", "2024-03-12T00:00:00")]),
+    ("today - 5pm", [("today - 5pm", "2018-05-16T00:00:00", "2018-05-16T17:00:00")]),
+])
+def test_a_clock_hyphened_to_a_day(text, want):
+    assert _read(text, "2018-05-16T09:00:00") == want

@@ -293,7 +293,10 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                     prev.start, prev.end = P.shift(prev.start, "hour", 12), P.shift(prev.end, "hour", 12)
                 out.append(c)
             elif (_is_day(prev) and c.b - prev.e <= 8
-                    and _GAP_DAY_CLOCK.match(text, prev.e, c.b)):
+                    and (_GAP_DAY_CLOCK.match(text, prev.e, c.b)
+                         # "May 22-11:30": a clock with its minutes hyphened to a day is
+                         # that day's, not the end of a range from that day to today
+                         or (text[prev.e:c.b] == "-" and c.clock[3] in ("minute", "second")))):
                 b = prev.b
                 attach_clock_to_day(c, prev.start.date(), ctx)
                 c.b = b

@@ -300,7 +300,7 @@ _FROM_BETWEEN = re.compile(r"\b(?P<pre>from|between)\s+$", re.IGNORECASE)
 
 def _day_range_pattern(words: bool) -> str:
     return (rf"(?:\b{_MON}\s+{_day_g('d1', words)}{_DAYS_TO.replace('and>', 'and1>')}"
-            rf"{_day_g('d2', words)}\b(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
+            rf"{_day_g('d2', words)}\b(?!:\d)(?:\s*,?\s*(?P<y>\d{{4}})\b)?"
             rf"|(?<![\d/.-]){_day_g('d3', words)}{_DAYS_TO.replace('and>', 'and2>')}{_day_g('d4', words)}\s+(?:of\s+)?"
             rf"{_mon_g('mon2')}\.?(?![a-z])"
             rf"(?:\s*,?\s*(?P<y2>\d{{4}})\b)?)")
