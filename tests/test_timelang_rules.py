@@ -644,3 +644,19 @@ def test_rule_index_keeps_every_gate():
 ])
 def test_a_clock_hyphened_to_a_day(text, want):
     assert _read(text, "2018-05-16T09:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # minutes in words past twenty-nine: "thirty-six minutes past eight" was read from "six"
+    ("tomorrow at thirty-six minutes past eight",
+     [("tomorrow at thirty-six minutes past eight", "2016-11-08T08:36:00", "2016-11-08T08:37:00")]),
+    ("fifty-five past ten pm", [("fifty-five past ten pm", "2016-11-07T22:55:00", "2016-11-07T22:56:00")]),
+    # a dotted clock first in a range that ends with am / pm ("9.30" was dropped)
+    ("between 9.30-4.30pm", [("between 9.30-4.30pm", "2016-11-07T09:30:00", "2016-11-07T16:30:00")]),
+    ("at 6.45", [("6.45", "2016-11-07T06:45:00", "2016-11-07T06:46:00")]),
+    # left alone: decimals
+    ("grew 9.30-4.30 percent", []),
+    ("the ratio was 2.5-3.5 in 2010", [("2010", "2010-01-01T00:00:00", "2011-01-01T00:00:00")]),
+])
+def test_minutes_in_words_and_dotted_clock_ranges(text, want):
+    assert _read(text) == want

@@ -650,7 +650,7 @@ def clock(m, ctx):
 _HOUR_NAMES = "one two three four five six seven eight nine ten eleven twelve"
 _HOUR_W = rf"(?:1[0-2]|0?[1-9]|{_HOUR_NAMES.replace(' ', '|')})"
 _MIN_W = (r"(?:[1-5]?\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
-          r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty(?:[\s-](?:one|two|three|four"
+          r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|(?:twenty|thirty|forty|fifty)(?:[\s-](?:one|two|three|four"
           r"|five|six|seven|eight|nine))?)")
 _PART_W = r"(?:in\s+the\s+(?P<part>morning|afternoon|evening)|(?P<night>at\s+night|tonight))"
 
@@ -751,10 +751,12 @@ def hour_after_at(m, ctx):
     return clock_cand(m.start(), m.end(), int(m.group("h")), 0, 0, "hour", cls="weakclock")
 
 
-@rule(r"(?<=\bat\s)(?P<h>[01]?\d|2[0-3])\.(?P<mi>[0-5]\d)(?![\d.]\d|\s*(?:%|percent|per\s+cent|x\b|times\b))",
+@rule(r"(?:(?<=\bat\s)|(?<![\w.])(?=(?:[01]?\d|2[0-3])\.[0-5]\d\s*[-–]\s*(?:[01]?\d|2[0-3])[.:][0-5]\d\s*[ap]\.?m\b))"
+      r"(?P<h>[01]?\d|2[0-3])\.(?P<mi>[0-5]\d)(?![\d.]\d|\s*(?:%|percent|per\s+cent|x\b|times\b))",
       _I, lead=r"\d", shapes="9.9")
 def dotted_clock(m, ctx):
-    """at 6.45, at 14.30: a clock time written with a dot, after "at"."""
+    """at 6.45, at 14.30: a clock time written with a dot, after "at", or first in a range
+    of clock times that ends with am / pm ("9.30-4.30pm")."""
     c = clock_cand(m.start(), m.end(), int(m.group("h")), int(m.group("mi")), 0, "minute")
     return c
 
