@@ -660,3 +660,22 @@ def test_a_clock_hyphened_to_a_day(text, want):
 ])
 def test_minutes_in_words_and_dotted_clock_ranges(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a date written year, month, day with single spaces
+    ("On 2016 10 16, the conference started.", [("2016 10 16", "2016-10-16T00:00:00", "2016-10-17T00:00:00")]),
+    # left alone: a number on either side, a month past 12
+    ("In 2016 10 16-year-olds", [("2016", "2016-01-01T00:00:00", "2017-01-01T00:00:00")]),
+    ("12 2016 10 16", [("2016", "2016-01-01T00:00:00", "2017-01-01T00:00:00")]),
+    ("2016 10 16 20", [("2016", "2016-01-01T00:00:00", "2017-01-01T00:00:00")]),
+    ("2016 13 16", [("2016", "2016-01-01T00:00:00", "2017-01-01T00:00:00")]),
+    # a year before its month
+    ("I went back to China in 2017 april.", [("2017 april.", "2017-04-01T00:00:00", "2017-05-01T00:00:00")]),
+    ("In 2017 March, sales fell", [("2017 March", "2017-03-01T00:00:00", "2017-04-01T00:00:00")]),
+    # left alone: "may" the verb, a name, a day after the month (not read as one date here)
+    ("in 2017 may see growth", [("2017", "2017-01-01T00:00:00", "2018-01-01T00:00:00")]),
+    ("2017 Jan van Eyck", [("2017", "2017-01-01T00:00:00", "2018-01-01T00:00:00")]),
+])
+def test_spaced_dates_and_a_year_before_its_month(text, want):
+    assert _read(text) == want

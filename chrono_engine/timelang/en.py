@@ -367,6 +367,17 @@ def month(m, ctx):
     return cal(m.start(), m.end(), s, e, "month")
 
 
+@rule(rf"(?<![\w$€£¥.,:/#-])(?P<y>1[5-9]\d\d|20\d\d)\s+{_MON}(?![a-z])(?!\.?\s*\d)", _I,
+      lead=r"\d", exact=MONTH_TOKENS, shapes="9999")
+def year_then_month(m, ctx):
+    """2017 April: a year before its month (a month word that is a name or the verb "may"
+    is left to the year alone)."""
+    if _is_name(m, "mon") or m.group("mon") == "may":
+        return None
+    s, e = P.month_span(int(m.group("y")), _month(m), ctx.tz)
+    return cal(m.start(), m.end(), s, e, "month")
+
+
 _DAY_SPELLINGS = {"tonite": "tonight", "tmrw": "tomorrow", "tomorow": "tomorrow", "tommorow": "tomorrow",
                   "tommorrow": "tomorrow"}
 
@@ -1391,6 +1402,6 @@ def for_the_unit(m, ctx):
     return cal(m.start(), m.end(), s, e, u)
 
 
-RULES = (holiday, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, year_then_month, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)

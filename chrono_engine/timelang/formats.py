@@ -57,6 +57,15 @@ def ymd(m, ctx):
     return _ymd_time(m, ctx, int(m.group("y")), int(m.group("mo")), int(m.group("d")))
 
 
+@rule(r"(?<![\d.,:/-])(?<![\d.,:/-]\s)(?P<y>1[5-9]\d\d|20\d\d)\s(?P<mo>0?[1-9]|1[0-2])\s(?P<d>0?[1-9]|[12]\d|3[01])"
+      r"(?![\d.,:/-]?\d|\s*-|\s+\d)", lead=r"\d", shapes="9999")
+def ymd_spaced(m, ctx):
+    """2016 10 16: a date written year, month, day with single spaces (no number on either
+    side, so that "in 2016 10 16-year-olds" or a row of figures stays numbers)."""
+    s, e = P.day_span(int(m.group("y")), int(m.group("mo")), int(m.group("d")), ctx.tz)
+    return cal(m.start(), m.end(), s, e, "day")
+
+
 @rule(r"(?<![\d.])(?P<y>(?:19|20)\d{2})(?P<mo>0[1-9]|1[0-2])(?P<d>0[1-9]|[12]\d|3[01])(?![\d])"
       r"(?:T(?P<h>[01]\d|2[0-3])(?P<mi>[0-5]\d)(?P<s>[0-5]\d)?(?P<f>)(?P<z>Z)?)?",
       lead=r"\d", shapes="99999999")
@@ -213,5 +222,5 @@ def bare_year(m, ctx):
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (numeric_date_range, year_range, bare_year, ymd, compact, dmy_mdy, year_month, month_year, quarter, half,
+RULES = (numeric_date_range, year_range, bare_year, ymd, ymd_spaced, compact, dmy_mdy, year_month, month_year, quarter, half,
          iso_week, clock24)
