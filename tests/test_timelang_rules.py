@@ -679,3 +679,17 @@ def test_minutes_in_words_and_dotted_clock_ranges(text, want):
 ])
 def test_spaced_dates_and_a_year_before_its_month(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # "early" / "late" before a part of the day next to a day and a clock
+    ("The event starts on Sunday early morning at 8:00",
+     [("on Sunday early morning at 8:00", "2019-08-11T08:00:00", "2019-08-11T08:01:00")]),
+    ("Sunday late evening at 10:00", [("Sunday late evening at 10:00", "2019-08-11T22:00:00", "2019-08-11T22:01:00")]),
+    ("tomorrow early morning", [("tomorrow early morning", "2019-08-08T06:00:00", "2019-08-08T12:00:00")]),
+    # left alone: a lone part of the day, modified or not
+    ("early morning", []),
+    ("the late night show", []),
+])
+def test_early_and_late_parts_of_a_day(text, want):
+    assert _read(text, "2019-08-07T09:00:00") == want

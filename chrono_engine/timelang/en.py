@@ -858,11 +858,12 @@ def clock_range_start(m, ctx):
     return c
 
 
-@rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:in\s+the\s+)?"
+@rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:(?:early|late)\s+)?(?:in\s+the\s+)?"
       r"(?P<p>morning|afternoon|evening|night)\b", _I, lead="tydlimaen", words='mor aft eve nig')
 def day_part(m, ctx):
     """this evening, tomorrow morning, next evening (tomorrow's), last night, last morning
-    (yesterday's); alone, "evening" counts only next to a day."""
+    (yesterday's); alone, "evening" counts only next to a day. "early" / "late" before the
+    part keep its half of the day (Sunday early morning at 8:00; the part is fuzzy anyway)."""
     rel = (m.group("rel") or "").lower()
     p = m.group("p").lower()
     c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
