@@ -693,3 +693,15 @@ def test_spaced_dates_and_a_year_before_its_month(text, want):
 ])
 def test_early_and_late_parts_of_a_day(text, want):
     assert _read(text, "2019-08-07T09:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a weekday right after a week is that day of the week
+    ("1st week of Oct. on Friday.", [("1st week of Oct. on Friday.", "2019-10-04T00:00:00", "2019-10-05T00:00:00")]),
+    ("next week, Tuesday", [("next week, Tuesday", "2019-08-13T00:00:00", "2019-08-14T00:00:00")]),
+    ("last week Monday", [("last week Monday", "2019-07-29T00:00:00", "2019-07-30T00:00:00")]),
+    # left alone: a duration of a week before a weekday
+    ("for a week on Monday", [("for a week", None, None), ("on Monday", "2019-08-05T00:00:00", "2019-08-06T00:00:00")]),
+])
+def test_a_weekday_of_a_week(text, want):
+    assert _read(text, "2019-08-07T09:00:00") == want

@@ -603,6 +603,30 @@ def _weekdays(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     return out
 
 
+_IN_WEEK_GAP = re.compile(r"\s*,?\s*(?:on\s+)?$", _IA)
+
+
+def _weekday_in_week(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
+    """A weekday right after a week names that day of it: "the 1st week of Oct. on Friday",
+    "next week, Tuesday"."""
+    out: list[Cand] = []
+    for c in sel:
+        prev = out[-1] if out else None
+        if (prev is not None and c.role == "weekday" and prev.grain == "week" and prev.start is not None
+                and prev.end is not None and (prev.end.date() - prev.start.date()).days == 7
+                and c.b - prev.e <= 5 and _IN_WEEK_GAP.match(text, prev.e, c.b)):
+            d = prev.start.date() + timedelta(days=(c.start.weekday() - prev.start.weekday()) % 7)
+            try:
+                s, e = P.day_span(d.year, d.month, d.day, ctx.tz)
+            except (ValueError, OverflowError):
+                out.append(c)
+                continue
+            out[-1] = Cand(prev.b, c.e, s, e, "day")
+            continue
+        out.append(c)
+    return out
+
+
 _DUR_GAP = re.compile(r"\s*(?:,|and|又|零|余|多|加)?\s*$", _IA)
 _AND_GAP = re.compile(r"\s*(?:and|又|加)\s*$", _IA)  # 两天又一个月: any order with a written "and"
 _YEAR_GAP = re.compile(r"\s*(?:,|in|of)?\s*$", _IA)
@@ -1013,6 +1037,8 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _sub_spans(text, sel)
         if not sel:
             return sel
+    if any(c.role == "weekday" for c in sel) and any(c.grain == "week" for c in sel):
+        sel = _weekday_in_week(text, sel, ctx)
     if len(sel) > 1:
         sel = _durations(text, sel, ctx)
         sel = _lend_years(text, sel)
