@@ -705,3 +705,20 @@ def test_early_and_late_parts_of_a_day(text, want):
 ])
 def test_a_weekday_of_a_week(text, want):
     assert _read(text, "2019-08-07T09:00:00") == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a range of hours in words right before a day
+    ("I'll be out five to seven today", [("five to seven today", "2016-11-07T05:00:00", "2016-11-07T07:00:00")]),
+    ("from nine till eleven on Monday", [("from nine till eleven on Monday", "2016-11-07T09:00:00",
+                                          "2016-11-07T11:00:00")]),
+    ("between two and four tomorrow", [("between two and four tomorrow", "2016-11-08T02:00:00",
+                                        "2016-11-08T04:00:00")]),
+    # left alone: a range of anything else, the same hour twice, "and" without "between", no day
+    ("two to three people today", [("today", "2016-11-07T00:00:00", "2016-11-08T00:00:00")]),
+    ("one to one on Monday", [("on Monday", "2016-11-07T00:00:00", "2016-11-08T00:00:00")]),
+    ("two and four tomorrow", [("tomorrow", "2016-11-08T00:00:00", "2016-11-09T00:00:00")]),
+    ("five to seven", []),
+])
+def test_hours_in_words_before_a_day(text, want):
+    assert _read(text) == want

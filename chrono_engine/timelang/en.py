@@ -784,8 +784,26 @@ def hour_range(m, ctx):
     the afternoon when it would come before the first ("11-4" = 11:00–16:00)."""
     if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
         return None
-    h1, h2 = int(m.group("h1")), int(m.group("h2"))
-    m1, m2 = int(m.group("m1") or 0), int(m.group("m2") or 0)
+    return _hours_cand(m, int(m.group("h1")), int(m.group("m1") or 0), int(m.group("h2")), int(m.group("m2") or 0))
+
+
+@rule(rf"\b(?:(?P<pre>from|between)\s+)?(?P<h1>{_HOUR_WORD})\s*(?P<w>-|–|to|and|till|until)\s*(?P<h2>{_HOUR_WORD})"
+      r"(?=\s+(?:today|tonight|tomorrow|yesterday|this\s+(?:morning|afternoon|evening)"
+      r"|(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b)", _I,
+      lead="oftsenwb", words="tod ton tom yes thi mon tue wed thu fri sat sun")
+def hour_range_words(m, ctx):
+    """"five to seven today", "from nine till eleven on Monday": :func:`hour_range` with
+    hours in words, only right before a day (in words a range of hours is otherwise a range
+    of anything: "two to three of them"); the same hour twice is not a range ("one to one")."""
+    if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
+        return None
+    h1, h2 = en_int(m.group("h1")), en_int(m.group("h2"))
+    if h1 is None or h2 is None or h1 == h2:
+        return None
+    return _hours_cand(m, int(h1), 0, int(h2), 0)
+
+
+def _hours_cand(m, h1: int, m1: int, h2: int, m2: int) -> Cand | None:
     if (h2, m2) <= (h1, m1):
         h2 += 12
     if h2 > 24 or (h2, m2) <= (h1, m1):
@@ -1403,6 +1421,6 @@ def for_the_unit(m, ctx):
     return cal(m.start(), m.end(), s, e, u)
 
 
-RULES = (holiday, year_then_month, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, year_then_month, hour_range_words, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)
