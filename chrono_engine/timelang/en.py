@@ -368,7 +368,9 @@ def month(m, ctx):
 
 
 @rule(rf"(?<![\w$€£¥.,:/#-])(?P<y>1[5-9]\d\d|20\d\d)\s+{_MON}(?![a-z])(?!\.?\s*\d)", _I,
-      lead=r"\d", exact=MONTH_TOKENS, shapes="9999")
+      lead=r"\d", exact=MONTH_TOKENS, shapes="9999",
+      # a prefilter led by a digit (a fast skip to digits): four of them, then the month
+      need=r"\d\d\d\d\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
 def year_then_month(m, ctx):
     """2017 April: a year before its month (a month word that is a name or the verb "may"
     is left to the year alone)."""
@@ -790,7 +792,11 @@ def hour_range(m, ctx):
 @rule(rf"\b(?:(?P<pre>from|between)\s+)?(?P<h1>{_HOUR_WORD})\s*(?P<w>-|–|to|and|till|until)\s*(?P<h2>{_HOUR_WORD})"
       r"(?=\s+(?:today|tonight|tomorrow|yesterday|this\s+(?:morning|afternoon|evening)"
       r"|(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b)", _I,
-      lead="oftsenwb", words="tod ton tom yes thi mon tue wed thu fri sat sun")
+      lead="oftsenwb",
+      # an hour word, and the day's word ("this morning": morning; "on Monday": monday)
+      exact=_HOUR_NAMES + "|today tonight tomorrow yesterday morning afternoon evening monday tuesday "
+                          "wednesday thursday friday saturday sunday",
+      need=rf"{_HOUR_WORD}\s*(?:-|–|to|and|till|until)\s*{_HOUR_WORD}")
 def hour_range_words(m, ctx):
     """"five to seven today", "from nine till eleven on Monday": :func:`hour_range` with
     hours in words, only right before a day (in words a range of hours is otherwise a range

@@ -58,7 +58,8 @@ def ymd(m, ctx):
 
 
 @rule(r"(?<![\d.,:/-])(?<![\d.,:/-]\s)(?P<y>1[5-9]\d\d|20\d\d)\s(?P<mo>0?[1-9]|1[0-2])\s(?P<d>0?[1-9]|[12]\d|3[01])"
-      r"(?![\d.,:/-]?\d|\s*-|\s+\d)", lead=r"\d", shapes="9999")
+      r"(?![\d.,:/-]?\d|\s*-|\s+\d)", lead=r"\d", shapes="9999",
+      need=r"\d\d\d\d\s\d\d?\s\d")  # led by a digit: a fast skip to digits
 def ymd_spaced(m, ctx):
     """2016 10 16: a date written year, month, day with single spaces (no number on either
     side, so that "in 2016 10 16-year-olds" or a row of figures stays numbers)."""
