@@ -722,3 +722,15 @@ def test_a_weekday_of_a_week(text, want):
 ])
 def test_hours_in_words_before_a_day(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # an amount written with a fraction sign, as a duration
+    ("Please schedule a ½ hour Teams call.", [("½ hour", 1800.0)]),
+    ("it took 1½ days", [("1½ days", 129600.0)]),
+    ("a ¾ hrs wait", [("¾ hrs", 2700.0)]),
+    # left alone: a sign alone, inside a word or a number
+    ("½", []), ("x½ hour", []), ("1.½ hour", []),
+])
+def test_amounts_with_a_fraction_sign(text, want):
+    assert [(e.text, e.duration.total_seconds()) for e in parse_time(text, now=NOW)] == want

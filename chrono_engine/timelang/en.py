@@ -380,6 +380,18 @@ def year_then_month(m, ctx):
     return cal(m.start(), m.end(), s, e, "month")
 
 
+_FRACTIONS = {"½": 0.5, "¼": 0.25, "¾": 0.75}
+
+
+@rule(r"(?<![\w.])(?P<w>\d{1,4})?(?P<f>[½¼¾])\s*(?P<u>hours?|hrs?|minutes?|mins?|days?|weeks?|months?|years?)\b",
+      _I, chars="½¼¾")
+def fraction_amount(m, ctx):
+    """½ hour, 1½ days: an amount written with a fraction sign (the amount rule's words
+    start at a word boundary, which a fraction sign does not make), as a duration."""
+    n = int(m.group("w") or 0) + _FRACTIONS[m.group("f")]
+    return amount_cand(m.start(), m.end(), n, _unit(m.group("u")), ctx, "dur")
+
+
 _DAY_SPELLINGS = {"tonite": "tonight", "tmrw": "tomorrow", "tomorow": "tomorrow", "tommorow": "tomorrow",
                   "tommorrow": "tomorrow"}
 
@@ -1427,6 +1439,6 @@ def for_the_unit(m, ctx):
     return cal(m.start(), m.end(), s, e, u)
 
 
-RULES = (holiday, year_then_month, hour_range_words, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)
