@@ -34,6 +34,7 @@ from .zh import attach_clock_to_day
 __all__ = ["MONTHS", "RULES"]
 
 MON_WORDS = "jan feb mar apr may jun jul aug sep oct nov dec"
+_MON3 = MON_WORDS.replace(" ", "|")  # the same, as a regex alternation (prefilters)
 #: the whole words of month names (the gate of the month rules: "married" is not March)
 MONTH_TOKENS = ("jan january feb february mar march apr april may jun june jul july aug august sep sept "
                 "september oct october nov november dec december")
@@ -370,7 +371,7 @@ def month(m, ctx):
 @rule(rf"(?<![\w$€£¥.,:/#-])(?P<y>1[5-9]\d\d|20\d\d)\s+{_MON}(?![a-z])(?!\.?\s*\d)", _I,
       lead=r"\d", exact=MONTH_TOKENS, shapes="9999",
       # a prefilter led by a digit (a fast skip to digits): four of them, then the month
-      need=r"\d\d\d\d\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
+      need=rf"\d\d\d\d\s+(?:{_MON3})")
 def year_then_month(m, ctx):
     """2017 April: a year before its month (a month word that is a name or the verb "may"
     is left to the year alone)."""
@@ -534,7 +535,7 @@ def weekday(m, ctx):
 
 @rule(rf"\b(?P<rel>last|this|next)\s+{_MON}(?![a-z])", _I,
       lead="ltn", words='jan feb mar apr may jun jul aug sep oct nov dec', exact=MONTH_TOKENS,
-      need=r"\s(?<=last\s|this\s|next\s)\s*(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
+      need=rf"\s(?<=last\s|this\s|next\s)\s*(?:{_MON3})")
 def relative_month_name(m, ctx):
     """last March = the most recent March before this month; next March = the first one
     after it; this March = the current year's."""
@@ -796,8 +797,6 @@ def hour_range(m, ctx):
     """"3-8", "from 10-4", "between 3 and 5": hours without am / pm, which count only next
     to a day ("Monday 3-8", "between 3 and 5 on 1/1/2015": compose); the second hour is in
     the afternoon when it would come before the first ("11-4" = 11:00–16:00)."""
-    if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
-        return None
     return _hours_cand(m, int(m.group("h1")), int(m.group("m1") or 0), int(m.group("h2")), int(m.group("m2") or 0))
 
 
@@ -806,15 +805,12 @@ def hour_range(m, ctx):
       r"|(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b)", _I,
       lead="oftsenwb",
       # an hour word, and the day's word ("this morning": morning; "on Monday": monday)
-      exact=_HOUR_NAMES + "|today tonight tomorrow yesterday morning afternoon evening monday tuesday "
-                          "wednesday thursday friday saturday sunday",
+      exact=_HOUR_NAMES + "|today tonight tomorrow yesterday morning afternoon evening " + WEEKDAY_TOKENS,
       need=rf"{_HOUR_WORD}\s*(?:-|–|to|and|till|until)\s*{_HOUR_WORD}")
 def hour_range_words(m, ctx):
     """"five to seven today", "from nine till eleven on Monday": :func:`hour_range` with
     hours in words, only right before a day (in words a range of hours is otherwise a range
     of anything: "two to three of them"); the same hour twice is not a range ("one to one")."""
-    if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
-        return None
     h1, h2 = en_int(m.group("h1")), en_int(m.group("h2"))
     if h1 is None or h2 is None or h1 == h2:
         return None
@@ -822,6 +818,10 @@ def hour_range_words(m, ctx):
 
 
 def _hours_cand(m, h1: int, m1: int, h2: int, m2: int) -> Cand | None:
+    """The hours of a range rule's match ("and" only after "between"), until compose finds
+    their day."""
+    if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
+        return None
     if (h2, m2) <= (h1, m1):
         h2 += 12
     if h2 > 24 or (h2, m2) <= (h1, m1):

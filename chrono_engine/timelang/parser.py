@@ -38,9 +38,10 @@ class _Grammar:
     are the narrowest index (most texts with "mar" hold no "march"); of a rule's groups the
     first whose words' first three letters are all among its prefixes is taken, if any: the
     text's prefixes are its whole words' first three letters, so the prefix gate holds too
-    (else the prefix gate is left to test). Each rule is kept as one tuple of what :func:`_run` uses (its bound
-    ``finditer``, its handler, the gates left to test, its ``need``'s bound ``search`` and
-    its priority), so that a selected rule costs no attribute look-ups.
+    (else the prefix gate is left to test). Each rule is kept as one tuple of what
+    :func:`_run` uses (its bound ``finditer``, its handler, the gates left to test, its
+    ``need``'s bound ``search`` and its priority), so that a selected rule costs no
+    attribute look-ups.
     """
 
     __slots__ = ("entries", "by_char", "by_word", "by_token", "always", "char_keys", "word_keys",

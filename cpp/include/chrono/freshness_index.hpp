@@ -105,18 +105,9 @@ class FreshnessIndex {
   // Rows of fact type `type` with observed_at in [lo, hi] (closed), plus matching delta rows.
   template <class F>
   void for_each_observed_between(std::uint16_t type, micros lo, micros hi, F&& emit) const {
-    const MetaTable& m = *meta_;
-    const MetaTable::Times* obs = m.times_data();
-    if (type < lists_.size()) {
-      const auto& l = lists_[type];
-      for (std::size_t i = l.count_before(lo, obs); i < l.size(); ++i) {
-        const row_t r = l[i];
-        if (obs[r].observed_at > hi) break;
-        emit(r);
-      }
-    }
-    for (row_t r : delta_)
-      if (m.fact_type(r) == type && obs[r].observed_at >= lo && obs[r].observed_at <= hi) emit(r);
+    const MetaTable::Times* obs = meta_->times_data();
+    if (type < lists_.size()) emit_through(lists_[type], lists_[type].count_before(lo, obs), hi, emit);
+    emit_delta(type, lo, hi, emit);
   }
 
   // A superset of the rows of `type` observed in [lo, hi] that can have ended by `ended`
@@ -125,27 +116,11 @@ class FreshnessIndex {
   // recorded after it ended), and the delta rows in [lo, hi]. Each row once.
   template <class F>
   void for_each_ended_observed_between(std::uint16_t type, micros lo, micros hi, micros ended, F&& emit) const {
-    const MetaTable& m = *meta_;
-    const MetaTable::Times* obs = m.times_data();
+    const MetaTable::Times* obs = meta_->times_data();
     const micros mid = std::min(hi, ended);
-    if (type < lists_.size() && lo <= mid) {
-      const auto& l = lists_[type];
-      for (std::size_t i = l.count_before(lo, obs); i < l.size(); ++i) {
-        const row_t r = l[i];
-        if (obs[r].observed_at > mid) break;
-        emit(r);
-      }
-    }
-    if (type < late_.size() && mid < hi) {
-      const auto& l = late_[type];
-      for (std::size_t i = l.count_through(mid, obs); i < l.size(); ++i) {
-        const row_t r = l[i];
-        if (obs[r].observed_at > hi) break;
-        emit(r);
-      }
-    }
-    for (row_t r : delta_)
-      if (m.fact_type(r) == type && obs[r].observed_at >= lo && obs[r].observed_at <= hi) emit(r);
+    if (type < lists_.size() && lo <= mid) emit_through(lists_[type], lists_[type].count_before(lo, obs), mid, emit);
+    if (type < late_.size() && mid < hi) emit_through(late_[type], late_[type].count_through(mid, obs), hi, emit);
+    emit_delta(type, lo, hi, emit);
   }
 
   std::size_t count_observed_between(std::uint16_t type, micros lo, micros hi) const {
@@ -169,9 +144,30 @@ class FreshnessIndex {
   }
 
  private:
+  using List = SortedRows<&MetaTable::Times::observed_at>;
+
+  // The rows of `l` from position `from` on while observed_at <= hi.
+  template <class F>
+  void emit_through(const List& l, std::size_t from, micros hi, F& emit) const {
+    const MetaTable::Times* obs = meta_->times_data();
+    for (std::size_t i = from; i < l.size(); ++i) {
+      const row_t r = l[i];
+      if (obs[r].observed_at > hi) break;
+      emit(r);
+    }
+  }
+  // The delta rows of `type` observed in [lo, hi].
+  template <class F>
+  void emit_delta(std::uint16_t type, micros lo, micros hi, F& emit) const {
+    const MetaTable& m = *meta_;
+    const MetaTable::Times* obs = m.times_data();
+    for (row_t r : delta_)
+      if (m.fact_type(r) == type && obs[r].observed_at >= lo && obs[r].observed_at <= hi) emit(r);
+  }
+
   const MetaTable* meta_;
-  std::vector<SortedRows<&MetaTable::Times::observed_at>> lists_;  // per fact type, rows by observed_at
-  std::vector<SortedRows<&MetaTable::Times::observed_at>> late_;   // per fact type, rows with valid_to < observed_at
+  std::vector<List> lists_;  // per fact type, rows by observed_at
+  std::vector<List> late_;   // per fact type, rows with valid_to < observed_at
   std::vector<row_t> delta_;
   std::size_t n_static_ = 0;
   std::size_t n_types_ = 0;
