@@ -51,7 +51,7 @@ class Request:
 
     def __init__(self, key: Hashable, payload: Any, run: Callable[[list], list]) -> None:
         self.key, self.payload, self.run = key, payload, run
-        self.done = threading.Event()
+        self.done: threading.Event | None = None  # made for a call that waits (not a leader)
         self.lead = False    # set when this call is to lead the next group
         self.result: Any = None
         self.error: BaseException | None = None
@@ -84,6 +84,8 @@ class Coalescer:
         with self._cond:
             self._queue.append(req)
             lead = not self._busy
+            if not lead:  # before the lock is let go: a leader sets it under the lock
+                req.done = threading.Event()
             self._busy = True
             if len(self._queue) >= self._target:
                 self._cond.notify_all()  # a leader waiting for company may go

@@ -7,7 +7,7 @@ bad shapes and values, IndexError for rows and codes out of range); checking and
 live in the Python layer. tests/test_core_stub.py keeps this file and the module in step.
 """
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -225,6 +225,14 @@ def score(similarity: _F32, observed_at: _I64, reliability: _F32 | None, fact_ty
     """ce.score's kernel: (fused score, validity) per candidate; ``out_*`` are written in
     place when given (float32, C-contiguous, writable, one value per candidate);
     ``future_policy`` for rows with valid_from > t (-1: ``invalid_policy``)."""
+def take_strings(columns: Sequence[Sequence[tuple[_I32, _U8]]], starts: _I64, rows: _I64) -> list[tuple[_I32, _U8]]:
+    """The strings of ``rows`` from string columns stored as Arrow buffers in the same parts
+    (per column, one (int32 offsets, uint8 data) pair per part; ``starts``: each part's first
+    row, then the row count): per column, the (offsets, data) of the rows in order."""
+def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]]) -> tuple[Any, Any]:
+    """(name, format, values, valid) columns as one Arrow record batch, as the PyCapsules
+    ("arrow_schema", "arrow_array") of the Arrow C data interface; formats i, l, L, g, f,
+    b, tsu:<tz>, and u with (int32 offsets, uint8 data) or a list of str."""
 def ppr(ptr: _I64, rel: _I32, dst: _I32, time: _I64, quality: _F32 | None, conf: _F64, beta: _F64,
         seeds: _I32, seed_mass: _F64, T: int, alpha: float = 0.15, eps: float = 1e-06, tau: float = 0.001,
         k: int = 50) -> _PprResult:

@@ -79,8 +79,36 @@ def take_rows(col: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     return _take_parts(col.chunks, rows, lambda ps: pa.concat_arrays(ps) if ps else pa.array([], col.type))
 
 
-def _concat_batches(pieces: list) -> pa.RecordBatch:
-    return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
+def _string_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+    """An Arrow string array of (int32 offsets, uint8 data, bool validity or None) buffers."""
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
+
+
+def _string_views(table: pa.Table, columns: tuple) -> tuple:
+    """The buffers of the string ``columns`` of ``table`` as NumPy views, for
+    ``_core.take_strings``: per column, one (int32 offsets, uint8 data) pair per record
+    batch of the selection (the batches split every column at the same rows); the batches'
+    first rows, then the row count; per column, a bool array of which rows are not null
+    (None when none is)."""
+    batches = table.select(list(columns)).to_batches()
+    starts = np.cumsum([0] + [b.num_rows for b in batches]).astype(np.int64)
+    parts, valid = [], []
+    for c in range(len(columns)):
+        views, nulls = [], False
+        for b in batches:
+            a = b.column(c)
+            if a.type != pa.string():
+                a = a.cast(pa.string())
+            _, off, data = a.buffers()
+            o = np.frombuffer(off, np.int32)[a.offset:a.offset + len(a) + 1] if off is not None else np.zeros(1, np.int32)
+            d = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+            views.append((np.ascontiguousarray(o), d))
+            nulls = nulls or a.null_count > 0
+        parts.append(views)
+        valid.append(np.concatenate([b.column(c).is_valid().to_numpy(zero_copy_only=False) for b in batches])
+                     if nulls else None)
+    return parts, starts, valid
 
 
 class StoreState:
@@ -101,8 +129,10 @@ class StoreState:
         self.table: pa.Table | None = None
         #: row counts of the string table's parts, each one contiguous (see :func:`_appended`)
         self.parts: list[int] = []
-        #: (table, columns, its record batches, their first rows): see :meth:`strings_batch`
-        self._batches: tuple | None = None
+        #: (table, columns, buffer views, part starts, validity): see :meth:`hit_strings`
+        self._views: tuple | None = None
+        #: hit citations by language and row (chrono_engine.search._hit_citations)
+        self.cited: dict[str, dict[int, str]] = {}
         self.write = threading.Lock()
         #: the log of the store this state was opened from for writing (None: in memory only)
         self.log: _wal.LogWriter | None = None
@@ -142,21 +172,30 @@ class StoreState:
         """The string columns (:data:`STRING_COLUMNS`) of every row, or None before any ingest."""
         return self.table
 
-    def strings_batch(self, rows: np.ndarray, columns: tuple) -> pa.RecordBatch:
+    def hit_string_buffers(self, rows: np.ndarray, columns: tuple) -> list[tuple]:
         """The string ``columns`` of ``rows`` (int64, in range; read after the call that
-        returned them, so the table holds them) as one record batch: a search's few hits in
-        one ``take`` per part of the table (:func:`strings_at` takes column by column, ~3x
-        slower for ten rows). The parts' batches are kept per table snapshot (zero-copy
-        slices of it; a write makes a new table, hence new batches)."""
+        returned them, so the table holds them) as Arrow string buffers, per column
+        (int32 offsets, uint8 data, bool validity or None when no row is null): one native
+        gather over the table's buffers (``_core.take_strings``), for a search's few hits
+        or a batch's many (Arrow's ``take`` on a record batch cost ~2x more per lone search
+        in place, most of it in the calls around it). The buffers are viewed once per table
+        snapshot (zero-copy; a write makes a new table, hence new views)."""
         table = self.table
         if table is None or not len(rows):
-            return pa.RecordBatch.from_pydict({c: pa.array([], pa.string()) for c in columns})
-        cached = self._batches
+            return [(np.zeros(1, np.int32), np.zeros(0, np.uint8), None) for _ in columns]
+        cached = self._views
         if cached is None or cached[0] is not table or cached[1] != columns:
-            batches = table.select(list(columns)).to_batches()
-            starts = np.cumsum([0] + [b.num_rows for b in batches]).astype(np.int64)
-            cached = self._batches = (table, columns, batches, starts)
-        return _take_parts(cached[2], rows, _concat_batches, cached[3])
+            cached = self._views = (table, columns) + _string_views(table, columns)
+        _, _, parts, starts, valid = cached
+        out = []
+        for (offsets, data), ok in zip(_core.take_strings(parts, starts, rows), valid):
+            v = None if ok is None else ok[rows]
+            out.append((offsets, data, None if v is None or v.all() else v))
+        return out
+
+    def hit_strings(self, rows: np.ndarray, columns: tuple) -> list[pa.Array]:
+        """:meth:`hit_string_buffers` as Arrow string arrays."""
+        return [_string_array(*b) for b in self.hit_string_buffers(rows, columns)]
 
     def stem_code(self, stem_id: str) -> int:
         """The core's code of a stem name, or -1 when the store has no such stem (a name that
@@ -166,13 +205,17 @@ class StoreState:
         except UnicodeEncodeError:
             return -1
 
-    def stem_names(self, codes: np.ndarray) -> pa.Array:
-        """The stem ids of stem codes (-1: null) as an Arrow string array."""
+    def stem_buffers(self, codes: np.ndarray) -> tuple:
+        """The stem ids of stem codes (-1: null) as Arrow string buffers (int32 offsets,
+        uint8 data, bool validity or None when none is null)."""
         codes = np.ascontiguousarray(codes, dtype=np.int32)
         offsets, data = self.stems.take(codes)
         valid = codes >= 0
-        bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
+        return offsets, data, None if valid.all() else valid
+
+    def stem_names(self, codes: np.ndarray) -> pa.Array:
+        """The stem ids of stem codes (-1: null) as an Arrow string array."""
+        return _string_array(*self.stem_buffers(codes))
 
     def rows_of(self, ids: Any) -> np.ndarray:
         """Row numbers of ids (one id, or a sequence or array of them, flattened); raises

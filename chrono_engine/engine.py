@@ -294,10 +294,7 @@ class Engine:
         made without the ``query`` column and the split."""
         payloads = [r.payload for r in batch]
         if len(batch) == 1 and payloads[0][2].verify is None:
-            def alone(cols: dict, calls: Any) -> list:
-                del cols["query"]
-                return [_search.to_table(cols)]
-            return self._answers(payloads, batch[0].key[0], alone, table=False)
+            return self._answers(payloads, batch[0].key[0], lambda table, calls: [table], with_query=False)
 
         def split(table: pa.Table, calls: Any) -> list:
             cuts = query_cuts(table.column("query").to_numpy(), len(calls))
@@ -305,33 +302,39 @@ class Engine:
             return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
         return self._answers(payloads, batch[0].key[0], split)
 
-    def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool = True) -> list:
+    def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool = True,
+                 with_query: bool = True) -> list:
         """The answers of calls prepared by :meth:`_prepare` with one key:
         ``finish(answer, calls)`` turns the :meth:`_group_table` answer of the calls
         ``calls`` (indices into ``payloads``) into one result per call. A query the batch
         cannot answer (its similarity overflows float32) makes the group run its calls one
         by one, so that only that call fails (its result is its QueryError)."""
         try:
-            return finish(self._group_table(payloads, k, table=table), range(len(payloads)))
+            return finish(self._group_table(payloads, k, table=table, with_query=with_query), range(len(payloads)))
         except QueryError:
             if len(payloads) == 1:
                 raise
         out = []
         for i, p in enumerate(payloads):
             try:
-                out += finish(self._group_table([p], k, table=table), [i])
+                out += finish(self._group_table([p], k, table=table, with_query=with_query), [i])
             except QueryError as e:
                 out.append(e)
         return out
 
-    def _group_table(self, payloads: list, k: int, *, table: bool = True) -> pa.Table | dict:
+    def _group_table(self, payloads: list, k: int, *, table: bool = True, with_query: bool = True) -> pa.Table | dict:
         """The calls prepared by :meth:`_prepare` with one key, as one ``search_batch``
         table (its ``query`` column numbering the calls); with ``table=False``, its result
         columns before Arrow (:func:`chrono_engine.search.result_columns`) unless the calls
-        ask for the layer-3 gate (``verify``)."""
-        q = np.stack([p[0] for p in payloads])
-        times = tuple(np.concatenate([p[1][i] for p in payloads]) for i in range(4))
-        return _search.run(self._state, q, k, payloads[0][2], self._planner(), self.threads, times, table=table)
+        ask for the layer-3 gate (``verify``); ``with_query=False``: without the ``query``
+        column (one call)."""
+        if len(payloads) == 1:  # a lone call: its arrays as they are
+            q, times = payloads[0][0][None, :], payloads[0][1]
+        else:
+            q = np.stack([p[0] for p in payloads])
+            times = tuple(np.concatenate([p[1][i] for p in payloads]) for i in range(4))
+        return _search.run(self._state, q, k, payloads[0][2], self._planner(), self.threads, times, table=table,
+                           with_query=with_query)
 
     def search_batch(self, vectors: Any, k: int = 10, options: SearchOptions | None = None, *,
                      threads: int | None = None, **kwargs: Any) -> pa.Table:

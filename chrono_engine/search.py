@@ -24,9 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _core
 from ._args import K_MAX, as_float32, count, shown
 from ._embedder import is_temporal, text_vectors
-from ._state import ALL_KNOWN, StoreState
+from ._state import ALL_KNOWN, StoreState, _string_array
 from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
 from .schema import _check_and_normalise, format_version, parse_version
@@ -369,16 +370,18 @@ def planner_args(planner: dict) -> tuple:
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-        threads: int, times: tuple | None = None, *, table: bool = True) -> pa.Table | dict:
+        threads: int, times: tuple | None = None, *, table: bool = True,
+        with_query: bool = True) -> pa.Table | dict:
     """:func:`core_search`, then its answer as the result table (and the layer-3 gate);
-    with ``table=False`` and no gate, as :func:`result_columns` (no Arrow)."""
+    with ``table=False`` and no gate, as :func:`result_columns` (no Arrow);
+    ``with_query=False``: without the ``query`` column (one query; no gate)."""
     out, t = core_search(state, q, k, opts, planner, threads, times)
     if not table and opts.verify is None:
         return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
-    table = result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
-    if opts.verify is not None:
-        table = _gate(table, opts.verify, q.shape[0])
-    return table
+    if opts.verify is None:
+        return result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode], with_query=with_query)
+    table = _gate(result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode]), opts.verify, q.shape[0])
+    return table if with_query else table.drop_columns(["query"])
 
 
 # ----------------------------------------------------------------------------- the result table
@@ -393,13 +396,53 @@ NUMERIC_COLUMNS = {"query": pa.int32(), "rank": pa.int32(), "id": pa.uint64(), "
                    "decay": pa.float32(), "penalty": pa.float32()}
 
 
-#: the string columns of a hit read by row, in this order (:meth:`StoreState.strings_batch`)
+#: the string columns of a hit read by row, in this order (:meth:`StoreState.hit_strings`)
 _HIT_STRINGS = ("title", "version", "content")
 
 
-def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> pa.Table:
-    """The core's hits as the documented Arrow table (see Engine.search_batch)."""
-    return to_table(result_columns(state, out, explain, lang, t, mode))
+def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int,
+                 *, with_query: bool = True) -> pa.Table:
+    """The core's hits as the documented Arrow table (see Engine.search_batch); without
+    its ``query`` column when ``with_query`` is False (a lone search).
+
+    Up to :data:`_NATIVE_MAX` hits without ``explain`` (a lone search, a coalesced group),
+    the table is built in one native call (``_core.record_batch``, through the Arrow C
+    data interface) from the same columns as :func:`result_columns` gives; more, or with
+    ``explain``, through :func:`to_table` (zero-copy from NumPy)."""
+    rows = out["row"].astype(np.int64)
+    if explain or len(rows) > _NATIVE_MAX:
+        table = to_table(result_columns(state, out, explain, lang, t, mode))
+        return table if with_query else table.drop_columns(["query"])
+    q = out["query"]
+    cols = state.columns_at(rows, out["known_at"][q] if len(rows) else ALL_KNOWN)
+    title, version, content = state.hit_string_buffers(rows, _HIT_STRINGS)
+    vf, vt = cols["valid_from"], cols["valid_to"]
+    open_ = vt == OPEN_END
+    columns = [("query", "i", q, None)] if with_query else []
+    columns += [
+        ("rank", "i", out["rank"], None), ("id", "L", out["id"], None), ("score", "g", out["score"], None),
+        ("similarity", "f", out["similarity"], None), ("validity", "f", out["validity"], None),
+        ("stem_id", "u") + _text(state.stem_buffers(cols["stem"])),
+        ("version", "u") + _text(version),
+        ("valid_from", _TS_FORMAT, vf, None),
+        ("valid_to", _TS_FORMAT, vt, ~open_ if open_.any() else None),
+        ("title", "u") + _text(title),
+        ("content", "u") + _text(content),
+        ("citation", "u", _hit_citation_list(state, rows, title, version, vf, lang), None),
+        ("certified", "b", out["certified"][q], None),
+    ]
+    return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*_core.record_batch(columns))])
+
+
+#: the most hits :func:`result_table` builds natively (a lone search's, a coalesced group's)
+_NATIVE_MAX = 4096
+#: the C data interface's format of the result's timestamps (:data:`_TS`)
+_TS_FORMAT = "tsu:UTC"
+
+
+def _text(buffers: tuple) -> tuple:
+    """(offsets, data, validity) as the (values, valid) of a ``_core.record_batch`` column."""
+    return (buffers[0], buffers[1]), buffers[2]
 
 
 def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> dict:
@@ -410,9 +453,8 @@ def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np
     rows = out["row"].astype(np.int64)
     cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
     # read after the search: the table holds every row the core returned
-    s = state.strings_batch(rows, _HIT_STRINGS)
+    title, version, content = state.hit_strings(rows, _HIT_STRINGS)
     vf = cols["valid_from"]
-    title, version = s.column(0), s.column(1)
     data = {
         "query": out["query"], "rank": out["rank"], "id": out["id"], "score": out["score"],
         "similarity": out["similarity"], "validity": out["validity"],
@@ -421,8 +463,8 @@ def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np
         "valid_from": vf,
         "valid_to": cols["valid_to"],
         "title": title,
-        "content": s.column(2),
-        "citation": citations(title, version, vf, lang),
+        "content": content,
+        "citation": _hit_citations(state, rows, title, version, vf, lang),
         "certified": out["certified"][out["query"]],
     }
     if explain:
@@ -502,7 +544,7 @@ def citations(titles: Any, versions: Any, valid_from: np.ndarray, lang: str,
     if 0 < len(titles) <= _FEW and (tz is None or tz is _UTC):
         def pylist(x: Any) -> list:
             return x.to_pylist() if isinstance(x, (pa.Array, pa.ChunkedArray)) else list(x)
-        return _few_citations(pylist(titles), pylist(versions), valid_from, lang)
+        return pa.array(_few_citations(pylist(titles), pylist(versions), valid_from, lang), pa.string())
     title, ver = arrow(titles), arrow(versions)
     n = len(title)
     if n == 0:
@@ -527,6 +569,46 @@ def citations(titles: Any, versions: Any, valid_from: np.ndarray, lang: str,
 _FEW = 64
 
 
+#: citations kept per store state and language, by row (a row's title, version and
+#: valid_from never change: amendments move valid_to and deprecation only); cleared when full
+_CITED_MAX = 65536
+
+
+def _hit_citations(state: StoreState, rows: np.ndarray, title: pa.Array, version: pa.Array,
+                   valid_from: np.ndarray, lang: str) -> pa.Array:
+    """:func:`citations` of a search's hits (UTC days), each row's text made once per
+    store state and language (a lone search's hits: a few dict lookups)."""
+    if not 0 < len(rows) <= _FEW:
+        return citations(title, version, valid_from, lang)
+    return pa.array(_cited(state, rows, lambda: (title.to_pylist(), version.to_pylist()), valid_from, lang),
+                    pa.string())
+
+
+def _hit_citation_list(state: StoreState, rows: np.ndarray, title: tuple, version: tuple,
+                       valid_from: np.ndarray, lang: str) -> list[str]:
+    """:func:`_hit_citations` as a list, from the titles' and versions' string buffers."""
+    if not 0 < len(rows) <= _FEW:
+        return citations(_string_array(*title), _string_array(*version), valid_from, lang).to_pylist()
+    return _cited(state, rows, lambda: (_string_array(*title).to_pylist(), _string_array(*version).to_pylist()),
+                  valid_from, lang)
+
+
+def _cited(state: StoreState, rows: np.ndarray, texts: Callable[[], tuple], valid_from: np.ndarray,
+           lang: str) -> list[str]:
+    cache = state.cited.get(lang)
+    if cache is None:
+        cache = state.cited[lang] = {}
+    keys = rows.tolist()
+    got = [cache.get(r) for r in keys]
+    if None in got:
+        titles, versions = texts()
+        got = _few_citations(titles, versions, valid_from, lang)
+        if len(cache) + len(keys) > _CITED_MAX:
+            cache.clear()
+        cache.update(zip(keys, got))
+    return got
+
+
 @functools.lru_cache(maxsize=4096)
 def _canonical_version(v: str) -> str:
     return format_version(parse_version(v))
@@ -538,7 +620,7 @@ def _day_text(day: int) -> str:
     return str(np.datetime64(day, "D"))
 
 
-def _few_citations(titles: list, versions: list, valid_from: Any, lang: str) -> pa.Array:
+def _few_citations(titles: list, versions: list, valid_from: Any, lang: str) -> list[str]:
     days = [_day_text(d) for d in (np.asarray(valid_from, dtype=np.int64) // US_PER_DAY).tolist()]
     out = []
     for t, v, day in zip(titles, versions, days):
@@ -547,7 +629,7 @@ def _few_citations(titles: list, versions: list, valid_from: Any, lang: str) -> 
             out.append(f"依据《{'未命名文档' if t is None else t}》{ver}（{day} 起施行）")
         else:
             out.append(f"per {'untitled' if t is None else t}{' ' if ver else ''}{ver}, effective {day}")
-    return pa.array(out, pa.string())
+    return out
 
 
 # ----------------------------------------------------------------------------- natural language

@@ -446,29 +446,111 @@ def test_lone_queries_match_reference(scan, dim):
 
 
 def test_hit_strings_by_batch_match_column_takes():
-    """The hits' strings read as one record batch per part of the string table (the search
+    """The hits' strings gathered natively from the string table's buffers (the search
     path) equal the column-by-column take, for rows in one part, across parts, repeated and
-    unordered, and follow a write (a new table) instead of a stale snapshot."""
+    unordered, with null titles, and follow a write (a new table) instead of a stale snapshot."""
     from chrono_engine._state import strings_at
     eng = ce.Engine(2)
     sizes = [5, 3, 1, 7, 2]
     n = 0
     for s in sizes:  # parts of the string table: merged like a binary counter
-        eng.ingest([{"vector": [1, i], "valid_from": "2024-01-01", "content": f"c{n + i}",
+        eng.ingest([{"vector": [1, i], "valid_from": "2024-01-01", "content": f"c{n + i}" * (n + i),
                      "title": None if (n + i) % 4 == 0 else f"t{n + i}", "version": f"{n + i}.0"} for i in range(s)])
         n += s
     st = eng._state
     assert st.strings().column("content").num_chunks > 1
     rng = np.random.default_rng(3)
     cols = ("title", "version", "content")
-    for rows in ([0], [n - 1], [4, 0, 2], list(range(n))[::-1], rng.integers(0, n, 40).tolist(), [6, 6, 6]):
+
+    def got_of(rows):
+        return dict(zip(cols, (a.to_pylist() for a in st.hit_strings(rows, cols))))
+    for rows in ([0], [n - 1], [4, 0, 2], list(range(n))[::-1], rng.integers(0, n, 40).tolist(), [6, 6, 6], []):
         rows = np.asarray(rows, np.int64)
-        got = st.strings_batch(rows, cols)
-        want = strings_at(st.strings(), rows, cols)
-        assert got.to_pydict() == want.to_pydict()
+        assert got_of(rows) == strings_at(st.strings(), rows, cols).to_pydict()
     eng.ingest([{"vector": [0, 1], "valid_from": "2024-01-01", "content": "late", "title": "L", "version": "9.0"}])
-    assert st.strings_batch(np.array([n], np.int64), cols).to_pydict() == {"title": ["L"], "version": ["9.0"],
-                                                                           "content": ["late"]}
+    assert got_of(np.array([n], np.int64)) == {"title": ["L"], "version": ["9.0"], "content": ["late"]}
+    with pytest.raises(IndexError, match="row"):
+        st.hit_strings(np.array([n + 1], np.int64), cols)
+
+
+def test_take_strings_refuses_damaged_buffers():
+    """The native gather checks what it reads: offsets out of order or beyond the data, a
+    wrong count of offsets, and rows out of range are errors, never a read out of bounds."""
+    from chrono_engine import _core
+    o, d = np.array([0, 2, 5], np.int32), np.frombuffer(b"abcde", np.uint8)
+    starts, rows = np.array([0, 2], np.int64), np.array([1, 0], np.int64)
+    ((off, data),) = _core.take_strings([[(o, d)]], starts, rows)
+    assert off.tolist() == [0, 3, 5] and bytes(data) == b"cdeab"
+    for bad in (np.array([0, 4, 2], np.int32), np.array([0, 2, 9], np.int32), np.array([-1, 2, 5], np.int32)):
+        with pytest.raises(ValueError, match="offsets"):
+            _core.take_strings([[(bad, d)]], starts, rows)
+    with pytest.raises(ValueError, match="offsets"):
+        _core.take_strings([[(o[:2], d)]], starts, rows)
+    for r in (-1, 2):
+        with pytest.raises(IndexError):
+            _core.take_strings([[(o, d)]], starts, np.array([r], np.int64))
+
+
+def test_record_batch_builds_what_pyarrow_builds():
+    """``_core.record_batch`` (the lone search's table, through the Arrow C data interface)
+    gives the table pyarrow builds from the same columns, nulls included, and refuses
+    columns of the wrong type or length by name."""
+    from chrono_engine import _core
+    from chrono_engine.search import _TS
+    valid = np.array([True, False, True])
+    cols = [("q", "i", np.array([3, 1, 2], np.int32), None), ("id", "L", np.array([7, 2**64 - 1, 0], np.uint64), None),
+            ("s", "g", np.array([0.5, -1.0, np.inf]), None), ("f", "f", np.array([1, 2, 3], np.float32), valid),
+            ("t", "tsu:UTC", np.array([0, 5, -7], np.int64), valid), ("b", "b", np.array([True, False, True]), None),
+            ("u", "u", (np.array([0, 1, 1, 4], np.int32), np.frombuffer(b"abcd", np.uint8)), valid),
+            ("w", "u", ["x", "", "yz\u00e9"], None)]
+    rb = pa.RecordBatch._import_from_c_capsule(*_core.record_batch(cols))
+    rb.validate(full=True)
+    want = pa.table({"q": pa.array([3, 1, 2], pa.int32()), "id": pa.array([7, 2**64 - 1, 0], pa.uint64()),
+                     "s": [0.5, -1.0, np.inf], "f": pa.array([1, None, 3], pa.float32()),
+                     "t": pa.array([0, None, -7], pa.int64()).view(_TS), "b": [True, False, True],
+                     "u": ["a", None, "bcd"], "w": ["x", "", "yz\u00e9"]})
+    assert pa.Table.from_batches([rb]).equals(want)
+    for bad, what in ((("x", "i", np.array([1, 2, 3], np.int64), None), "'x'"),
+                      (("x", "i", np.array([1, 2], np.int32), None), "'x' must hold"),
+                      (("x", "f", np.array([1, 2, 3], np.float32), np.array([True, False])), r"'x \(validity\)'"),
+                      (("x", "?", np.array([1, 2, 3], np.int32), None), "unsupported format"),
+                      (("x", "u", (np.array([0, 3, 1, 4], np.int32), np.frombuffer(b"abcd", np.uint8)), None), "'x'"),
+                      (("x", "u", (np.array([0, 1, 2, 9], np.int32), np.frombuffer(b"abcd", np.uint8)), None), "'x'"),
+                      (("x", "u", ["x", 1, "z"], None), "non-string")):
+        with pytest.raises(ValueError, match=what):
+            _core.record_batch(cols[:1] + [bad])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_native_result_table_equals_the_arrow_path(lang):
+    """A lone search's table built natively (``result_table`` below ``_NATIVE_MAX`` hits)
+    equals the one pyarrow builds from :func:`result_columns`: null titles, stems and open
+    ends, a string table in several parts, amended valid_to; and ``Engine.search`` returns
+    it without the query column."""
+    from chrono_engine import search as S
+    rng = np.random.default_rng(5)
+    eng = ce.Engine(8, decay=ce.DecayPolicy(default=ce.Exponential(half_life=30)))
+    rows = []
+    for i in range(300):
+        rows.append({"vector": rng.standard_normal(8).astype(np.float32), "valid_from": f"2024-{1 + i % 12:02d}-01",
+                     "valid_to": None if i % 3 else f"2025-{1 + i % 12:02d}-01", "title": None if i % 5 == 0 else f"T{i}",
+                     "version": None if i % 7 == 0 else f"{i % 4}.{i % 3}", "stem_id": None if i % 2 else f"s{i % 40}",
+                     "content": "内容" * (i % 4)})
+    for a, b in ((0, 100), (100, 150), (150, 300)):
+        eng.ingest(rows[a:b])
+    eng.retract(ids=[3])
+    st, pl = eng._state, eng._planner()
+    for i in range(20):
+        opts = ce.SearchOptions(mode="as_of", as_of=f"2024-{1 + i % 12:02d}-15", lang=lang, arbitrate=i % 3 > 0)
+        raw = rng.standard_normal((1 + i % 3, 8)).astype(np.float32)
+        q = S.query_vectors(raw, 8, "cosine")
+        out, t = S.core_search(st, q, 10, opts, pl, 1)
+        native = S.result_table(st, out, False, lang, t, S.MODES[opts.mode])
+        assert native.equals(S.to_table(S.result_columns(st, out, False, lang, t, S.MODES[opts.mode])))
+        alone = eng.search(raw[0], 10, options=opts)
+        one, t1 = S.core_search(st, q[:1], 10, opts, pl, 1)
+        assert alone.equals(S.to_table(S.result_columns(st, one, False, lang, t1, S.MODES[opts.mode]))
+                            .drop_columns(["query"]))
 
 
 # ----------------------------------------------------------------------------- late records

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@ using namespace chrono;
 
 void bind_store(py::module_& m);
 void bind_ppr(py::module_& m);
+void bind_arrow(py::module_& m);
 
 namespace {
 
@@ -68,11 +70,82 @@ py::array_t<double> decay_eval(py::array_t<double, py::array::c_style | py::arra
   return out;
 }
 
+// The strings of `rows` from columns stored as Arrow string arrays (int32 offsets), each
+// split in the same consecutive parts: `columns` holds, per column, one (offsets, data) pair
+// of arrays per part (part p's offsets: its rows + 1 values into its data); `starts` the
+// first row of every part, then the row count. Returns, per column, the (offsets, data)
+// buffers of a new string array of the rows, in order (nulls are the caller's: a null
+// slot's bytes, empty or not, are copied as they are). Offsets that are not ascending within
+// their data, and rows out of range, are an error, never a read out of bounds.
+py::list take_strings(const py::sequence& columns, carray<std::int64_t> starts, carray<std::int64_t> rows) {
+  using Offsets = py::array_t<std::int32_t, py::array::c_style>;
+  using Data = py::array_t<std::uint8_t, py::array::c_style>;
+  struct Part { const std::int32_t* off; std::size_t n; const std::uint8_t* data; std::size_t bytes; };
+  const std::size_t n_parts = starts.size() > 0 ? static_cast<std::size_t>(starts.size()) - 1 : 0;
+  const std::int64_t* st = starts.data();
+  for (std::size_t p = 0; p < n_parts; ++p)
+    if (st[p] > st[p + 1] || st[0] != 0) throw std::invalid_argument("take_strings: part starts must ascend from 0");
+  const std::size_t nr = static_cast<std::size_t>(rows.size());
+  const std::int64_t* r = rows.data();
+  const std::int64_t n_rows = n_parts ? st[n_parts] : 0;
+  std::vector<std::size_t> part_of(nr);
+  for (std::size_t i = 0; i < nr; ++i) {
+    if (r[i] < 0 || r[i] >= n_rows) throw py::index_error("take_strings: row " + std::to_string(r[i]) + " out of range");
+    part_of[i] = static_cast<std::size_t>(std::upper_bound(st, st + n_parts + 1, r[i]) - st) - 1;
+  }
+  py::list out;
+  for (py::handle col : columns) {
+    const py::sequence parts = py::reinterpret_borrow<py::sequence>(col);
+    if (static_cast<std::size_t>(parts.size()) != n_parts) throw std::invalid_argument("take_strings: one (offsets, data) per part");
+    std::vector<Part> ps(n_parts);
+    std::vector<py::object> keep;  // the arrays stay referenced while their pointers are used
+    for (std::size_t p = 0; p < n_parts; ++p) {
+      const py::tuple pair = py::reinterpret_borrow<py::tuple>(parts[p]);
+      if (pair.size() != 2 || !py::isinstance<Offsets>(pair[0]) || !py::isinstance<Data>(pair[1]))
+        throw std::invalid_argument("take_strings: each part is (int32 offsets, uint8 data), C-contiguous");
+      auto o = py::reinterpret_borrow<Offsets>(pair[0]);
+      auto d = py::reinterpret_borrow<Data>(pair[1]);
+      if (o.ndim() != 1 || d.ndim() != 1 || static_cast<std::int64_t>(o.size()) != st[p + 1] - st[p] + 1)
+        throw std::invalid_argument("take_strings: part " + std::to_string(p) + " has the wrong number of offsets");
+      ps[p] = Part{o.data(), static_cast<std::size_t>(o.size()), d.data(), static_cast<std::size_t>(d.size())};
+      keep.push_back(o);
+      keep.push_back(d);
+    }
+    Offsets offsets(static_cast<py::ssize_t>(nr + 1));
+    std::int32_t* oo = offsets.mutable_data();
+    std::size_t total = 0;
+    oo[0] = 0;
+    for (std::size_t i = 0; i < nr; ++i) {
+      const Part& p = ps[part_of[i]];
+      const std::size_t j = static_cast<std::size_t>(r[i] - st[part_of[i]]);
+      const std::int32_t a = p.off[j], b = p.off[j + 1];
+      if (a < 0 || b < a || static_cast<std::size_t>(b) > p.bytes)
+        throw std::invalid_argument("take_strings: damaged offsets at row " + std::to_string(r[i]));
+      total += static_cast<std::size_t>(b - a);
+      if (total > 0x7fffffffu) throw std::length_error("take_strings: the strings exceed 2 GiB");
+      oo[i + 1] = static_cast<std::int32_t>(total);
+    }
+    Data data(static_cast<py::ssize_t>(total));
+    std::uint8_t* dd = data.mutable_data();
+    {
+      py::gil_scoped_release nogil;
+      for (std::size_t i = 0; i < nr; ++i) {
+        const Part& p = ps[part_of[i]];
+        const std::size_t j = static_cast<std::size_t>(r[i] - st[part_of[i]]);
+        if (oo[i + 1] > oo[i]) std::memcpy(dd + oo[i], p.data + p.off[j], static_cast<std::size_t>(oo[i + 1] - oo[i]));
+      }
+    }
+    out.append(py::make_tuple(offsets, data));
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "chrono_engine's private compiled core (do not import directly)";
   m.def("build_info", &build_info);
+  m.def("take_strings", &take_strings, py::arg("columns"), py::arg("starts"), py::arg("rows"));
   m.def("decay_eval", &decay_eval, py::arg("ages"), py::arg("spec"), py::arg("variant") = "");
   m.def("dot", [](py::array_t<float, py::array::c_style | py::array::forcecast> a,
                   py::array_t<float, py::array::c_style | py::array::forcecast> b, const std::string& which) {
@@ -158,4 +231,5 @@ PYBIND11_MODULE(_core, m) {
   bind_score(m);
   bind_store(m);
   bind_ppr(m);
+  bind_arrow(m);
 }

@@ -1,0 +1,291 @@
+// chrono_engine._core.record_batch: a small Arrow record batch from NumPy columns, exported
+// through the Arrow C data interface as the two PyCapsules of the Arrow PyCapsule
+// interface ("arrow_schema", "arrow_array"; pyarrow imports them in one call). A lone
+// search's result table costs ~15 pyarrow calls otherwise, each a few µs and several times
+// that with the caches cold after the core's scan (chrono_engine/search.py, to_table).
+// The builder copies what it is given (the result tables it is for are small) and knows
+// nothing of the engine: columns are (name, format, values, valid) with the C data
+// interface's format strings for the types the result tables use.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_NULLABLE 2
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+#endif
+
+namespace {
+
+// ---------------------------------------------------------------- schema
+struct SchemaData {
+  std::string format, name;
+  std::vector<ArrowSchema> children;  // each released here unless the consumer moved it
+  std::vector<ArrowSchema*> child_ptrs;
+  ~SchemaData() {
+    for (ArrowSchema& c : children)
+      if (c.release != nullptr) c.release(&c);
+  }
+};
+
+void release_schema(ArrowSchema* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  delete static_cast<SchemaData*>(s->private_data);
+  s->release = nullptr;
+}
+
+void init_schema(ArrowSchema* s, SchemaData* d, int64_t flags) {
+  s->format = d->format.c_str();
+  s->name = d->name.c_str();
+  s->metadata = nullptr;
+  s->flags = flags;
+  s->n_children = static_cast<int64_t>(d->children.size());
+  s->children = d->child_ptrs.empty() ? nullptr : d->child_ptrs.data();
+  s->dictionary = nullptr;
+  s->release = &release_schema;
+  s->private_data = d;
+}
+
+// ---------------------------------------------------------------- arrays
+alignas(64) const std::uint8_t kEmpty[64] = {0};
+
+struct ColumnData {
+  std::vector<std::uint8_t> validity, values, data;  // data: a string column's bytes
+  const void* buffers[3] = {nullptr, nullptr, nullptr};
+};
+
+void release_column(ArrowArray* a) {
+  if (a == nullptr || a->release == nullptr) return;
+  delete static_cast<ColumnData*>(a->private_data);
+  a->release = nullptr;
+}
+
+struct BatchData {
+  std::vector<ArrowArray> children;  // a child the consumer moved out has release == nullptr
+  std::vector<ArrowArray*> child_ptrs;
+  const void* buffers[1] = {nullptr};
+  ~BatchData() {
+    for (ArrowArray& c : children)
+      if (c.release != nullptr) c.release(&c);
+  }
+};
+
+void release_batch(ArrowArray* a) {
+  if (a == nullptr || a->release == nullptr) return;
+  delete static_cast<BatchData*>(a->private_data);
+  a->release = nullptr;
+}
+
+const void* buf(const std::vector<std::uint8_t>& v) { return v.empty() ? kEmpty : v.data(); }
+
+// The values of a 1-d C-contiguous array of dtype T and n elements, as bytes.
+template <class T>
+std::vector<std::uint8_t> raw(const py::handle& h, std::size_t n, const std::string& name) {
+  if (!py::isinstance<py::array_t<T, py::array::c_style>>(h))
+    throw std::invalid_argument("record_batch: column '" + name + "' must be a C-contiguous array of " +
+                                std::string(py::str(py::dtype::of<T>())));
+  auto a = py::reinterpret_borrow<py::array_t<T, py::array::c_style>>(h);
+  if (a.ndim() != 1 || static_cast<std::size_t>(a.size()) != n)
+    throw std::invalid_argument("record_batch: column '" + name + "' must hold " + std::to_string(n) + " values");
+  std::vector<std::uint8_t> out(n * sizeof(T));
+  if (n) std::memcpy(out.data(), a.data(), n * sizeof(T));
+  return out;
+}
+
+// Bit-packs a bool array (LSB first); returns how many are false.
+std::size_t pack_bits(const std::vector<std::uint8_t>& b, std::vector<std::uint8_t>& out) {
+  const std::size_t n = b.size();
+  out.assign((n + 7) / 8, 0);
+  std::size_t zeros = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (b[i]) out[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
+    else ++zeros;
+  }
+  return zeros;
+}
+
+std::unique_ptr<ColumnData> column(const std::string& name, const std::string& fmt, const py::handle& values,
+                                   const py::handle& valid, std::size_t n, std::int64_t& null_count,
+                                   std::int64_t& n_buffers) {
+  auto c = std::make_unique<ColumnData>();
+  null_count = 0;
+  if (!valid.is_none()) {
+    std::vector<std::uint8_t> v = raw<bool>(valid, n, name + " (validity)");
+    const std::size_t zeros = pack_bits(v, c->validity);
+    if (zeros == 0) c->validity.clear();
+    null_count = static_cast<std::int64_t>(zeros);
+  }
+  n_buffers = 2;
+  if (fmt == "i") c->values = raw<std::int32_t>(values, n, name);
+  else if (fmt == "l" || fmt.rfind("tsu:", 0) == 0) c->values = raw<std::int64_t>(values, n, name);
+  else if (fmt == "L") c->values = raw<std::uint64_t>(values, n, name);
+  else if (fmt == "g") c->values = raw<double>(values, n, name);
+  else if (fmt == "f") c->values = raw<float>(values, n, name);
+  else if (fmt == "b") pack_bits(raw<bool>(values, n, name), c->values);
+  else if (fmt == "u" && py::isinstance<py::list>(values)) {  // Python strings (None: an empty slot)
+    const py::list l = py::reinterpret_borrow<py::list>(values);
+    if (static_cast<std::size_t>(l.size()) != n)
+      throw std::invalid_argument("record_batch: column '" + name + "' must hold " + std::to_string(n) + " values");
+    std::vector<std::int32_t> o(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      PyObject* v = l[i].ptr();
+      if (v != Py_None) {
+        if (!PyUnicode_Check(v)) throw std::invalid_argument("record_batch: column '" + name + "' holds a non-string");
+        Py_ssize_t len = 0;
+        const char* p = PyUnicode_AsUTF8AndSize(v, &len);
+        if (p == nullptr) throw py::error_already_set();
+        if (c->data.size() + static_cast<std::size_t>(len) > 0x7fffffffu)
+          throw std::length_error("record_batch: column '" + name + "' exceeds 2 GiB");
+        c->data.insert(c->data.end(), p, p + len);
+      }
+      o[i + 1] = static_cast<std::int32_t>(c->data.size());
+    }
+    c->values.resize((n + 1) * sizeof(std::int32_t));
+    std::memcpy(c->values.data(), o.data(), c->values.size());
+    n_buffers = 3;
+  } else if (fmt == "u") {  // (int32 offsets, uint8 data)
+    const py::tuple pair = py::reinterpret_borrow<py::tuple>(values);
+    if (!py::isinstance<py::tuple>(values) || pair.size() != 2)
+      throw std::invalid_argument("record_batch: string column '" + name + "' takes (offsets, data)");
+    c->values = raw<std::int32_t>(pair[0], n + 1, name + " (offsets)");
+    const auto* o = reinterpret_cast<const std::int32_t*>(c->values.data());
+    auto d = py::reinterpret_borrow<py::array_t<std::uint8_t, py::array::c_style>>(pair[1]);
+    if (!py::isinstance<py::array_t<std::uint8_t, py::array::c_style>>(pair[1]) || d.ndim() != 1)
+      throw std::invalid_argument("record_batch: string column '" + name + "' data must be 1-d uint8");
+    const auto bytes = static_cast<std::size_t>(d.size());
+    if (o[0] != 0) throw std::invalid_argument("record_batch: string column '" + name + "' offsets must start at 0");
+    for (std::size_t i = 0; i < n; ++i)
+      if (o[i + 1] < o[i] || static_cast<std::size_t>(o[i + 1]) > bytes)
+        throw std::invalid_argument("record_batch: string column '" + name + "' has offsets out of order or range");
+    c->data.assign(d.data(), d.data() + o[n]);
+    n_buffers = 3;
+  } else {
+    throw std::invalid_argument("record_batch: column '" + name + "' has an unsupported format '" + fmt + "'");
+  }
+  c->buffers[0] = c->validity.empty() ? nullptr : c->validity.data();
+  c->buffers[1] = buf(c->values);
+  c->buffers[2] = buf(c->data);
+  return c;
+}
+
+void drop_schema_capsule(PyObject* cap) {
+  auto* s = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
+  if (s == nullptr) { PyErr_Clear(); return; }
+  if (s->release != nullptr) s->release(s);
+  delete s;
+}
+
+void drop_array_capsule(PyObject* cap) {
+  auto* a = static_cast<ArrowArray*>(PyCapsule_GetPointer(cap, "arrow_array"));
+  if (a == nullptr) { PyErr_Clear(); return; }
+  if (a->release != nullptr) a->release(a);
+  delete a;
+}
+
+// columns: a sequence of (name, format, values, valid or None), all of one length.
+py::tuple record_batch(const py::sequence& columns) {
+  const std::size_t nc = static_cast<std::size_t>(columns.size());
+  auto sd = std::make_unique<SchemaData>();
+  auto bd = std::make_unique<BatchData>();
+  sd->format = "+s";
+  sd->children.resize(nc);
+  bd->children.resize(nc);
+  for (std::size_t i = 0; i < nc; ++i) {  // every child released by its parent until built
+    sd->children[i].release = nullptr;
+    bd->children[i].release = nullptr;
+  }
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < nc; ++i) {
+    const py::tuple col = py::reinterpret_borrow<py::tuple>(columns[i]);
+    if (!py::isinstance<py::tuple>(columns[i]) || col.size() != 4)
+      throw std::invalid_argument("record_batch: each column is (name, format, values, valid)");
+    const std::string name = col[0].cast<std::string>(), fmt = col[1].cast<std::string>();
+    if (i == 0) {
+      if (fmt == "u") n = static_cast<std::size_t>(py::len(col[2][py::int_(0)])) - 1;
+      else n = static_cast<std::size_t>(py::len(col[2]));
+    }
+    std::int64_t nulls = 0, n_buffers = 0;
+    std::unique_ptr<ColumnData> c = column(name, fmt, col[2], col[3], n, nulls, n_buffers);
+    auto* cs = new SchemaData;
+    cs->format = fmt;
+    cs->name = name;
+    init_schema(&sd->children[i], cs, ARROW_FLAG_NULLABLE);
+    ArrowArray& a = bd->children[i];
+    a.length = static_cast<std::int64_t>(n);
+    a.null_count = nulls;
+    a.offset = 0;
+    a.n_buffers = n_buffers;
+    a.n_children = 0;
+    a.buffers = c->buffers;
+    a.children = nullptr;
+    a.dictionary = nullptr;
+    a.private_data = c.release();
+    a.release = &release_column;
+  }
+  for (std::size_t i = 0; i < nc; ++i) {
+    sd->child_ptrs.push_back(&sd->children[i]);
+    bd->child_ptrs.push_back(&bd->children[i]);
+  }
+  auto* schema = new ArrowSchema;
+  init_schema(schema, sd.release(), 0);
+  auto* array = new ArrowArray;
+  array->length = static_cast<std::int64_t>(n);
+  array->null_count = 0;
+  array->offset = 0;
+  array->n_buffers = 1;
+  array->n_children = static_cast<std::int64_t>(nc);
+  BatchData* b = bd.release();
+  array->buffers = b->buffers;
+  array->children = b->child_ptrs.empty() ? nullptr : b->child_ptrs.data();
+  array->dictionary = nullptr;
+  array->release = &release_batch;
+  array->private_data = b;
+  PyObject* s = PyCapsule_New(schema, "arrow_schema", &drop_schema_capsule);
+  if (s == nullptr) {
+    release_schema(schema); delete schema; release_batch(array); delete array;
+    throw py::error_already_set();
+  }
+  py::object so = py::reinterpret_steal<py::object>(s);  // owns the schema from here
+  PyObject* a = PyCapsule_New(array, "arrow_array", &drop_array_capsule);
+  if (a == nullptr) {
+    release_batch(array); delete array;
+    throw py::error_already_set();
+  }
+  return py::make_tuple(so, py::reinterpret_steal<py::object>(a));
+}
+
+}  // namespace
+
+void bind_arrow(py::module_& m) {
+  m.def("record_batch", &record_batch, py::arg("columns"));
+}
