@@ -225,10 +225,12 @@ def score(similarity: _F32, observed_at: _I64, reliability: _F32 | None, fact_ty
     """ce.score's kernel: (fused score, validity) per candidate; ``out_*`` are written in
     place when given (float32, C-contiguous, writable, one value per candidate);
     ``future_policy`` for rows with valid_from > t (-1: ``invalid_policy``)."""
-def take_strings(columns: Sequence[Sequence[tuple[_I32, _U8]]], starts: _I64, rows: _I64) -> list[tuple[_I32, _U8]]:
+def take_strings(columns: Sequence[Sequence[tuple[_I32, _U8, _U8 | None, int]]], starts: _I64,
+                 rows: _I64) -> list[tuple[_I32, _U8, npt.NDArray[np.bool_] | None]]:
     """The strings of ``rows`` from string columns stored as Arrow buffers in the same parts
-    (per column, one (int32 offsets, uint8 data) pair per part; ``starts``: each part's first
-    row, then the row count): per column, the (offsets, data) of the rows in order."""
+    (per column, one (int32 offsets, uint8 data, uint8 validity bitmap or None, its first
+    bit) tuple per part; ``starts``: each part's first row, then the row count): per column,
+    (offsets, data, valid or None when every row taken is valid), the rows in order."""
 def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]]) -> tuple[Any, Any]:
     """(name, format, values, valid) columns as one Arrow record batch, as the PyCapsules
     ("arrow_schema", "arrow_array") of the Arrow C data interface; formats i, l, L, g, f,

@@ -87,28 +87,26 @@ def _string_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | Non
 
 def _string_views(table: pa.Table, columns: tuple) -> tuple:
     """The buffers of the string ``columns`` of ``table`` as NumPy views, for
-    ``_core.take_strings``: per column, one (int32 offsets, uint8 data) pair per record
-    batch of the selection (the batches split every column at the same rows); the batches'
-    first rows, then the row count; per column, a bool array of which rows are not null
-    (None when none is)."""
+    ``_core.take_strings``: per column, one (int32 offsets, uint8 data, uint8 validity
+    bitmap or None, its first row's bit) tuple per record batch of the selection (the
+    batches split every column at the same rows); and the batches' first rows, then the
+    row count. O(batches): nothing is read row by row."""
     batches = table.select(list(columns)).to_batches()
     starts = np.cumsum([0] + [b.num_rows for b in batches]).astype(np.int64)
-    parts, valid = [], []
+    parts = []
     for c in range(len(columns)):
-        views, nulls = [], False
+        views = []
         for b in batches:
             a = b.column(c)
             if a.type != pa.string():
                 a = a.cast(pa.string())
-            _, off, data = a.buffers()
+            bits, off, data = a.buffers()
             o = np.frombuffer(off, np.int32)[a.offset:a.offset + len(a) + 1] if off is not None else np.zeros(1, np.int32)
             d = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-            views.append((np.ascontiguousarray(o), d))
-            nulls = nulls or a.null_count > 0
+            v = np.frombuffer(bits, np.uint8) if bits is not None and a.null_count else None
+            views.append((np.ascontiguousarray(o), d, v, a.offset))
         parts.append(views)
-        valid.append(np.concatenate([b.column(c).is_valid().to_numpy(zero_copy_only=False) for b in batches])
-                     if nulls else None)
-    return parts, starts, valid
+    return parts, starts
 
 
 class StoreState:
@@ -129,7 +127,7 @@ class StoreState:
         self.table: pa.Table | None = None
         #: row counts of the string table's parts, each one contiguous (see :func:`_appended`)
         self.parts: list[int] = []
-        #: (table, columns, buffer views, part starts, validity): see :meth:`hit_strings`
+        #: (table, columns, buffer views, part starts): see :meth:`hit_string_buffers`
         self._views: tuple | None = None
         #: hit citations by language and row (chrono_engine.search._hit_citations)
         self.cited: dict[str, dict[int, str]] = {}
@@ -186,12 +184,7 @@ class StoreState:
         cached = self._views
         if cached is None or cached[0] is not table or cached[1] != columns:
             cached = self._views = (table, columns) + _string_views(table, columns)
-        _, _, parts, starts, valid = cached
-        out = []
-        for (offsets, data), ok in zip(_core.take_strings(parts, starts, rows), valid):
-            v = None if ok is None else ok[rows]
-            out.append((offsets, data, None if v is None or v.all() else v))
-        return out
+        return _core.take_strings(cached[2], cached[3], rows)
 
     def hit_strings(self, rows: np.ndarray, columns: tuple) -> list[pa.Array]:
         """:meth:`hit_string_buffers` as Arrow string arrays."""

@@ -479,16 +479,21 @@ def test_take_strings_refuses_damaged_buffers():
     from chrono_engine import _core
     o, d = np.array([0, 2, 5], np.int32), np.frombuffer(b"abcde", np.uint8)
     starts, rows = np.array([0, 2], np.int64), np.array([1, 0], np.int64)
-    ((off, data),) = _core.take_strings([[(o, d)]], starts, rows)
-    assert off.tolist() == [0, 3, 5] and bytes(data) == b"cdeab"
+    ((off, data, valid),) = _core.take_strings([[(o, d, None, 0)]], starts, rows)
+    assert off.tolist() == [0, 3, 5] and bytes(data) == b"cdeab" and valid is None
+    bits = np.array([0b100], np.uint8)  # bit 2 (row 0 at bit offset 2) valid, row 1 null
+    ((_, _, valid),) = _core.take_strings([[(o, d, bits, 2)]], starts, rows)
+    assert valid.tolist() == [False, True]
     for bad in (np.array([0, 4, 2], np.int32), np.array([0, 2, 9], np.int32), np.array([-1, 2, 5], np.int32)):
         with pytest.raises(ValueError, match="offsets"):
-            _core.take_strings([[(bad, d)]], starts, rows)
+            _core.take_strings([[(bad, d, None, 0)]], starts, rows)
     with pytest.raises(ValueError, match="offsets"):
-        _core.take_strings([[(o[:2], d)]], starts, rows)
+        _core.take_strings([[(o[:2], d, None, 0)]], starts, rows)
+    with pytest.raises(ValueError, match="bitmap too short"):
+        _core.take_strings([[(o, d, bits, 7)]], starts, rows)
     for r in (-1, 2):
         with pytest.raises(IndexError):
-            _core.take_strings([[(o, d)]], starts, np.array([r], np.int64))
+            _core.take_strings([[(o, d, None, 0)]], starts, np.array([r], np.int64))
 
 
 def test_record_batch_builds_what_pyarrow_builds():
