@@ -104,7 +104,7 @@ def _string_views(table: pa.Table, columns: tuple) -> tuple:
             o = np.frombuffer(off, np.int32)[a.offset:a.offset + len(a) + 1] if off is not None else np.zeros(1, np.int32)
             d = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
             v = np.frombuffer(bits, np.uint8) if bits is not None and a.null_count else None
-            views.append((np.ascontiguousarray(o), d, v, a.offset))
+            views.append((o, d, v, a.offset))
         parts.append(views)
     return parts, starts
 
@@ -185,10 +185,6 @@ class StoreState:
         if cached is None or cached[0] is not table or cached[1] != columns:
             cached = self._views = (table, columns) + _string_views(table, columns)
         return _core.take_strings(cached[2], cached[3], rows)
-
-    def hit_strings(self, rows: np.ndarray, columns: tuple) -> list[pa.Array]:
-        """:meth:`hit_string_buffers` as Arrow string arrays."""
-        return [_string_array(*b) for b in self.hit_string_buffers(rows, columns)]
 
     def stem_code(self, stem_id: str) -> int:
         """The core's code of a stem name, or -1 when the store has no such stem (a name that

@@ -396,7 +396,7 @@ NUMERIC_COLUMNS = {"query": pa.int32(), "rank": pa.int32(), "id": pa.uint64(), "
                    "decay": pa.float32(), "penalty": pa.float32()}
 
 
-#: the string columns of a hit read by row, in this order (:meth:`StoreState.hit_strings`)
+#: the string columns of a hit read by row, in this order (:meth:`StoreState.hit_string_buffers`)
 _HIT_STRINGS = ("title", "version", "content")
 
 
@@ -409,26 +409,24 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
     the table is built in one native call (``_core.record_batch``, through the Arrow C
     data interface) from the same columns as :func:`result_columns` gives; more, or with
     ``explain``, through :func:`to_table` (zero-copy from NumPy)."""
-    rows = out["row"].astype(np.int64)
-    if explain or len(rows) > _NATIVE_MAX:
+    if explain or len(out["row"]) > _NATIVE_MAX:
         table = to_table(result_columns(state, out, explain, lang, t, mode))
         return table if with_query else table.drop_columns(["query"])
     q = out["query"]
-    cols = state.columns_at(rows, out["known_at"][q] if len(rows) else ALL_KNOWN)
-    title, version, content = state.hit_string_buffers(rows, _HIT_STRINGS)
-    vf, vt = cols["valid_from"], cols["valid_to"]
+    rows, cols, text, cites = _hits(state, out, lang)
+    vt = cols["valid_to"]
     open_ = vt == OPEN_END
     columns = [("query", "i", q, None)] if with_query else []
     columns += [
         ("rank", "i", out["rank"], None), ("id", "L", out["id"], None), ("score", "g", out["score"], None),
         ("similarity", "f", out["similarity"], None), ("validity", "f", out["validity"], None),
-        ("stem_id", "u") + _text(state.stem_buffers(cols["stem"])),
-        ("version", "u") + _text(version),
-        ("valid_from", _TS_FORMAT, vf, None),
+        ("stem_id", "u") + _text(text["stem_id"]),
+        ("version", "u") + _text(text["version"]),
+        ("valid_from", _TS_FORMAT, cols["valid_from"], None),
         ("valid_to", _TS_FORMAT, vt, ~open_ if open_.any() else None),
-        ("title", "u") + _text(title),
-        ("content", "u") + _text(content),
-        ("citation", "u", _hit_citation_list(state, rows, title, version, vf, lang), None),
+        ("title", "u") + _text(text["title"]),
+        ("content", "u") + _text(text["content"]),
+        ("citation", "u", cites if isinstance(cites, list) else cites.to_pylist(), None),
         ("certified", "b", out["certified"][q], None),
     ]
     return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*_core.record_batch(columns))])
@@ -445,26 +443,35 @@ def _text(buffers: tuple) -> tuple:
     return (buffers[0], buffers[1]), buffers[2]
 
 
+def _hits(state: StoreState, out: dict, lang: str) -> tuple:
+    """What both result forms read per hit, after the search (the table then holds every
+    row the core returned): the rows (int64), their metadata columns
+    (:meth:`StoreState.columns_at`, as known at each query's ``known_at``), the string
+    buffers of stem_id, version, title and content, and the citations
+    (:func:`_hit_citations`)."""
+    rows = out["row"].astype(np.int64)
+    cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
+    title, version, content = state.hit_string_buffers(rows, _HIT_STRINGS)
+    text = {"stem_id": state.stem_buffers(cols["stem"]), "version": version, "title": title, "content": content}
+    return rows, cols, text, _hit_citations(state, rows, title, version, cols["valid_from"], lang)
+
+
 def result_columns(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int) -> dict:
     """The result table's columns before Arrow (:func:`to_table` makes the table): NumPy
     arrays for the :data:`NUMERIC_COLUMNS`, int64 µs for ``valid_from`` and ``valid_to``
     (``OPEN_END`` when open), Arrow string arrays or lists of str for the text. A service
     answering in JSON converts these without the round trip through Arrow."""
-    rows = out["row"].astype(np.int64)
-    cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
-    # read after the search: the table holds every row the core returned
-    title, version, content = state.hit_strings(rows, _HIT_STRINGS)
-    vf = cols["valid_from"]
+    rows, cols, text, cites = _hits(state, out, lang)
     data = {
         "query": out["query"], "rank": out["rank"], "id": out["id"], "score": out["score"],
         "similarity": out["similarity"], "validity": out["validity"],
-        "stem_id": state.stem_names(cols["stem"]),
-        "version": version,
-        "valid_from": vf,
+        "stem_id": _string_array(*text["stem_id"]),
+        "version": _string_array(*text["version"]),
+        "valid_from": cols["valid_from"],
         "valid_to": cols["valid_to"],
-        "title": title,
-        "content": content,
-        "citation": _hit_citations(state, rows, title, version, vf, lang),
+        "title": _string_array(*text["title"]),
+        "content": _string_array(*text["content"]),
+        "citation": cites,
         "certified": out["certified"][out["query"]],
     }
     if explain:
@@ -574,35 +581,21 @@ _FEW = 64
 _CITED_MAX = 65536
 
 
-def _hit_citations(state: StoreState, rows: np.ndarray, title: pa.Array, version: pa.Array,
-                   valid_from: np.ndarray, lang: str) -> pa.Array:
-    """:func:`citations` of a search's hits (UTC days), each row's text made once per
-    store state and language (a lone search's hits: a few dict lookups)."""
+def _hit_citations(state: StoreState, rows: np.ndarray, title: tuple, version: tuple,
+                   valid_from: np.ndarray, lang: str) -> list[str] | pa.Array:
+    """:func:`citations` of a search's hits (UTC days) from their titles' and versions'
+    string buffers (:meth:`StoreState.hit_string_buffers`). Up to :data:`_FEW` hits, a
+    list, each row's text made once per store state and language (a lone search's hits: a
+    few dict lookups); more, an Arrow array from Arrow's kernels."""
     if not 0 < len(rows) <= _FEW:
-        return citations(title, version, valid_from, lang)
-    return pa.array(_cited(state, rows, lambda: (title.to_pylist(), version.to_pylist()), valid_from, lang),
-                    pa.string())
-
-
-def _hit_citation_list(state: StoreState, rows: np.ndarray, title: tuple, version: tuple,
-                       valid_from: np.ndarray, lang: str) -> list[str]:
-    """:func:`_hit_citations` as a list, from the titles' and versions' string buffers."""
-    if not 0 < len(rows) <= _FEW:
-        return citations(_string_array(*title), _string_array(*version), valid_from, lang).to_pylist()
-    return _cited(state, rows, lambda: (_string_array(*title).to_pylist(), _string_array(*version).to_pylist()),
-                  valid_from, lang)
-
-
-def _cited(state: StoreState, rows: np.ndarray, texts: Callable[[], tuple], valid_from: np.ndarray,
-           lang: str) -> list[str]:
+        return citations(_string_array(*title), _string_array(*version), valid_from, lang)
     cache = state.cited.get(lang)
     if cache is None:
         cache = state.cited[lang] = {}
     keys = rows.tolist()
     got = [cache.get(r) for r in keys]
     if None in got:
-        titles, versions = texts()
-        got = _few_citations(titles, versions, valid_from, lang)
+        got = _few_citations(_string_array(*title).to_pylist(), _string_array(*version).to_pylist(), valid_from, lang)
         if len(cache) + len(keys) > _CITED_MAX:
             cache.clear()
         cache.update(zip(keys, got))

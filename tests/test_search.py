@@ -449,7 +449,7 @@ def test_hit_strings_by_batch_match_column_takes():
     """The hits' strings gathered natively from the string table's buffers (the search
     path) equal the column-by-column take, for rows in one part, across parts, repeated and
     unordered, with null titles, and follow a write (a new table) instead of a stale snapshot."""
-    from chrono_engine._state import strings_at
+    from chrono_engine._state import _string_array, strings_at
     eng = ce.Engine(2)
     sizes = [5, 3, 1, 7, 2]
     n = 0
@@ -463,14 +463,14 @@ def test_hit_strings_by_batch_match_column_takes():
     cols = ("title", "version", "content")
 
     def got_of(rows):
-        return dict(zip(cols, (a.to_pylist() for a in st.hit_strings(rows, cols))))
+        return dict(zip(cols, (_string_array(*b).to_pylist() for b in st.hit_string_buffers(rows, cols))))
     for rows in ([0], [n - 1], [4, 0, 2], list(range(n))[::-1], rng.integers(0, n, 40).tolist(), [6, 6, 6], []):
         rows = np.asarray(rows, np.int64)
         assert got_of(rows) == strings_at(st.strings(), rows, cols).to_pydict()
     eng.ingest([{"vector": [0, 1], "valid_from": "2024-01-01", "content": "late", "title": "L", "version": "9.0"}])
     assert got_of(np.array([n], np.int64)) == {"title": ["L"], "version": ["9.0"], "content": ["late"]}
     with pytest.raises(IndexError, match="row"):
-        st.hit_strings(np.array([n + 1], np.int64), cols)
+        st.hit_string_buffers(np.array([n + 1], np.int64), cols)
 
 
 def test_take_strings_refuses_damaged_buffers():

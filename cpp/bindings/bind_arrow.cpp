@@ -47,22 +47,29 @@ struct ArrowArray {
 
 namespace {
 
+// Every exported struct owns its private data; releasing it deletes that data (whose
+// destructor releases the children it still holds) and marks the struct released.
+template <class Struct, class Data>
+void release_private(Struct* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  delete static_cast<Data*>(s->private_data);
+  s->release = nullptr;
+}
+
+// Releases the children the consumer has not moved out (a moved child has release == nullptr).
+template <class Struct>
+void release_children(std::vector<Struct>& children) {
+  for (Struct& c : children)
+    if (c.release != nullptr) c.release(&c);
+}
+
 // ---------------------------------------------------------------- schema
 struct SchemaData {
   std::string format, name;
-  std::vector<ArrowSchema> children;  // each released here unless the consumer moved it
+  std::vector<ArrowSchema> children;
   std::vector<ArrowSchema*> child_ptrs;
-  ~SchemaData() {
-    for (ArrowSchema& c : children)
-      if (c.release != nullptr) c.release(&c);
-  }
+  ~SchemaData() { release_children(children); }
 };
-
-void release_schema(ArrowSchema* s) {
-  if (s == nullptr || s->release == nullptr) return;
-  delete static_cast<SchemaData*>(s->private_data);
-  s->release = nullptr;
-}
 
 void init_schema(ArrowSchema* s, SchemaData* d, int64_t flags) {
   s->format = d->format.c_str();
@@ -72,7 +79,7 @@ void init_schema(ArrowSchema* s, SchemaData* d, int64_t flags) {
   s->n_children = static_cast<int64_t>(d->children.size());
   s->children = d->child_ptrs.empty() ? nullptr : d->child_ptrs.data();
   s->dictionary = nullptr;
-  s->release = &release_schema;
+  s->release = &release_private<ArrowSchema, SchemaData>;
   s->private_data = d;
 }
 
@@ -84,27 +91,12 @@ struct ColumnData {
   const void* buffers[3] = {nullptr, nullptr, nullptr};
 };
 
-void release_column(ArrowArray* a) {
-  if (a == nullptr || a->release == nullptr) return;
-  delete static_cast<ColumnData*>(a->private_data);
-  a->release = nullptr;
-}
-
 struct BatchData {
-  std::vector<ArrowArray> children;  // a child the consumer moved out has release == nullptr
+  std::vector<ArrowArray> children;
   std::vector<ArrowArray*> child_ptrs;
   const void* buffers[1] = {nullptr};
-  ~BatchData() {
-    for (ArrowArray& c : children)
-      if (c.release != nullptr) c.release(&c);
-  }
+  ~BatchData() { release_children(children); }
 };
-
-void release_batch(ArrowArray* a) {
-  if (a == nullptr || a->release == nullptr) return;
-  delete static_cast<BatchData*>(a->private_data);
-  a->release = nullptr;
-}
 
 const void* buf(const std::vector<std::uint8_t>& v) { return v.empty() ? kEmpty : v.data(); }
 
@@ -198,18 +190,19 @@ std::unique_ptr<ColumnData> column(const std::string& name, const std::string& f
   return c;
 }
 
-void drop_schema_capsule(PyObject* cap) {
-  auto* s = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
-  if (s == nullptr) { PyErr_Clear(); return; }
+// An exported struct and what it owns, freed (released first unless its consumer did).
+template <class Struct>
+void drop(Struct* s) {
   if (s->release != nullptr) s->release(s);
   delete s;
 }
 
-void drop_array_capsule(PyObject* cap) {
-  auto* a = static_cast<ArrowArray*>(PyCapsule_GetPointer(cap, "arrow_array"));
-  if (a == nullptr) { PyErr_Clear(); return; }
-  if (a->release != nullptr) a->release(a);
-  delete a;
+// A capsule's destructor: drops the struct it still holds.
+template <class Struct>
+void drop_capsule(PyObject* cap) {
+  auto* s = static_cast<Struct*>(PyCapsule_GetPointer(cap, PyCapsule_GetName(cap)));
+  if (s == nullptr) { PyErr_Clear(); return; }
+  drop(s);
 }
 
 // columns: a sequence of (name, format, values, valid or None), all of one length.
@@ -250,7 +243,7 @@ py::tuple record_batch(const py::sequence& columns) {
     a.children = nullptr;
     a.dictionary = nullptr;
     a.private_data = c.release();
-    a.release = &release_column;
+    a.release = &release_private<ArrowArray, ColumnData>;
   }
   for (std::size_t i = 0; i < nc; ++i) {
     sd->child_ptrs.push_back(&sd->children[i]);
@@ -268,17 +261,18 @@ py::tuple record_batch(const py::sequence& columns) {
   array->buffers = b->buffers;
   array->children = b->child_ptrs.empty() ? nullptr : b->child_ptrs.data();
   array->dictionary = nullptr;
-  array->release = &release_batch;
+  array->release = &release_private<ArrowArray, BatchData>;
   array->private_data = b;
-  PyObject* s = PyCapsule_New(schema, "arrow_schema", &drop_schema_capsule);
+  PyObject* s = PyCapsule_New(schema, "arrow_schema", &drop_capsule<ArrowSchema>);
   if (s == nullptr) {
-    release_schema(schema); delete schema; release_batch(array); delete array;
+    drop(schema);
+    drop(array);
     throw py::error_already_set();
   }
   py::object so = py::reinterpret_steal<py::object>(s);  // owns the schema from here
-  PyObject* a = PyCapsule_New(array, "arrow_array", &drop_array_capsule);
+  PyObject* a = PyCapsule_New(array, "arrow_array", &drop_capsule<ArrowArray>);
   if (a == nullptr) {
-    release_batch(array); delete array;
+    drop(array);
     throw py::error_already_set();
   }
   return py::make_tuple(so, py::reinterpret_steal<py::object>(a));
