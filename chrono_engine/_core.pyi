@@ -225,6 +225,9 @@ def score(similarity: _F32, observed_at: _I64, reliability: _F32 | None, fact_ty
     """ce.score's kernel: (fused score, validity) per candidate; ``out_*`` are written in
     place when given (float32, C-contiguous, writable, one value per candidate);
     ``future_policy`` for rows with valid_from > t (-1: ``invalid_policy``)."""
+def probe_choice(n: int, f: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+    """Which queries of a group the planner sends to the probe plan (probe.hpp), given
+    each one's rows in force (0: the probe does not apply) and the store's ``n`` rows."""
 def take_strings(columns: Sequence[Sequence[tuple[_I32, _U8, _U8 | None, int]]], starts: _I64,
                  rows: _I64) -> list[tuple[_I32, _U8, npt.NDArray[np.bool_] | None]]:
     """The strings of ``rows`` from string columns stored as Arrow buffers in the same parts

@@ -119,6 +119,42 @@ def test_a_group_probes_while_its_queries_outnumber_few_rows_in_force(eng, corpu
             assert s == pytest.approx(exact_score[key], rel=1e-9, abs=1e-12)
 
 
+def _probe_choice_reference(n: int, f: np.ndarray) -> np.ndarray:
+    # probe.hpp's rule: probe where n * 1 ns < f * (150 ns / S + 6 ns), S = the queries the
+    # scan serves as the round begins; rounds until no query changes
+    applies = np.zeros(len(f), bool)
+    changed = True
+    while changed and (~applies).any():
+        changed, share = False, int((~applies).sum())
+        for g in range(len(f)):
+            if not applies[g] and f[g] and n < f[g] * (150.0 / share + 6.0):
+                applies[g], changed = True, True
+    return applies
+
+
+def test_a_group_decides_its_plans_again_once_some_queries_probe():
+    # 28 queries with 30k rows in force probe; the 4 with 15k would scan in a group of 32
+    # (15k * (150/32 + 6) ns < 200k ns) but scan only among themselves (15k * (150/4 + 6)):
+    # decided again, they probe too. Deciding once left them a 4-query scan (~2x the group)
+    f = np.array([30_000] * 28 + [15_000] * 4, np.uint64)
+    assert ce._core.probe_choice(200_000, f).all()
+    # a full group of 64 at 15k keeps the scan; queries the probe cannot take stay scanning
+    assert not ce._core.probe_choice(200_000, np.full(64, 15_000, np.uint64)).any()
+    got = ce._core.probe_choice(200_000, np.array([0, 0, 30_000, 9_000], np.uint64))
+    assert got.tolist() == [False, False, True, True]
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        G, n = int(rng.integers(1, 65)), int(rng.integers(10_000, 2_000_000))
+        f = np.where(rng.random(G) < 0.2, 0, rng.integers(8_193, max(n, 8_194), G)).astype(np.uint64)
+        got = ce._core.probe_choice(n, f)
+        np.testing.assert_array_equal(got, _probe_choice_reference(n, f))
+        # a fixed point: no query left scanning would be cheaper probing beside the others left
+        left = int((~got).sum())
+        assert not any(f[g] and n < f[g] * (150.0 / left + 6.0) for g in np.flatnonzero(~got))
+    with pytest.raises(ValueError):
+        ce._core.probe_choice(10, np.zeros((2, 2), np.uint64))
+
+
 def test_upkeep_on_ingest_open_and_threshold(tmp_path, corpus):
     e = ce.Engine(D, decay=policy_for(corpus.half_lives), threads=2)
     e.partition_min = 5_000

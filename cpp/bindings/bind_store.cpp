@@ -425,6 +425,18 @@ struct PyStore {
 }  // namespace
 
 void bind_store(py::module_& m) {
+  m.def("probe_choice", [](std::size_t n, carray<std::uint64_t> f) {
+    // which queries of a group the planner sends to the probe (probe.hpp), given each one's
+    // rows in force (0: the probe does not apply) and the store's rows: tests check the rule
+    if (f.ndim() != 1) throw std::invalid_argument("f must be 1-D");
+    const std::size_t G = static_cast<std::size_t>(f.size());
+    std::vector<std::size_t> fs(f.data(), f.data() + G);
+    std::vector<char> applies(G);
+    probe_choice(n, fs.data(), G, applies.data());
+    py::array_t<bool> out(static_cast<py::ssize_t>(G));
+    for (std::size_t g = 0; g < G; ++g) out.mutable_data()[g] = applies[g] != 0;
+    return out;
+  }, py::arg("n"), py::arg("f"));
   // The GIL stays held in every method: a table is read and extended under it only.
   py::class_<NameTable>(m, "Names")
       .def(py::init<>())

@@ -181,10 +181,13 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
 // (and per query the graph plan) for the others.
 inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                       const std::vector<std::size_t>& where) {
-  std::vector<char> applies(qs.size());
+  std::vector<std::size_t> f(qs.size());
   bool any = false;
-  for (std::size_t g = 0; g < qs.size(); ++g) any |= (applies[g] = probe_applies(qs[g], st, qs.size())) != 0;
+  for (std::size_t g = 0; g < qs.size(); ++g) any |= (f[g] = probe_in_force(qs[g], st)) != 0;
   if (!any) { run_certified(qs, st, out, where); return; }
+  std::vector<char> applies(qs.size());
+  probe_choice(st.meta().size(), f.data(), qs.size(), applies.data());
+  if (std::find(applies.begin(), applies.end(), 1) == applies.end()) { run_certified(qs, st, out, where); return; }
   std::vector<Searcher> rest;
   std::vector<std::size_t> rest_where;
   const std::size_t budget = st.meta().size() / 16 + 1024;
