@@ -196,7 +196,15 @@ class AsyncCoalescer:
                 return res
         if not self._busy and self._queue:
             self._start(loop)
-        return await (fut if timeout is None else asyncio.wait_for(fut, timeout))
+        if timeout is None:
+            return await fut
+        # a timer instead of asyncio.wait_for (no task and no waiter per call); the group
+        # skips a future that is already done when its answers come
+        timer = loop.call_later(timeout, _expire, fut)
+        try:
+            return await fut
+        finally:
+            timer.cancel()
 
     def _start(self, loop: Any) -> None:
         key = self._queue[0][0].key
@@ -252,6 +260,11 @@ def _run_batch(batch: list) -> list:
         return [e] * len(batch)
     finally:
         batch.clear()
+
+
+def _expire(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_exception(asyncio.TimeoutError())
 
 
 def _outcome(req: Request) -> Any:

@@ -238,6 +238,10 @@ def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | 
     """(name, format, values, valid) columns as one Arrow record batch, as the PyCapsules
     ("arrow_schema", "arrow_array") of the Arrow C data interface; formats i, l, L, g, f,
     b, tsu:<tz>, and u with (int32 offsets, uint8 data) or a list of str."""
+def json_rows(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]], starts: _I64,
+              key: str) -> list[bytes]:
+    """The columns (as ``record_batch`` takes them; timestamps UTC) written as JSON: per
+    range ``[starts[i], starts[i + 1])`` one body ``{key: [{column: value, ...}, ...]}``."""
 def ppr(ptr: _I64, rel: _I32, dst: _I32, time: _I64, quality: _F32 | None, conf: _F64, beta: _F64,
         seeds: _I32, seed_mass: _F64, T: int, alpha: float = 0.15, eps: float = 1e-06, tau: float = 0.001,
         k: int = 50) -> _PprResult:

@@ -247,7 +247,9 @@ class Engine:
                                  f"({shown(str(e))})") from None
             if v.ndim != 1:
                 raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
-            q = _search.query_vectors(v[None, :], self.dim, self.metric)[0]
+            q = _search.query_vector_one(v, self.dim, self.metric)  # a list of numbers (JSON)
+            if q is None:
+                q = _search.query_vectors(v[None, :], self.dim, self.metric)[0]
         opts, okey = _search.options_for_call(options, kwargs)
         k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
         times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
@@ -302,7 +304,7 @@ class Engine:
             return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
         return self._answers(payloads, batch[0].key[0], split)
 
-    def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool = True,
+    def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool | str = True,
                  with_query: bool = True) -> list:
         """The answers of calls prepared by :meth:`_prepare` with one key:
         ``finish(answer, calls)`` turns the :meth:`_group_table` answer of the calls
@@ -322,12 +324,13 @@ class Engine:
                 out.append(e)
         return out
 
-    def _group_table(self, payloads: list, k: int, *, table: bool = True, with_query: bool = True) -> pa.Table | dict:
+    def _group_table(self, payloads: list, k: int, *, table: bool | str = True, with_query: bool = True) -> Any:
         """The calls prepared by :meth:`_prepare` with one key, as one ``search_batch``
         table (its ``query`` column numbering the calls); with ``table=False``, its result
         columns before Arrow (:func:`chrono_engine.search.result_columns`) unless the calls
-        ask for the layer-3 gate (``verify``); ``with_query=False``: without the ``query``
-        column (one call)."""
+        ask for the layer-3 gate (``verify``); with ``table="json"``, each call's JSON body
+        where :func:`chrono_engine.search.run` writes them; ``with_query=False``: without
+        the ``query`` column (one call)."""
         if len(payloads) == 1:  # a lone call: its arrays as they are
             q, times = payloads[0][0][None, :], payloads[0][1]
         else:

@@ -370,13 +370,19 @@ def planner_args(planner: dict) -> tuple:
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-        threads: int, times: tuple | None = None, *, table: bool = True,
-        with_query: bool = True) -> pa.Table | dict:
+        threads: int, times: tuple | None = None, *, table: bool | str = True,
+        with_query: bool = True) -> pa.Table | dict | list:
     """:func:`core_search`, then its answer as the result table (and the layer-3 gate);
-    with ``table=False`` and no gate, as :func:`result_columns` (no Arrow);
+    with ``table=False`` and no gate, as :func:`result_columns` (no Arrow); with
+    ``table="json"``, each query's JSON body (:func:`result_json`) where it applies (no
+    ``explain``, no gate, at most :data:`_NATIVE_MAX` hits), else as ``table=False``;
     ``with_query=False``: without the ``query`` column (one query; no gate)."""
     out, t = core_search(state, q, k, opts, planner, threads, times)
-    if not table and opts.verify is None:
+    if table == "json" and not opts.explain and opts.verify is None:
+        bodies = result_json(state, out, opts.lang, q.shape[0])
+        if bodies is not None:
+            return bodies
+    if (not table or table == "json") and opts.verify is None:
         return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
     if opts.verify is None:
         return result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode], with_query=with_query)
@@ -412,6 +418,24 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
     if explain or len(out["row"]) > _NATIVE_MAX:
         table = to_table(result_columns(state, out, explain, lang, t, mode))
         return table if with_query else table.drop_columns(["query"])
+    columns = _native_columns(state, out, lang, with_query)
+    return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*_core.record_batch(columns))])
+
+
+def result_json(state: StoreState, out: dict, lang: str, n_queries: int) -> list[bytes] | None:
+    """Each query's hits as the service's JSON body ``{"hits": [{column: value, ...}, ...]}``
+    (the result table's columns without ``query``; timestamps ISO 8601 UTC, open ends and
+    non-finite numbers null), written by one native call (``_core.json_rows``); None beyond
+    :data:`_NATIVE_MAX` hits (the caller takes :func:`result_columns`)."""
+    if len(out["row"]) > _NATIVE_MAX:
+        return None
+    starts = np.searchsorted(out["query"], np.arange(n_queries + 1)).astype(np.int64)
+    return _core.json_rows(_native_columns(state, out, lang, False), starts, "hits")
+
+
+def _native_columns(state: StoreState, out: dict, lang: str, with_query: bool) -> list:
+    """The result table's columns (without ``explain``'s) as ``_core.record_batch`` and
+    ``_core.json_rows`` take them: (name, format, values, valid or None)."""
     q = out["query"]
     rows, cols, text, cites = _hits(state, out, lang)
     vt = cols["valid_to"]
@@ -429,7 +453,7 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
         ("citation", "u", cites if isinstance(cites, list) else cites.to_pylist(), None),
         ("certified", "b", out["certified"][q], None),
     ]
-    return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*_core.record_batch(columns))])
+    return columns
 
 
 #: the most hits :func:`result_table` builds natively (a lone search's, a coalesced group's)
@@ -584,10 +608,12 @@ _CITED_MAX = 65536
 def _hit_citations(state: StoreState, rows: np.ndarray, title: tuple, version: tuple,
                    valid_from: np.ndarray, lang: str) -> list[str] | pa.Array:
     """:func:`citations` of a search's hits (UTC days) from their titles' and versions'
-    string buffers (:meth:`StoreState.hit_string_buffers`). Up to :data:`_FEW` hits, a
-    list, each row's text made once per store state and language (a lone search's hits: a
-    few dict lookups); more, an Arrow array from Arrow's kernels."""
-    if not 0 < len(rows) <= _FEW:
+    string buffers (:meth:`StoreState.hit_string_buffers`), as a list: each row's text is
+    made once per store state and language and kept (at most :data:`_CITED_MAX` rows, then
+    cleared), so a search's hits cost a dict lookup each; the rows not kept yet are made
+    together (Python's joins up to :data:`_FEW` of them, Arrow's kernels beyond). More hits
+    than the cache holds: an Arrow array, without the cache."""
+    if not 0 < len(rows) <= _CITED_MAX:
         return citations(_string_array(*title), _string_array(*version), valid_from, lang)
     cache = state.cited.get(lang)
     if cache is None:
@@ -595,10 +621,17 @@ def _hit_citations(state: StoreState, rows: np.ndarray, title: tuple, version: t
     keys = rows.tolist()
     got = [cache.get(r) for r in keys]
     if None in got:
-        got = _few_citations(_string_array(*title).to_pylist(), _string_array(*version).to_pylist(), valid_from, lang)
-        if len(cache) + len(keys) > _CITED_MAX:
+        miss = [i for i, g in enumerate(got) if g is None]
+        titles, versions, vf = _string_array(*title), _string_array(*version), valid_from
+        if len(miss) < len(keys):
+            at = pa.array(miss, pa.int64())
+            titles, versions, vf = titles.take(at), versions.take(at), np.asarray(valid_from)[miss]
+        made = (_few_citations(titles.to_pylist(), versions.to_pylist(), vf, lang) if len(miss) <= _FEW
+                else citations(titles, versions, vf, lang).to_pylist())
+        if len(cache) + len(miss) > _CITED_MAX:
             cache.clear()
-        cache.update(zip(keys, got))
+        for i, text in zip(miss, made):
+            got[i] = cache[keys[i]] = text
     return got
 
 

@@ -296,12 +296,18 @@ def _group_bodies(answer: dict | pa.Table, arrow: list) -> list:
 def _search_group(batch: list) -> list:
     """The service's coalesced searches (:class:`~chrono_engine._coalesce.AsyncCoalescer`
     requests keyed by (engine, the call's key), each with its payload and whether it wants
-    Arrow): every call's response body, from the group's result columns
-    (:meth:`Engine._answers`: the answers of :meth:`Engine.search`)."""
+    Arrow): every call's response body (:meth:`Engine._answers`: the answers of
+    :meth:`Engine.search`): JSON bodies written by one native call
+    (:func:`chrono_engine.search.result_json`) when no call of the group wants Arrow and
+    none asks ``explain`` or ``verify``; else from the group's result columns."""
     eng, k = batch[0].key[0], batch[0].key[1][0]
     arrow = [r.payload[1] for r in batch]
-    return eng._answers([r.payload[0] for r in batch], k,
-                        lambda answer, calls: _group_bodies(answer, [arrow[i] for i in calls]), table=False)
+
+    def bodies(answer: Any, calls: Any) -> list:
+        if isinstance(answer, list):  # every call's JSON body, written natively
+            return answer
+        return _group_bodies(answer, [arrow[i] for i in calls])
+    return eng._answers([r.payload[0] for r in batch], k, bodies, table="json" if not any(arrow) else False)
 
 
 class _Metrics:
@@ -394,6 +400,24 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             chunks.append(chunk)
         return b"".join(chunks)
 
+    async def body_received(declared: str | None, receive: Any) -> bytes:
+        """:func:`body_of` for the fast path's raw ASGI ``receive`` (the same limits and
+        refusals; a client gone before its body ended: 400)."""
+        if declared is not None and declared.isdigit() and int(declared) > limits.max_body:
+            raise _HTTPError(413, "body", f"body of {declared} bytes exceeds the limit of {limits.max_body}")
+        chunks, size = [], 0
+        while True:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                raise _HTTPError(400, "body", "the client went away before its body ended")
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > limits.max_body:
+                raise _HTTPError(413, "body", f"body exceeds the limit of {limits.max_body} bytes")
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
     async def json_of(request: Request) -> dict:
         return parse_json(await body_of(request))
 
@@ -417,10 +441,12 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             raise _HTTPError(422, "k", f"k must be an integer in [1, {limits.max_k}]")
         return k
 
+    from .search import SearchOptions
+    option_names = frozenset(SearchOptions.names())
+
     def options(obj: dict, skip: tuple) -> dict:
-        from .search import SearchOptions
         opts = {kk: v for kk, v in obj.items() if kk not in skip}
-        unknown = sorted(set(opts) - set(SearchOptions.names()))
+        unknown = sorted(set(opts) - option_names)
         if unknown:
             raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
         if isinstance(opts.get("window"), list):
@@ -463,18 +489,23 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     async def search(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
+        arrow = ARROW in request.headers.get("accept", "")
+        body = await search_answer(await body_of(request), arrow)
+        return Response(body, media_type=ARROW if arrow else "application/json")
+
+    async def search_answer(raw: bytes, arrow: bool) -> bytes:
+        """One search's response body from its request body (both paths: Starlette's
+        route and the raw fast path, :func:`fast_search`)."""
+        obj = parse_json(raw)
         vec, k = require(obj, "vector"), check_k(obj)
         kw = options(obj, ("vector", "k"))
         eng = engine
         key, payload = eng._prepare(vec, k, None, kw)  # the call's own checks, its times fixed now
-        arrow = ARROW in request.headers.get("accept", "")
         searches.max_group = eng._max_group()
         try:
-            body = await searches.submit((eng, key), (payload, arrow), _search_group, limits.timeout)
+            return await searches.submit((eng, key), (payload, arrow), _search_group, limits.timeout)
         except asyncio.TimeoutError:
             raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
-        return Response(body, media_type=ARROW if arrow else "application/json")
 
     async def search_batch(request: Request) -> Response:
         collection(request)
@@ -714,37 +745,86 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         (c + "/snapshots/{name}/restore", snapshot_restore, ["POST"], _WRITE),
     ]
 
+    def authorize(role: str | None, given: Any) -> None:
+        """Refuse a request whose key (``given()``: the presented key) may not take
+        ``role`` (401 / 403)."""
+        if role is not None and (keys or not allow_anonymous):
+            have = keys.role(given())
+            if have is None:
+                raise _HTTPError(401, "authorization", "a valid API key is required")
+            if role == _WRITE and have != _WRITE:
+                raise _HTTPError(403, "authorization", "this key may only read")
+
+    def refusal(e: Exception, endpoint: str) -> tuple[int, bytes]:
+        """A failed request's status and JSON body (as Starlette's JSONResponse writes it);
+        anything but a refusal is a bug: answered 500 and logged."""
+        if isinstance(e, _HTTPError):
+            status, obj = e.status, {"error": e.field, "message": e.message}
+        elif isinstance(e, ChronoError):
+            status, obj = _status_of(e), {"error": type(e).__name__, "message": str(e)[:2000]}
+        else:
+            status, obj = 500, {"error": "internal", "message": "internal error"}
+            if log is not None:
+                print(json.dumps({"event": "error", "endpoint": endpoint, "type": type(e).__name__,
+                                  "message": str(e)[:500]}), file=log, flush=True)
+        return status, json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+    def record(method: str, endpoint: str, status: int, t0: float) -> None:
+        dt = time.perf_counter() - t0
+        metrics.observe(endpoint, status, dt)
+        if log is not None:
+            log.write(_dumps({"ts": _dt.datetime.now(_dt.timezone.utc), "method": method,
+                              "endpoint": endpoint, "status": status, "ms": round(dt * 1e3, 3)}).decode() + "\n")
+            log.flush()
+
     def guarded(handler: Any, role: str | None, endpoint: str) -> Any:
         async def endpoint_fn(request: Request) -> Response:
             t0 = time.perf_counter()
-            status = 500
             try:
-                if role is not None and (keys or not allow_anonymous):
-                    given = _presented(request)
-                    have = keys.role(given)
-                    if have is None:
-                        raise _HTTPError(401, "authorization", "a valid API key is required")
-                    if role == _WRITE and have != _WRITE:
-                        raise _HTTPError(403, "authorization", "this key may only read")
+                authorize(role, lambda: _presented(request.headers.get("authorization", ""),
+                                                   request.headers.get("x-api-key")))
                 resp = await handler(request)
-            except _HTTPError as e:
-                resp = JSONResponse({"error": e.field, "message": e.message}, status_code=e.status)
-            except ChronoError as e:
-                resp = JSONResponse({"error": type(e).__name__, "message": str(e)[:2000]}, status_code=_status_of(e))
-            except Exception as e:  # noqa: BLE001 - a bug: answered 500, logged
-                resp = JSONResponse({"error": "internal", "message": "internal error"}, status_code=500)
-                if log is not None:
-                    print(json.dumps({"event": "error", "endpoint": endpoint, "type": type(e).__name__,
-                                      "message": str(e)[:500]}), file=log, flush=True)
-            status = resp.status_code
-            dt = time.perf_counter() - t0
-            metrics.observe(endpoint, status, dt)
-            if log is not None:
-                log.write(_dumps({"ts": _dt.datetime.now(_dt.timezone.utc), "method": request.method,
-                                  "endpoint": endpoint, "status": status, "ms": round(dt * 1e3, 3)}).decode() + "\n")
-                log.flush()
+            except Exception as e:  # noqa: BLE001 - refusals and bugs alike get their answer
+                status, body = refusal(e, endpoint)
+                resp = Response(body, status_code=status, media_type="application/json")
+            record(request.method, endpoint, resp.status_code, t0)
             return resp
         return endpoint_fn
+
+    search_path = c.replace("{c}", name) + "/search"
+    search_endpoint = c + "/search"
+    json_headers = [(b"content-type", b"application/json")]
+    arrow_headers = [(b"content-type", ARROW.encode())]
+
+    async def fast_search(scope: dict, receive: Any, send: Any) -> None:
+        """``POST /v1/collections/{name}/search`` without Starlette's routing, request and
+        response objects (the busiest path: a single search per request): the same checks,
+        refusals, metrics and log line as the routed endpoints (``guarded``)."""
+        t0 = time.perf_counter()
+        auth = xkey = accept = declared = None
+        for hk, hv in scope["headers"]:  # the first of each, as Starlette's Headers.get
+            if hk == b"authorization":
+                auth = hv if auth is None else auth
+            elif hk == b"x-api-key":
+                xkey = hv if xkey is None else xkey
+            elif hk == b"accept":
+                accept = hv if accept is None else accept
+            elif hk == b"content-length":
+                declared = hv if declared is None else declared
+        arrow = accept is not None and ARROW in accept.decode("latin-1")
+        try:
+            authorize(_READ, lambda: _presented(auth.decode("latin-1") if auth is not None else "",
+                                                xkey.decode("latin-1") if xkey is not None else None))
+            raw = await body_received(declared.decode("latin-1") if declared is not None else None, receive)
+            status, body = 200, await search_answer(raw, arrow)
+            headers = arrow_headers if arrow else json_headers
+        except Exception as e:  # noqa: BLE001 - refusals and bugs alike get their answer
+            status, body = refusal(e, search_endpoint)
+            headers = json_headers
+        record("POST", search_endpoint, status, t0)
+        await send({"type": "http.response.start", "status": status,
+                    "headers": headers + [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def lifespan(app: Any):
         yield
@@ -756,16 +836,24 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
     from contextlib import asynccontextmanager
-    app = Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+    routed = Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == search_path and scope["method"] == "POST" \
+                and not scope.get("root_path"):
+            await fast_search(scope, receive, send)
+        else:
+            await routed(scope, receive, send)
+    app.state = routed.state  # type: ignore[attr-defined]
     app.state.engine = lambda: engine  # the engine served now (a restore replaces it)
     return app
 
 
-def _presented(request: Any) -> bytes | None:
-    auth = request.headers.get("authorization", "")
+def _presented(auth: str, key: str | None) -> bytes | None:
+    """The key a request presents: ``Authorization: Bearer KEY``, else ``X-API-Key``
+    (header values as Starlette decodes them: latin-1)."""
     if auth[:7].lower() == "bearer ":
         return auth[7:].strip().encode("utf-8", "surrogateescape")
-    key = request.headers.get("x-api-key")
     return key.encode("utf-8", "surrogateescape") if key else None
 
 

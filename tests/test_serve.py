@@ -591,3 +591,83 @@ def test_open_windows_and_unknown_fact_types(served):
             props = spec[path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
             assert props["window"]["items"]["type"] == ["string", "null"], path
             assert props["fact_types"]["items"]["type"] == "string", path
+
+
+# ----------------------------------------------------------------------------- native JSON
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_native_json_bodies_equal_the_python_path(lang):
+    """A coalesced group's JSON bodies written natively (``search.result_json``) read back
+    as the bodies the Python path writes from the result columns: null titles, versions,
+    stems and open ends, a string table in three parts, a retraction, empty answers."""
+    from chrono_engine import search as S
+    from chrono_engine.serve import _group_bodies
+    rng = np.random.default_rng(6)
+    eng = ce.Engine(8, decay=ce.DecayPolicy(default=ce.Exponential(half_life=30)))
+    rows = [{"vector": rng.standard_normal(8).astype(np.float32), "valid_from": f"2024-{1 + i % 12:02d}-01T{i % 24:02d}:00:00.{i:06d}",
+             "valid_to": None if i % 3 else f"2025-{1 + i % 12:02d}-01", "title": None if i % 5 == 0 else f'T"{i}\\\n\t',
+             "version": None if i % 7 == 0 else f"{i % 4}.{i % 3}", "stem_id": None if i % 2 else f"s{i % 40}",
+             "content": "内容\u2028\x01" * (i % 4)} for i in range(300)]
+    for a, b in ((0, 100), (100, 150), (150, 300)):
+        eng.ingest(rows[a:b])
+    eng.retract(ids=[3])
+    st, pl = eng._state, eng._planner()
+    for i in range(20):
+        opts = ce.SearchOptions(mode="as_of", as_of=f"{2023 + (i % 7 == 0)}-{1 + i % 12:02d}-15", lang=lang,
+                                arbitrate=i % 3 > 0)
+        q = S.query_vectors(rng.standard_normal((1 + i % 4, 8)).astype(np.float32), 8, "cosine")
+        out, t = S.core_search(st, q, 10, opts, pl, 1)
+        native = S.result_json(st, out, lang, len(q))
+        python = _group_bodies(S.result_columns(st, out, False, lang, t, S.MODES[opts.mode]), [False] * len(q))
+        assert len(native) == len(python) == len(q)
+        for a, b in zip(native, python):
+            assert json.loads(a) == json.loads(b)
+            assert isinstance(a, bytes)
+
+
+def test_json_rows_writes_what_python_writes():
+    """``_core.json_rows``: numbers read back as the same doubles (float32 widened), UTC
+    timestamps as ``datetime.isoformat()`` from year 1 to 9999, strings escaped (bytes
+    that are not UTF-8 become U+FFFD), nulls by validity; refusals name what is wrong."""
+    import datetime as dt
+
+    from chrono_engine import _core
+    rng = np.random.default_rng(7)
+    n = 2000
+    us = rng.integers(-62135596800000000, 253402300799999999, n)
+    us[:4] = [-62135596800000000, 253402300799999999, 0, 951782400000000]  # edges, 2000-02-29
+    f32 = rng.standard_normal(n).astype(np.float32) * np.float32(10.0) ** rng.integers(-20, 20, n).astype(np.float32)
+    f64 = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300, n)
+    f64[:5] = [np.nan, np.inf, -np.inf, 0.0, 1e16]
+    ints = rng.integers(-2**63, 2**63 - 1, n)
+    texts = ["", "a\"b\\c", "\x00\x1f\x7f", "中文\u2028😀", "\ud7ff\ue000"] * (n // 5)
+    data = b"".join(t.encode() for t in texts)
+    offs = np.concatenate([[0], np.cumsum([len(t.encode()) for t in texts])]).astype(np.int32)
+    valid = rng.random(n) < 0.9
+    cols = [("t", "tsu:UTC", us, valid), ("f", "f", f32, None), ("g", "g", f64, None), ("l", "l", ints, None),
+            ("b", "b", rng.random(n) < 0.5, None), ("u", "u", (offs, np.frombuffer(data, np.uint8)), None)]
+    starts = np.array([0, 0, 7, 1000, n], np.int64)
+    bodies = _core.json_rows(cols, starts, "hits")
+    assert [len(json.loads(b)["hits"]) for b in bodies] == [0, 7, 993, 1000]
+    hits = [h for b in bodies for h in json.loads(b)["hits"]]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    for i, h in enumerate(hits):
+        assert list(h) == ["t", "f", "g", "l", "b", "u"]
+        want_t = (epoch + dt.timedelta(microseconds=int(us[i]))).isoformat() if valid[i] else None
+        assert h["t"] == want_t
+        assert h["f"] == float(f32[i]) and type(h["f"]) is float
+        assert h["g"] == (float(f64[i]) if np.isfinite(f64[i]) else None)
+        assert h["l"] == int(ints[i]) and h["b"] == bool(cols[4][2][i]) and h["u"] == texts[i]
+    bad = _core.json_rows([("u", "u", (np.array([0, 2, 5], np.int32), np.frombuffer(b"a\xff\xc3\xa9\xed", np.uint8)), None)],
+                          np.array([0, 2], np.int64), "k")
+    assert json.loads(bad[0]) == {"k": [{"u": "a\ufffd"}, {"u": "é\ufffd"}]}
+    for cols_, starts_, what in (
+            ([("x", "i", np.array([1, 2], np.int64), None)], [0, 2], "'x'"),
+            ([("x", "tsu:Europe/Paris", np.array([1, 2], np.int64), None)], [0, 2], "UTC"),
+            ([("x", "?", np.array([1, 2], np.int32), None)], [0, 2], "unsupported"),
+            ([("x", "i", np.array([1, 2], np.int32), None)], [0, 3], "'x' must hold"),
+            ([("x", "i", np.array([1, 2], np.int32), None)], [1, 2], "begin at 0"),
+            ([("x", "i", np.array([1, 2], np.int32), None)], [0, 2, 1], "ascending"),
+            ([("x", "i")], [0, 2], "each column")):
+        with pytest.raises(ValueError, match=what):
+            _core.json_rows(cols_, np.array(starts_, np.int64), "hits")
