@@ -238,6 +238,9 @@ def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | 
     """(name, format, values, valid) columns as one Arrow record batch, as the PyCapsules
     ("arrow_schema", "arrow_array") of the Arrow C data interface; formats i, l, L, g, f,
     b, tsu:<tz>, and u with (int32 offsets, uint8 data) or a list of str."""
+def list_f32(values: Any) -> npt.NDArray[np.float32] | None:
+    """A list of Python floats (and ints of magnitude at most 2**24) as float32, bit for bit
+    as ``np.asarray(values).astype(np.float32)``; None for anything else."""
 def json_rows(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]], starts: _I64,
               key: str) -> list[bytes]:
     """The columns (as ``record_batch`` takes them; timestamps UTC) written as JSON: per

@@ -241,7 +241,10 @@ class Engine:
         q = _search.query_vector_one(vector, self.dim, self.metric)  # the common call, cheaply
         if q is None:
             try:
-                v = as_float32(vector)
+                # a list of floats (a JSON body's) natively, NumPy's bits; anything else by NumPy
+                v = _search.list_f32(vector) if type(vector) is list else None
+                if v is None:
+                    v = as_float32(vector)
             except (TypeError, ValueError) as e:
                 raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
                                  f"({shown(str(e))})") from None

@@ -222,6 +222,11 @@ def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
         raise QueryError(f"query {e.row} {what}") from None
 
 
+#: a list of Python floats (and ints up to 2^24 in magnitude) as float32 with NumPy's bits
+#: (``np.asarray(x).astype(np.float32)``), natively; None for any other list
+list_f32 = _core.list_f32
+
+
 def query_vector_one(vector: Any, dim: int, metric: str) -> np.ndarray | None:
     """One search's query vector as :func:`query_vectors` makes it (the same operations, so
     the same bits), for the common call — a float32 NumPy vector of length ``dim`` whose

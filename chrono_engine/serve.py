@@ -91,6 +91,8 @@ _QUERY_FIELDS = ("now", "tz", "lang", "embed_text", "distinct", "undated", "wind
 ARROW = "application/vnd.apache.arrow.stream"
 _NUMPY_TYPES = {name: t.to_pandas_dtype() for name, t in NUMERIC_COLUMNS.items()}
 _READ, _WRITE = "read", "admin"
+#: the request log's lines are written together, at most this many seconds after the first
+_LOG_EVERY = 0.05
 
 
 @dataclass(frozen=True)
@@ -365,7 +367,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
              snapshots: str | os.PathLike | None = None) -> Any:
     """The ASGI app serving ``engine`` as collection ``name`` (see the module docstring).
     ``log``: a writable text stream for the JSON-lines request log (default stderr; None
-    after ``log=False``). ``snapshots``: the directory of named snapshots (default
+    after ``log=False``), written in batches at most 50 ms apart and at shutdown. ``snapshots``: the directory of named snapshots (default
     ``<store>.snapshots`` beside the engine's store; none for an engine without a store)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -769,13 +771,31 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                                   "message": str(e)[:500]}), file=log, flush=True)
         return status, json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
+    pending: list[bytes] = []  # request log lines not yet written
+
+    def flush_log() -> None:
+        if pending and log is not None:
+            text = b"".join(pending).decode()
+            pending.clear()
+            log.write(text)
+            log.flush()
+
     def record(method: str, endpoint: str, status: int, t0: float) -> None:
+        """A request's metrics and its log line. Lines are written together, at most
+        :data:`_LOG_EVERY` seconds after the first of them (or once 256 wait) and at
+        shutdown: one write per batch, not one per request."""
         dt = time.perf_counter() - t0
         metrics.observe(endpoint, status, dt)
         if log is not None:
-            log.write(_dumps({"ts": _dt.datetime.now(_dt.timezone.utc), "method": method,
-                              "endpoint": endpoint, "status": status, "ms": round(dt * 1e3, 3)}).decode() + "\n")
-            log.flush()
+            pending.append(_dumps({"ts": _dt.datetime.now(_dt.timezone.utc), "method": method, "endpoint": endpoint,
+                                   "status": status, "ms": round(dt * 1e3, 3)}) + b"\n")
+            if len(pending) >= 256:
+                flush_log()
+            elif len(pending) == 1:
+                try:
+                    asyncio.get_running_loop().call_later(_LOG_EVERY, flush_log)
+                except RuntimeError:  # no loop (not the case under uvicorn): at once
+                    flush_log()
 
     def guarded(handler: Any, role: str | None, endpoint: str) -> Any:
         async def endpoint_fn(request: Request) -> Response:
@@ -829,10 +849,12 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     async def lifespan(app: Any):
         yield
         state["ready"] = False
+        flush_log()
         if save_on_shutdown and engine.path is not None and getattr(engine, "_store", None) is not None:
             await asyncio.get_running_loop().run_in_executor(pool, engine.save)
         pool.shutdown(wait=True)
         searches.close()
+        flush_log()
 
     routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
     from contextlib import asynccontextmanager

@@ -29,6 +29,35 @@ def test_other_vectors_take_the_general_path(v):
     assert S.query_vector_one(v, 4, "cosine") is None
 
 
+def test_a_list_of_numbers_has_numpy_bits():
+    """``list_f32`` (a JSON body's vector): NumPy's float32 bits for floats of any scale,
+    the float32 range's rounding edge, zeros and small ints; None (NumPy's general path)
+    for bools, big ints, strings, tuples, nested lists; a search with the list equals one
+    with the array."""
+    rng = np.random.default_rng(3)
+    top = float(np.finfo(np.float32).max)
+    edge = top + 2.0 ** (127 - 24)  # halfway to the next float32: the first double NumPy makes inf
+    for scale in (1.0, 1e-40, 1e-46, 1e20, 1e38, 1e39, 1e300):
+        xs = (rng.standard_normal(500) * scale).tolist() + [top, -top, float(np.nextafter(edge, 0)), edge, -edge,
+                                                             0.0, -0.0, 3, -(2 ** 24), 2 ** 24]
+        with np.errstate(over="ignore"):
+            want = np.asarray(xs).astype(np.float32)
+        got = S.list_f32(xs)
+        assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert S.list_f32([1.0, np.float64(2.0)]) is None  # NumPy scalars: the general path
+    for other in ([1.0, True], [1.0, 2 ** 24 + 1], [1.0, 2 ** 80], [1.0, "2"], (1.0, 2.0), [[1.0]], [1.0, None]):
+        assert S.list_f32(other) is None
+    assert S.list_f32([]).shape == (0,)
+    eng = ce.Engine(8)
+    eng.ingest([{"vector": rng.standard_normal(8), "valid_from": "2024-01-01"} for _ in range(50)])
+    v = rng.standard_normal(8)
+    assert eng.search(v.tolist(), 5).equals(eng.search(v.astype(np.float32), 5))
+    with pytest.raises(QueryError, match="non-finite"):
+        eng.search([1e39] + [0.0] * 7, 5)
+    with pytest.raises(QueryError, match="8"):
+        eng.search([1.0] * 7, 5)
+
+
 CALLS = [
     {}, {"mode": "as_of", "as_of": 5}, {"mode": "as_of", "as_of": 7}, {"mode": "as_of"},
     {"alpha": 1, "fusion": "linear"}, {"alpha": True, "fusion": "linear"}, {"alpha": 1.0, "fusion": "linear"},

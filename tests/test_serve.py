@@ -507,6 +507,11 @@ def test_request_log_and_metrics_histogram(tmp_path):
                 assert c.post(f"{C}/search", json={"vector": [1.0] * DIM, "k": 3}).status_code == 200
             assert c.post(f"{C}/search", json={"vector": [1.0] * DIM, "k": 0}).status_code == 422
             text = c.get("/metrics").text
+            # the lines are written in batches: these without a shutdown, by the batch's timer
+            deadline = time.monotonic() + 10
+            while log.getvalue().count("\n") < 8 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert log.getvalue().count("\n") >= 8
     finally:
         srv.stop()
         eng.close()
