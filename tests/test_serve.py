@@ -676,3 +676,60 @@ def test_json_rows_writes_what_python_writes():
             ([("x", "i")], [0, 2], "each column")):
         with pytest.raises(ValueError, match=what):
             _core.json_rows(cols_, np.array(starts_, np.int64), "hits")
+
+
+def test_the_search_fast_path_answers_as_the_routes_do():
+    """``POST .../search`` skips Starlette's routing: driven as raw ASGI, a client gone
+    before its body ends gets a 400, a body past the limit a 413, a missing key a 401,
+    both without a search; another collection's path and other methods still reach the
+    routes (404, 405); and every request is counted in /metrics."""
+    import asyncio
+
+    eng = ce.Engine(DIM)
+    eng.ingest(_rows(20))
+    app = make_app(eng, name="s", keys=Keys([ADMIN.encode()], [READ.encode()]), limits=Limits(max_body=5_000),
+                   log=False)
+
+    def call(path, method="POST", messages=(), headers=()):
+        sent, inbox = [], list(messages)
+
+        async def receive():
+            return inbox.pop(0) if inbox else {"type": "http.disconnect"}
+
+        async def send(m):
+            sent.append(m)
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+                 "headers": [(k.encode(), v.encode()) for k, v in headers], "client": ("127.0.0.1", 1),
+                 "server": ("127.0.0.1", 2)}
+        asyncio.run(app(scope, receive, send))
+        return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+    auth = [("authorization", f"Bearer {READ}")]
+    body = json.dumps({"vector": [1.0] * DIM, "k": 3}).encode()
+    status, out = call(f"{C}/search", messages=[{"type": "http.request", "body": body, "more_body": False}],
+                       headers=auth)
+    assert status == 200 and len(json.loads(out)["hits"]) == 3
+    status, out = call(f"{C}/search", messages=[{"type": "http.request", "body": body[:10], "more_body": True}],
+                       headers=auth)
+    assert status == 400 and json.loads(out)["error"] == "body"
+    status, out = call(f"{C}/search", headers=auth + [("content-length", "9000")])
+    assert status == 413 and json.loads(out)["error"] == "body"
+    status, out = call(f"{C}/search", messages=[{"type": "http.request", "body": b"x" * 3000, "more_body": True},
+                                                {"type": "http.request", "body": b"x" * 3000, "more_body": False}],
+                       headers=auth)
+    assert status == 413
+    status, out = call(f"{C}/search", messages=[{"type": "http.request", "body": body, "more_body": False}])
+    assert status == 401 and json.loads(out)["error"] == "authorization"
+    status, out = call(f"{C}/search", messages=[{"type": "http.request", "body": b"[1]", "more_body": False}],
+                       headers=[("x-api-key", ADMIN)])
+    assert status == 400 and json.loads(out)["message"] == "body must be a JSON object"
+    status, _ = call("/v1/collections/other/search", messages=[{"type": "http.request", "body": body}], headers=auth)
+    assert status == 404
+    status, _ = call(f"{C}/search", method="GET", headers=auth)
+    assert status == 405
+    status, text = call("/metrics", method="GET", headers=auth)
+    assert status == 200
+    ep = "/v1/collections/{c}/search"
+    for code, n in ((200, 1), (400, 2), (413, 2), (401, 1)):
+        assert f'chrono_requests_total{{endpoint="{ep}",status="{code}"}} {n}' in text.decode()
