@@ -524,6 +524,15 @@ def test_record_batch_builds_what_pyarrow_builds():
                       (("x", "u", ["x", 1, "z"], None), "non-string")):
         with pytest.raises(ValueError, match=what):
             _core.record_batch(cols[:1] + [bad])
+    # a string column first: its row count from its offsets (none: refused, not read) or its list
+    with pytest.raises(ValueError, match="no offsets"):
+        _core.record_batch([("u", "u", (np.zeros(0, np.int32), np.zeros(0, np.uint8)), None)])
+    for bad in ((np.zeros(1, np.int32),), 5, (5, 6)):
+        with pytest.raises((ValueError, TypeError)):
+            _core.record_batch([("u", "u", bad, None)])
+    rb = pa.RecordBatch._import_from_c_capsule(*_core.record_batch([("w", "u", ["abc", "d"], None),
+                                                                     ("q", "i", np.array([1, 2], np.int32), None)]))
+    assert rb.to_pydict() == {"w": ["abc", "d"], "q": [1, 2]}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

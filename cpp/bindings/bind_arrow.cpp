@@ -228,9 +228,14 @@ py::tuple record_batch(const py::sequence& columns) {
     if (!py::isinstance<py::tuple>(columns[i]) || col.size() != 4)
       throw std::invalid_argument("record_batch: each column is (name, format, values, valid)");
     const std::string name = col[0].cast<std::string>(), fmt = col[1].cast<std::string>();
-    if (i == 0) {
-      if (fmt == "u") n = static_cast<std::size_t>(py::len(col[2][py::int_(0)])) - 1;
-      else n = static_cast<std::size_t>(py::len(col[2]));
+    if (i == 0) {  // the row count, from the first column: (offsets, data) holds n + 1 offsets
+      if (fmt == "u" && py::isinstance<py::tuple>(col[2]) && py::len(col[2]) == 2) {
+        const std::size_t offsets = static_cast<std::size_t>(py::len(col[2][py::int_(0)]));
+        if (offsets == 0) throw std::invalid_argument("record_batch: string column '" + name + "' has no offsets");
+        n = offsets - 1;
+      } else {
+        n = static_cast<std::size_t>(py::len(col[2]));
+      }
     }
     std::int64_t nulls = 0, n_buffers = 0;
     std::unique_ptr<ColumnData> c = column(name, fmt, col[2], col[3], n, nulls, n_buffers);
