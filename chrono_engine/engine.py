@@ -35,7 +35,7 @@ from ._state import ALL_KNOWN, StoreState, embed_content
 from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, StorageError
-from .search import QueryResult, SearchOptions
+from .search import QueryResult, SearchOptions, query_cuts
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
 
@@ -238,21 +238,19 @@ class Engine:
         """One :meth:`search` call checked and resolved (its times, "now" included, fixed
         when the call is made): its grouping key and its payload for :meth:`_group_table`.
         Raises the call's QueryError."""
-        q = _search.query_vector_one(vector, self.dim, self.metric)  # the common call, cheaply
+        # the common calls cheaply: a float32 array, or a list of floats (a JSON body's)
+        # converted natively with NumPy's bits; anything else, and every odd vector, by NumPy
+        v = _search.list_f32(vector) if type(vector) is list else vector
+        q = None if v is None else _search.query_vector_one(v, self.dim, self.metric)
         if q is None:
             try:
-                # a list of floats (a JSON body's) natively, NumPy's bits; anything else by NumPy
-                v = _search.list_f32(vector) if type(vector) is list else None
-                if v is None:
-                    v = as_float32(vector)
+                v = as_float32(vector)
             except (TypeError, ValueError) as e:
                 raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
                                  f"({shown(str(e))})") from None
             if v.ndim != 1:
                 raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
-            q = _search.query_vector_one(v, self.dim, self.metric)  # a list of numbers (JSON)
-            if q is None:
-                q = _search.query_vectors(v[None, :], self.dim, self.metric)[0]
+            q = _search.query_vectors(v[None, :], self.dim, self.metric)[0]
         opts, okey = _search.options_for_call(options, kwargs)
         k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
         times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
@@ -824,12 +822,6 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
-
-
-def query_cuts(query: np.ndarray, n: int) -> np.ndarray:
-    """Where each of ``n`` queries' rows start in a ``search_batch`` answer (its ``query``
-    column, ordered), and its end: rows ``cuts[i]:cuts[i + 1]`` answer query ``i``."""
-    return np.searchsorted(query, np.arange(n + 1))
 
 
 def _seconds(value: Any, name: str, most: float) -> float:

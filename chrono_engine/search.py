@@ -383,13 +383,13 @@ def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: 
     ``explain``, no gate, at most :data:`_NATIVE_MAX` hits), else as ``table=False``;
     ``with_query=False``: without the ``query`` column (one query; no gate)."""
     out, t = core_search(state, q, k, opts, planner, threads, times)
-    if table == "json" and not opts.explain and opts.verify is None:
-        bodies = result_json(state, out, opts.lang, q.shape[0])
-        if bodies is not None:
-            return bodies
-    if (not table or table == "json") and opts.verify is None:
-        return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
     if opts.verify is None:
+        if table == "json" and not opts.explain:
+            bodies = result_json(state, out, opts.lang, q.shape[0])
+            if bodies is not None:
+                return bodies
+        if table is not True:  # False, or "json" past the native bodies
+            return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
         return result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode], with_query=with_query)
     table = _gate(result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode]), opts.verify, q.shape[0])
     return table if with_query else table.drop_columns(["query"])
@@ -427,6 +427,12 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
     return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*_core.record_batch(columns))])
 
 
+def query_cuts(query: np.ndarray, n: int) -> np.ndarray:
+    """Where each of ``n`` queries' rows start in a ``search_batch`` answer (its ``query``
+    column, ordered), and its end: rows ``cuts[i]:cuts[i + 1]`` answer query ``i``."""
+    return np.searchsorted(query, np.arange(n + 1))
+
+
 def result_json(state: StoreState, out: dict, lang: str, n_queries: int) -> list[bytes] | None:
     """Each query's hits as the service's JSON body ``{"hits": [{column: value, ...}, ...]}``
     (the result table's columns without ``query``; timestamps ISO 8601 UTC, open ends and
@@ -434,7 +440,7 @@ def result_json(state: StoreState, out: dict, lang: str, n_queries: int) -> list
     :data:`_NATIVE_MAX` hits (the caller takes :func:`result_columns`)."""
     if len(out["row"]) > _NATIVE_MAX:
         return None
-    starts = np.searchsorted(out["query"], np.arange(n_queries + 1)).astype(np.int64)
+    starts = query_cuts(out["query"], n_queries).astype(np.int64)
     return _core.json_rows(_native_columns(state, out, lang, False), starts, "hits")
 
 

@@ -78,8 +78,7 @@ import pyarrow.ipc as ipc
 
 from ._coalesce import AsyncCoalescer
 from ._time import OPEN_END
-from .engine import query_cuts
-from .search import NUMERIC_COLUMNS, to_table
+from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
 from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
 
 __all__ = ["Limits", "Keys", "make_app", "serve"]
@@ -391,20 +390,12 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         Path(engine.path).with_name(Path(engine.path).name + ".snapshots") if engine.path is not None else None)
 
     async def body_of(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_body:
-            raise _HTTPError(413, "body", f"body of {declared} bytes exceeds the limit of {limits.max_body}")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limits.max_body:
-                raise _HTTPError(413, "body", f"body exceeds the limit of {limits.max_body} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return await body_received(request.headers.get("content-length"), request.receive)
 
     async def body_received(declared: str | None, receive: Any) -> bytes:
-        """:func:`body_of` for the fast path's raw ASGI ``receive`` (the same limits and
-        refusals; a client gone before its body ended: 400)."""
+        """A request body from its ASGI ``receive`` (the routes' and the fast path's):
+        a declared or streamed length past the limit is a 413, a client gone before its
+        body ended a 400."""
         if declared is not None and declared.isdigit() and int(declared) > limits.max_body:
             raise _HTTPError(413, "body", f"body of {declared} bytes exceeds the limit of {limits.max_body}")
         chunks, size = [], 0
@@ -443,7 +434,6 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             raise _HTTPError(422, "k", f"k must be an integer in [1, {limits.max_k}]")
         return k
 
-    from .search import SearchOptions
     option_names = frozenset(SearchOptions.names())
 
     def options(obj: dict, skip: tuple) -> dict:
@@ -854,7 +844,6 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             await asyncio.get_running_loop().run_in_executor(pool, engine.save)
         pool.shutdown(wait=True)
         searches.close()
-        flush_log()
 
     routes = [Route(p, guarded(h, role, p), methods=m) for p, h, m, role in table_]
     from contextlib import asynccontextmanager

@@ -173,6 +173,38 @@ def test_limits_and_refusals_change_nothing(served, path, body, status, field):
         np.testing.assert_array_equal(v, before[1][k])
 
 
+def test_mutated_search_bodies_never_get_a_5xx(served):
+    """Valid search bodies truncated, with bytes flipped, and with vectors of mixed, huge,
+    nested or non-numeric entries (the native list conversion's inputs): a 4xx naming the
+    problem or a 200 with valid JSON hits, never a 5xx, the store unchanged."""
+    srv, eng, _ = served
+    n = len(eng)
+    rng = np.random.default_rng(11)
+    good = json.dumps({"vector": [0.5] * DIM, "k": 3}).encode()
+    entries = [1, True, None, "1", [1.0], 2 ** 70, -(2 ** 25), 1e308, -1e39, 0, {"a": 1}]
+    with _client(srv) as c:
+        for i in range(300):
+            if i % 3 == 0:
+                b = good[:int(rng.integers(0, len(good)))]
+            elif i % 3 == 1:
+                b = bytearray(good)
+                for j in rng.integers(0, len(b), 3):
+                    b[j] = int(rng.integers(0, 256))
+                b = bytes(b)
+            else:
+                v = [0.5] * DIM
+                for j in rng.integers(0, DIM, int(rng.integers(1, 3))):
+                    v[j] = entries[int(rng.integers(0, len(entries)))]
+                b = json.dumps({"vector": v, "k": 3}).encode()
+            r = c.post(f"{C}/search", content=b, headers={"Content-Type": "application/json"})
+            assert r.status_code < 500, (b[:80], r.status_code, r.text[:200])
+            if r.status_code == 200:
+                assert len(r.json()["hits"]) <= 3
+            else:
+                assert r.json()["error"] and r.json()["message"]
+    assert len(eng) == n
+
+
 def test_hostile_bodies_never_get_a_5xx(served):
     srv, eng, _ = served
     n = len(eng)

@@ -195,6 +195,19 @@ std::unique_ptr<ColumnData> column(const std::string& name, const std::string& f
   return c;
 }
 
+// One column as the callers give it: (name, format, values, valid or None).
+struct ColumnSpec {
+  py::tuple t;
+  std::string name, fmt;
+};
+
+ColumnSpec column_spec(const py::handle& h, const char* who) {
+  if (!py::isinstance<py::tuple>(h) || py::len(h) != 4)
+    throw std::invalid_argument(std::string(who) + ": each column is (name, format, values, valid)");
+  const py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+  return ColumnSpec{t, t[0].cast<std::string>(), t[1].cast<std::string>()};
+}
+
 // An exported struct and what it owns, freed (released first unless its consumer did).
 template <class Struct>
 void drop(Struct* s) {
@@ -224,10 +237,9 @@ py::tuple record_batch(const py::sequence& columns) {
   }
   std::size_t n = 0;
   for (std::size_t i = 0; i < nc; ++i) {
-    const py::tuple col = py::reinterpret_borrow<py::tuple>(columns[i]);
-    if (!py::isinstance<py::tuple>(columns[i]) || col.size() != 4)
-      throw std::invalid_argument("record_batch: each column is (name, format, values, valid)");
-    const std::string name = col[0].cast<std::string>(), fmt = col[1].cast<std::string>();
+    const ColumnSpec spec = column_spec(columns[i], "record_batch");
+    const py::tuple& col = spec.t;
+    const std::string &name = spec.name, &fmt = spec.fmt;
     if (i == 0) {  // the row count, from the first column: (offsets, data) holds n + 1 offsets
       if (fmt == "u" && py::isinstance<py::tuple>(col[2]) && py::len(col[2]) == 2) {
         const std::size_t offsets = static_cast<std::size_t>(py::len(col[2][py::int_(0)]));
@@ -435,10 +447,9 @@ py::list json_rows(const py::sequence& columns, py::array_t<std::int64_t, py::ar
   const std::size_t n = static_cast<std::size_t>(st[n_out]);
   std::vector<JsonColumn> cols;
   for (const py::handle& h : columns) {
-    const py::tuple col = py::reinterpret_borrow<py::tuple>(h);
-    if (!py::isinstance<py::tuple>(h) || col.size() != 4)
-      throw std::invalid_argument("json_rows: each column is (name, format, values, valid)");
-    const std::string name = col[0].cast<std::string>(), fmt = col[1].cast<std::string>();
+    const ColumnSpec spec = column_spec(h, "json_rows");
+    const py::tuple& col = spec.t;
+    const std::string &name = spec.name, &fmt = spec.fmt;
     char kind = fmt.size() == 1 ? fmt[0] : 0;
     if (fmt.rfind("tsu:", 0) == 0) {
       if (fmt != "tsu:UTC" && fmt != "tsu:+00:00")

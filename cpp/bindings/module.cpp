@@ -265,6 +265,9 @@ PYBIND11_MODULE(_core, m) {
     // range: inf); None for anything else (the caller takes NumPy's general path). A JSON
     // body's vector costs ~1 us here instead of ~20.
     if (!PyList_CheckExact(values.ptr())) return py::none();
+    constexpr double kTop = static_cast<double>(std::numeric_limits<float>::max());
+    const double kEdge = kTop + std::ldexp(1.0, std::numeric_limits<float>::max_exponent -
+                                                    std::numeric_limits<float>::digits - 1);
     PyObject* l = values.ptr();
     const Py_ssize_t n = PyList_GET_SIZE(l);
     py::array_t<float> out(n);
@@ -282,14 +285,11 @@ PYBIND11_MODULE(_core, m) {
       } else {
         return py::none();
       }
-      if (std::isfinite(d) && std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
-        // beyond float32 after rounding? the largest double that rounds to FLT_MAX is below
-        // FLT_MAX + half an ulp; past it, NumPy gives inf
-        const double edge = static_cast<double>(std::numeric_limits<float>::max()) +
-                            std::ldexp(1.0, std::numeric_limits<float>::max_exponent - std::numeric_limits<float>::digits - 1);
-        if (std::fabs(d) >= edge) { o[i] = d > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity(); continue; }
-      }
-      o[i] = static_cast<float>(d);
+      // past float32's largest value (a conversion C++ leaves undefined): below half an ulp
+      // beyond it a double rounds to it, from there on NumPy gives inf (inf included)
+      o[i] = std::fabs(d) <= kTop ? static_cast<float>(d)
+                                  : std::copysign(std::fabs(d) < kEdge ? std::numeric_limits<float>::max()
+                                                                       : std::numeric_limits<float>::infinity(), d);
     }
     return std::move(out);
   }, py::arg("values"));

@@ -182,9 +182,7 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
 inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                       const std::vector<std::size_t>& where) {
   std::vector<std::size_t> f(qs.size());
-  bool any = false;
-  for (std::size_t g = 0; g < qs.size(); ++g) any |= (f[g] = probe_in_force(qs[g], st)) != 0;
-  if (!any) { run_certified(qs, st, out, where); return; }
+  for (std::size_t g = 0; g < qs.size(); ++g) f[g] = probe_in_force(qs[g], st);
   std::vector<char> applies(qs.size());
   probe_choice(st.meta().size(), f.data(), qs.size(), applies.data());
   if (std::find(applies.begin(), applies.end(), 1) == applies.end()) { run_certified(qs, st, out, where); return; }
