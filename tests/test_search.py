@@ -414,7 +414,7 @@ def test_unknown_fact_types_are_errors_everywhere():
 
 # ----------------------------------------------------------------------------- one query per call
 
-@pytest.mark.parametrize("scan", ["similarity", "bounds"])
+@pytest.mark.parametrize("scan", ["auto", "similarity", "bounds"])
 @pytest.mark.parametrize("dim", [100, 384])
 def test_lone_queries_match_reference(scan, dim):
     """A lone query (a group of one: the single-query integer dots on AVX512-VNNI, read
@@ -442,6 +442,80 @@ def test_lone_queries_match_reference(scan, dim):
             gs.append(res.column("score").to_numpy())
             qb = batch.column("query").to_numpy() == i
             np.testing.assert_array_equal(got[-1], batch.column("id").to_numpy()[qb])
+        assert_same_topk(got, gs, exp)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "ip"])
+def test_lone_scan_matches_reference_under_every_option(metric):
+    """The lone query's own certified scan (scan_one.hpp: a group of one under
+    scan="auto", with its per-row penalties, validities by one kernel call, int8 caps in
+    batches and exact scores best cap first) against the reference, for everything that
+    removes or penalises a row: retractions and per-call known_at, tau, a fact-type mask,
+    the out-of-force and future policies of latest mode, both fusions, windows, mode
+    "all", no arbitration; and the same rows as the group scan (the query inside a batch
+    of 64 with scan="bounds")."""
+    from conftest import policy_for
+    from chrono_engine.synthetic import make_corpus
+    c = make_corpus(3000, 48, clusters=16, seed=23)
+    eng = ce.Engine(48, metric=metric, decay=policy_for(c), threads=1)
+    grp = ce.Engine(48, metric=metric, decay=policy_for(c), threads=1, scan="bounds")
+    d = c.to_dict()
+    if metric == "ip":  # norms that differ: the similarity cap is |q| max|x|, not 1
+        scale = np.random.default_rng(2).uniform(0.5, 2.0, len(c)).astype(np.float32)
+        d["vector"] = d["vector"] * scale[:, None]
+    for e in (eng, grp):
+        e.ingest(d)
+    rng = np.random.default_rng(29)
+    gone = rng.choice(len(c), len(c) // 10, replace=False)
+    at = c.ingested_at[gone] + rng.integers(1, 400, len(gone)) * US_PER_DAY
+    for i, a in zip(gone, at):
+        for e in (eng, grp):
+            e.retract([int(i)], at=np.datetime64(int(a), "us"))
+    nq = 10
+    q = c.queries(nq, seed=8)
+    t = times_for_selectivity(c, 0.15, nq)
+    lo, hi = int(c.ingested_at.min()), int(c.ingested_at.max()) + 500 * US_PER_DAY
+    known = rng.integers(lo, hi, nq).astype(np.int64)
+    types = sorted(set(eng.fact_types))[::2]
+    mask = np.zeros(len(eng.fact_types), bool)
+    mask[[eng.fact_types.index(n) for n in types]] = True
+    cols, vecs = core_cols(eng), eng.vectors()
+    sims = ref.similarities(q, vecs, eng.metric)
+    w0 = t - 200 * US_PER_DAY
+    cases = [
+        ("as_of", {}), ("as_of", {"tau": 0.3}), ("as_of", {"fact_types": types}),
+        ("as_of", {"fusion": "linear", "alpha": 0.6}), ("as_of", {"arbitrate": False}),
+        ("latest", {}), ("latest", {"deprecated": "exclude"}), ("latest", {"future": "penalize"}),
+        ("latest", {"future": "include", "deprecated": "include"}),
+        ("latest", {"fusion": "linear", "tau": 0.2, "deprecation_penalty": 0.5}),
+        ("window", {}), ("all", {"fusion": "linear"}),
+    ]
+    for mode, kw in cases:
+        rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "future", "arbitrate")}
+        if "deprecation_penalty" in kw:
+            rkw["penalty"] = kw["deprecation_penalty"]
+        if "fact_types" in kw:
+            rkw["type_mask"] = mask
+        wnd = (w0, t) if mode == "window" else (0, 0)
+        exp = ref.search(cols, vecs, decay_fn(eng), q, 10, mode=mode, t=t, known_at=known, window=wnd,
+                         metric=eng.metric, sims=sims, **rkw)
+        times = {"window": (w0, t)} if mode == "window" else {"as_of": t}
+        batch = grp.search_batch(np.repeat(q, 7, axis=0)[:64], 10, mode=mode, known_at=np.repeat(known, 7)[:64],
+                                 exact=True, **{k2: np.repeat(v, 7)[:64] if k2 == "as_of" else v for k2, v in times.items()
+                                                if k2 != "window"},
+                                 **({"window": (np.repeat(w0, 7)[:64], np.repeat(t, 7)[:64])} if mode == "window" else {}),
+                                 **kw)
+        got, gs = [], []
+        for i in range(nq):
+            one = {"window": (int(w0[i]), int(t[i]))} if mode == "window" else {"as_of": int(t[i])}
+            res = eng.search(q[i], 10, mode=mode, known_at=int(known[i]), exact=True, explain=True, **one, **kw)
+            assert res.column("certified").to_numpy().all(), (mode, kw)
+            assert set(res.column("plan").to_pylist()) <= {"scan"}
+            got.append(res.column("id").to_numpy())
+            gs.append(res.column("score").to_numpy())
+            if i < 9:  # query i sits at batch rows 7i .. 7i + 6
+                qb = batch.column("query").to_numpy() == 7 * i
+                np.testing.assert_array_equal(got[-1], batch.column("id").to_numpy()[qb], err_msg=f"{mode} {kw}")
         assert_same_topk(got, gs, exp)
 
 
@@ -585,7 +659,7 @@ def _late_corpus(n, seed):
     return c, late, during
 
 
-@pytest.mark.parametrize("scan", ["similarity", "bounds"])
+@pytest.mark.parametrize("scan", ["auto", "similarity", "bounds"])
 @pytest.mark.parametrize("group", [1, 32])
 def test_latest_rows_recorded_after_they_ended(scan, group):
     """Latest mode's rows out of force (stage 1 of the certified plan) include rows that

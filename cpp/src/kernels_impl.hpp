@@ -128,6 +128,20 @@ static void decay_batch(const DecaySpec& s, const double* __restrict age, double
   else decay_loop<false>(s.code, p0, p1, scale, age, out, n);
 }
 
+// See Kernels::validities: decay_batch's operations for one row at a time, each row with
+// its own family (no vectorisation across rows of different types; no call per row).
+static void validities(const DecaySpec* specs, const MetaTable* meta, const std::uint32_t* rows, std::size_t n,
+                       std::int64_t t, double* out) {
+  const double td = static_cast<double>(t);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = rows[i];
+    const DecaySpec& s = specs[meta->fact_type(r)];
+    const double age = (td - static_cast<double>(meta->observed_at(r))) / kMicrosPerDay;
+    const double a = s.symmetric ? clamp_age<true>(s.scale, age) : clamp_age<false>(s.scale, age);
+    out[i] = static_cast<double>(meta->reliability(r)) * decay_one(s.code, s.p0, s.p1, a);
+  }
+}
+
 // The similarity every plan uses: 16 lanes, summed in a fixed order.
 static float dot(const float* a, const float* b, std::size_t d) {
   float acc[16] = {0};
@@ -576,11 +590,12 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
 // variant has one (kernels_v4.cpp).
 constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) dot_qt_s8 = nullptr,
                                decltype(Kernels::dot_s8_1) dot_s8_1 = nullptr) {
-  static_assert(sizeof(Kernels) == 10 * sizeof(void*), "a new Kernels field must be set here");
+  static_assert(sizeof(Kernels) == 11 * sizeof(void*), "a new Kernels field must be set here");
   Kernels k{};
   k.name = name;
   k.dot = dot; k.dot_i8_some = dot_i8_some; k.l2sq = l2sq;             // similarities
   k.decay = decay_batch; k.score = score; k.bound_rows = bound_rows;  // validities and bounds
+  k.validities = validities;
   k.dot_qt_i8 = dot_qt_i8; k.dot_qt_s8 = dot_qt_s8;                   // group dots
   k.dot_s8_1 = dot_s8_1;                                               // one query's
   return k;

@@ -47,6 +47,7 @@
 #include <vector>
 #include "probe.hpp"
 #include "scan_bounds_first.hpp"
+#include "scan_one.hpp"
 #include "scan_similarity_first.hpp"
 #include "searcher.hpp"
 
@@ -173,7 +174,8 @@ inline bool similarity_first(const GroupContext& c, int stage) {
 
 // Run the certified plan for a group of queries (at most 64): seeds, stage 0 (rows that can
 // be in force) and, unless stage 0 covered them, stage 1 (latest mode: rows out of force
-// everywhere in the group), each in the order similarity_first picks.
+// everywhere in the group), each in the order similarity_first picks, or a lone query's
+// own scan (scan_one.hpp).
 inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                           const std::vector<std::size_t>& where);
 
@@ -214,7 +216,8 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
   buf.rows.clear();
   GroupContext c(qs, st, buf);
   auto scan_stage = [&](int stage) {
-    if (similarity_first(c, stage)) scan_similarity_first(c, stage); else scan_bounds_first(c, stage);
+    if (scan_one_applies(c, stage)) scan_one(c, stage);
+    else if (similarity_first(c, stage)) scan_similarity_first(c, stage); else scan_bounds_first(c, stage);
   };
   auto add_row = [&](std::uint32_t r) { buf.rows.push_back(r); };
   const bool covered = group_rows(qs, st, 0, add_row);

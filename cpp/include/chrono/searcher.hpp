@@ -124,6 +124,8 @@ class Searcher {
     if (p_.tau > 0.0 && !(v >= p_.tau)) return 0.0;
     return pen;
   }
+  // The exact penalty of a row before its validity (0: ineligible; tau not applied).
+  double penalty_of(std::uint32_t row) const { return admit(row); }
   double fused(double s, double v) const { return fuse(s, v); }
   double current_theta() const { return theta(); }
   // Penalty of items out of force in latest mode (0: excluded), and of those not yet valid.
