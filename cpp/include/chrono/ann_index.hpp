@@ -163,7 +163,7 @@ class AnnIndex {
     hnsw_.swap(h);
     huge_block_ = nullptr;
     row_to_iid_.clear();
-    c8_.clear(); c8_scale_.clear(); c8_err_.clear();
+    c8_.clear(); c8_se_.clear();
   }
   // Load a graph saved by save() for a store of n_rows rows, reading the file as untrusted
   // input (graph_file.hpp): every field and link is checked before hnswlib sees any of it,
@@ -207,27 +207,24 @@ class AnnIndex {
     for (std::size_t r = 0; r < n_rows; ++r) h->label_lookup_.emplace(r, g.iid_of_row[r]);
     h->setEf(16);
     huge_vector<std::int8_t> c8;  // the compact copy, built aside, with room to append
-    std::vector<float> c8_scale, c8_err;
+    std::vector<float> c8_se;
     c8.reserve((n_rows + headroom(n_rows)) * dim_);
-    c8_scale.reserve(n_rows + headroom(n_rows));
-    c8_err.reserve(n_rows + headroom(n_rows));
+    c8_se.reserve(2 * (n_rows + headroom(n_rows)));
     c8.resize(n_rows * dim_);
-    c8_scale.resize(n_rows);
-    c8_err.resize(n_rows);
+    c8_se.resize(2 * n_rows);
     constexpr std::size_t kChunk = 4096;  // rows per task; every core quantises (pure per row)
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     parallel_for((n_rows + kChunk - 1) / kChunk, cores, [&](std::size_t c) {
       for (std::size_t r = c * kChunk; r < std::min(n_rows, (c + 1) * kChunk); ++r)
         compact_into(reinterpret_cast<const float*>(h->getDataByInternalId(g.iid_of_row[r])), 1, dim_,
-                     c8.data() + r * dim_, c8_scale.data() + r, c8_err.data() + r);
+                     c8.data() + r * dim_, c8_se.data() + 2 * r);
     });
     // commit (nothing below throws); the old index goes with `h`
     hnsw_.swap(h);
     huge_block_ = block;
     row_to_iid_.swap(g.iid_of_row);
     c8_.swap(c8);
-    c8_scale_.swap(c8_scale);
-    c8_err_.swap(c8_err);
+    c8_se_.swap(c8_se);
     return std::sqrt(static_cast<double>(g.max_sq_norm));
   }
 
@@ -237,15 +234,14 @@ class AnnIndex {
   // It is 4x smaller than the vectors, so a certified scan reads it first and loads full
   // vectors only for rows that this upper bound cannot rule out.
   const std::int8_t* compact(std::size_t row) const { return c8_.data() + row * dim_; }
-  float compact_scale(std::size_t row) const { return c8_scale_[row]; }
-  float compact_err(std::size_t row) const { return c8_err_[row]; }
+  float compact_scale(std::size_t row) const { return c8_se_[2 * row]; }
+  float compact_err(std::size_t row) const { return c8_se_[2 * row + 1]; }
   void prefetch_compact(std::size_t row) const {
     const char* p = reinterpret_cast<const char*>(compact(row));
     for (std::size_t off = 0; off < dim_; off += 64) __builtin_prefetch(p + off);
-    __builtin_prefetch(c8_scale_.data() + row);  // read with the codes (two more lines otherwise missed)
-    __builtin_prefetch(c8_err_.data() + row);
+    __builtin_prefetch(c8_se_.data() + 2 * row);  // read with the codes (one more line otherwise missed)
   }
-  std::size_t compact_bytes() const { return c8_.size() + (c8_scale_.size() + c8_err_.size()) * sizeof(float); }
+  std::size_t compact_bytes() const { return c8_.size() + c8_se_.size() * sizeof(float); }
 
   std::size_t graph_bytes() const {
     return hnsw_->max_elements_ * hnsw_->size_data_per_element_ +
@@ -259,16 +255,16 @@ class AnnIndex {
     const std::size_t d = dim_;
     if (c8_.size() < (first + n) * d) {
       c8_.resize((first + n) * d);
-      c8_scale_.resize(first + n);
-      c8_err_.resize(first + n);
+      c8_se_.resize(2 * (first + n));
     }
-    compact_into(data, n, d, c8_.data() + first * d, c8_scale_.data() + first, c8_err_.data() + first);
+    compact_into(data, n, d, c8_.data() + first * d, c8_se_.data() + 2 * first);
   }
   // Rows of `data` (n x d) as codes = round(x / s), s = max|x_i| / 127; err = |x - s c| plus
   // a margin for float rounding in both the exact and the compact dot
   // (4 d 2^-24 (|x| + |s c|), above the worst-case accumulation error).
-  static void compact_into(const float* data, std::size_t n, std::size_t d, std::int8_t* codes, float* scale,
-                           float* error) {
+  // Each row's scale and error sit side by side in `se` (one cache line for both where a
+  // scan reads rows at random).
+  static void compact_into(const float* data, std::size_t n, std::size_t d, std::int8_t* codes, float* se) {
     const double rel = 4.0 * static_cast<double>(d) * std::ldexp(1.0, -24);
     for (std::size_t i = 0; i < n; ++i) {
       const float* x = data + i * d;
@@ -288,8 +284,8 @@ class AnnIndex {
       const double err = std::sqrt(e2) + rel * (std::sqrt(x2) + std::sqrt(c2)) + 1e-30;
       float ef = static_cast<float>(err);
       if (static_cast<double>(ef) < err) ef = std::nextafter(ef, INFINITY);
-      scale[i] = s;
-      error[i] = ef;
+      se[2 * i] = s;
+      se[2 * i + 1] = ef;
     }
   }
 
@@ -336,7 +332,7 @@ class AnnIndex {
 
   char* huge_block_ = nullptr;
   huge_vector<std::int8_t> c8_;  // read in random row order by the certified scan
-  std::vector<float> c8_scale_, c8_err_;
+  std::vector<float> c8_se_;  // per row: scale, error
   std::size_t dim_;
   Metric metric_;
   std::size_t M_, efc_, seed_;
