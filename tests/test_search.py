@@ -453,7 +453,7 @@ def test_lone_scan_matches_reference_under_every_option(metric):
     removes or penalises a row: retractions and per-call known_at, tau, a fact-type mask,
     the out-of-force and future policies of latest mode, both fusions, windows, mode
     "all", no arbitration; and the same rows as the group scan (the query inside a batch
-    of 64 with scan="bounds")."""
+    of 64 with scan="bounds") and as a batch of two (split into lone scans)."""
     from conftest import policy_for
     from chrono_engine.synthetic import make_corpus
     c = make_corpus(3000, 48, clusters=16, seed=23)
@@ -517,6 +517,12 @@ def test_lone_scan_matches_reference_under_every_option(metric):
                 qb = batch.column("query").to_numpy() == 7 * i
                 np.testing.assert_array_equal(got[-1], batch.column("id").to_numpy()[qb], err_msg=f"{mode} {kw}")
         assert_same_topk(got, gs, exp)
+        # a batch of two: each query its own lone scan (run_certified splits the pair)
+        pair = {"window": (w0[:2], t[:2])} if mode == "window" else {"as_of": t[:2]}
+        two = eng.search_batch(q[:2], 10, mode=mode, known_at=known[:2], exact=True, **pair, **kw)
+        for i in range(2):
+            qb = two.column("query").to_numpy() == i
+            np.testing.assert_array_equal(two.column("id").to_numpy()[qb], got[i], err_msg=f"{mode} {kw}")
 
 
 def test_hit_strings_by_batch_match_column_takes():

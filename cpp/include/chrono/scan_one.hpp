@@ -23,6 +23,14 @@
 
 namespace chrono {
 
+// Whether a query could take scan_one (a dense metric, the VNNI kernels, the automatic
+// scan order); run_certified splits groups of two on it.
+inline bool lone_scan_possible(const Searcher& q, const Store& st) {
+  const Kernels& k = kernels();
+  return q.uses_dot() && k.dot_qt_s8 != nullptr && k.dot_s8_1 != nullptr && st.dim() <= 65536 &&
+         q.params().scan == ScanOrder::Auto;
+}
+
 // Whether a stage of c takes scan_one: a group of one, a dense metric with the int8
 // kernels, and no graph plan to decide (every row is scanned anyway).
 inline bool scan_one_applies(const GroupContext& c, int stage) {
