@@ -26,6 +26,37 @@ def decay_fn(eng):
     return f
 
 
+def ref_options(kw, mask=None):
+    """The reference's keywords for a search's options ``kw`` (``mask``: the reference's
+    fact-type mask for a ``fact_types`` option)."""
+    rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "future", "arbitrate")}
+    if "deprecation_penalty" in kw:
+        rkw["penalty"] = kw["deprecation_penalty"]
+    if "fact_types" in kw:
+        rkw["type_mask"] = mask
+    return rkw
+
+
+def retract_and_view(engines, corpus, rng, nq, every):
+    """Retract one row in ``every`` of the corpus (the same rows, at the same random later
+    times, in each engine) and draw a ``known_at`` per query across the ingest span and
+    beyond; with every other fact type as a search's ``fact_types`` and the reference's
+    mask of them: (known, types, mask)."""
+    c = corpus
+    gone = rng.choice(len(c), len(c) // every, replace=False)
+    at = c.ingested_at[gone] + rng.integers(1, 400, len(gone)) * US_PER_DAY
+    for i, a in zip(gone, at):
+        for e in engines:
+            e.retract([int(i)], at=np.datetime64(int(a), "us"))
+    lo, hi = int(c.ingested_at.min()), int(c.ingested_at.max()) + 500 * US_PER_DAY
+    known = rng.integers(lo, hi, nq).astype(np.int64)
+    names = engines[0].fact_types
+    types = sorted(set(names))[::2]
+    mask = np.zeros(len(names), bool)
+    mask[[names.index(n) for n in types]] = True
+    return known, types, mask
+
+
 def check_against_reference(eng, corpus, q, t, *, mode, exact, k=10, **kw):
     cols = core_cols(eng)
     vecs = eng.vectors()
@@ -35,11 +66,8 @@ def check_against_reference(eng, corpus, q, t, *, mode, exact, k=10, **kw):
                            window=window, exact=exact, **kw)
     sims = ref.similarities(q, vecs, eng.metric)
     wnd = (np.asarray(window[0]), np.asarray(window[1])) if window is not None else (0, 0)
-    rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "future", "arbitrate")}
-    if "deprecation_penalty" in kw:
-        rkw["penalty"] = kw["deprecation_penalty"]
     exp = ref.search(cols, vecs, decay_fn(eng), q, k, mode=mode, t=t, known_at=known, window=wnd,
-                     metric=eng.metric, sims=sims, **rkw)
+                     metric=eng.metric, sims=sims, **ref_options(kw))
     qcol = res.column("query").to_numpy()
     ids = res.column("id").to_numpy()
     scores = res.column("score").to_numpy()
@@ -300,20 +328,10 @@ def test_scan_orders_bitemporal_against_reference(small_corpus, scan, fusion):
     c = small_corpus
     eng = ce.Engine(32, decay=policy_for(c), threads=2, scan=scan)
     eng.ingest(c.to_dict())
-    rng = np.random.default_rng(17)
-    ids = np.arange(len(c), dtype=np.uint64)
-    gone = rng.choice(len(c), len(c) // 8, replace=False)
-    at = c.ingested_at[gone] + rng.integers(1, 400, len(gone)) * US_PER_DAY
-    for i, a in zip(gone, at):
-        eng.retract([int(ids[i])], at=np.datetime64(int(a), "us"))
     nq = 70
+    known, types, mask = retract_and_view([eng], c, np.random.default_rng(17), nq, every=8)
     q = c.queries(nq, seed=21)
     t = times_for_selectivity(c, 0.3, nq)
-    lo, hi = int(c.ingested_at.min()), int(c.ingested_at.max()) + 500 * US_PER_DAY
-    known = rng.integers(lo, hi, nq).astype(np.int64)
-    types = sorted(set(eng.fact_types))[::2]
-    mask = np.zeros(len(eng.fact_types), bool)
-    mask[[eng.fact_types.index(n) for n in types]] = True
     cols = core_cols(eng)
     vecs = eng.vectors()
     sims = ref.similarities(q, vecs, eng.metric)
@@ -465,20 +483,10 @@ def test_lone_scan_matches_reference_under_every_option(metric):
         d["vector"] = d["vector"] * scale[:, None]
     for e in (eng, grp):
         e.ingest(d)
-    rng = np.random.default_rng(29)
-    gone = rng.choice(len(c), len(c) // 10, replace=False)
-    at = c.ingested_at[gone] + rng.integers(1, 400, len(gone)) * US_PER_DAY
-    for i, a in zip(gone, at):
-        for e in (eng, grp):
-            e.retract([int(i)], at=np.datetime64(int(a), "us"))
     nq = 10
+    known, types, mask = retract_and_view([eng, grp], c, np.random.default_rng(29), nq, every=10)
     q = c.queries(nq, seed=8)
     t = times_for_selectivity(c, 0.15, nq)
-    lo, hi = int(c.ingested_at.min()), int(c.ingested_at.max()) + 500 * US_PER_DAY
-    known = rng.integers(lo, hi, nq).astype(np.int64)
-    types = sorted(set(eng.fact_types))[::2]
-    mask = np.zeros(len(eng.fact_types), bool)
-    mask[[eng.fact_types.index(n) for n in types]] = True
     cols, vecs = core_cols(eng), eng.vectors()
     sims = ref.similarities(q, vecs, eng.metric)
     w0 = t - 200 * US_PER_DAY
@@ -490,36 +498,28 @@ def test_lone_scan_matches_reference_under_every_option(metric):
         ("latest", {"fusion": "linear", "tau": 0.2, "deprecation_penalty": 0.5}),
         ("window", {}), ("all", {"fusion": "linear"}),
     ]
+    rep = np.repeat(np.arange(nq), 7)[:64]  # a group of 64: query i at batch rows 7i .. 7i + 6
     for mode, kw in cases:
-        rkw = {k2: v for k2, v in kw.items() if k2 in ("fusion", "alpha", "tau", "deprecated", "future", "arbitrate")}
-        if "deprecation_penalty" in kw:
-            rkw["penalty"] = kw["deprecation_penalty"]
-        if "fact_types" in kw:
-            rkw["type_mask"] = mask
+        def times(i):  # the queries' times (i: an index or index array), by mode
+            return {"window": (w0[i], t[i])} if mode == "window" else {"as_of": t[i]}
         wnd = (w0, t) if mode == "window" else (0, 0)
         exp = ref.search(cols, vecs, decay_fn(eng), q, 10, mode=mode, t=t, known_at=known, window=wnd,
-                         metric=eng.metric, sims=sims, **rkw)
-        times = {"window": (w0, t)} if mode == "window" else {"as_of": t}
-        batch = grp.search_batch(np.repeat(q, 7, axis=0)[:64], 10, mode=mode, known_at=np.repeat(known, 7)[:64],
-                                 exact=True, **{k2: np.repeat(v, 7)[:64] if k2 == "as_of" else v for k2, v in times.items()
-                                                if k2 != "window"},
-                                 **({"window": (np.repeat(w0, 7)[:64], np.repeat(t, 7)[:64])} if mode == "window" else {}),
-                                 **kw)
+                         metric=eng.metric, sims=sims, **ref_options(kw, mask))
+        batch = grp.search_batch(q[rep], 10, mode=mode, known_at=known[rep], exact=True, **times(rep), **kw)
         got, gs = [], []
         for i in range(nq):
-            one = {"window": (int(w0[i]), int(t[i]))} if mode == "window" else {"as_of": int(t[i])}
+            one = {k2: (int(v[0]), int(v[1])) if k2 == "window" else int(v) for k2, v in times(i).items()}
             res = eng.search(q[i], 10, mode=mode, known_at=int(known[i]), exact=True, explain=True, **one, **kw)
             assert res.column("certified").to_numpy().all(), (mode, kw)
             assert set(res.column("plan").to_pylist()) <= {"scan"}
             got.append(res.column("id").to_numpy())
             gs.append(res.column("score").to_numpy())
-            if i < 9:  # query i sits at batch rows 7i .. 7i + 6
+            if i < 9:  # in the group of 64
                 qb = batch.column("query").to_numpy() == 7 * i
                 np.testing.assert_array_equal(got[-1], batch.column("id").to_numpy()[qb], err_msg=f"{mode} {kw}")
         assert_same_topk(got, gs, exp)
         # a batch of two: each query its own lone scan (run_certified splits the pair)
-        pair = {"window": (w0[:2], t[:2])} if mode == "window" else {"as_of": t[:2]}
-        two = eng.search_batch(q[:2], 10, mode=mode, known_at=known[:2], exact=True, **pair, **kw)
+        two = eng.search_batch(q[:2], 10, mode=mode, known_at=known[:2], exact=True, **times(slice(0, 2)), **kw)
         for i in range(2):
             qb = two.column("query").to_numpy() == i
             np.testing.assert_array_equal(two.column("id").to_numpy()[qb], got[i], err_msg=f"{mode} {kw}")

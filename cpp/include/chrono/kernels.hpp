@@ -26,9 +26,9 @@ struct Kernels {
   float (*l2sq)(const float* a, const float* b, std::size_t d);
   // out[i] = D(age[i]) for one decay family
   void (*decay)(const DecaySpec& s, const double* age_days, double* out, std::size_t n);
-  // out[i] = reliability * D_j(age_days(t, observed_at)) of rows[i], j its fact type (< n_specs,
-  // the caller's check): Searcher::eligibility's validity for n rows in one call (a lone
-  // query's scan, scan_one.hpp), the same operations row by row
+  // out[i] = reliability * D_j(age_days(t, observed_at)) of rows[i], j its fact type (an
+  // index into specs, as Searcher::eligibility reads it): that validity for n rows in one
+  // call (a lone query's scan, scan_one.hpp), the same operations row by row
   void (*validities)(const DecaySpec* specs, const MetaTable* meta, const std::uint32_t* rows, std::size_t n,
                      std::int64_t t, double* out);
   // rescoring: validity v = q * D_j(age) with D_j chosen per row (j = type[i]), then the

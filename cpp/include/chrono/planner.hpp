@@ -215,7 +215,7 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
   // own lone scan (200k x 384 steep, 1% in force: ~370 against ~240 us per query; a tenth
   // in force with exact=True, the same within noise). Certified answers do not depend on
   // the grouping.
-  if (qs.size() == 2 && lone_scan_possible(qs[0], st)) {
+  if (qs.size() == 2 && lone_scan_possible(qs[0], st.dim())) {
     for (std::size_t g = 0; g < 2; ++g) {
       std::vector<Searcher> one{qs[g]};
       run_certified(one, st, out, std::vector<std::size_t>{where[g]});

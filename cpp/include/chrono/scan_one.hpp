@@ -23,20 +23,20 @@
 
 namespace chrono {
 
-// Whether a query could take scan_one (a dense metric, the VNNI kernels, the automatic
-// scan order); run_certified splits groups of two on it.
-inline bool lone_scan_possible(const Searcher& q, const Store& st) {
+// Whether a query of dimension d could take scan_one: a dense metric, the int8 kernels
+// (GroupContext::s8 and the lone one) and the automatic scan order (an order asked for by
+// name is kept). run_certified splits groups of two on it.
+inline bool lone_scan_possible(const Searcher& q, std::size_t d) {
   const Kernels& k = kernels();
-  return q.uses_dot() && k.dot_qt_s8 != nullptr && k.dot_s8_1 != nullptr && st.dim() <= 65536 &&
+  return q.uses_dot() && k.dot_qt_s8 != nullptr && k.dot_s8_1 != nullptr && d <= 65536 &&
          q.params().scan == ScanOrder::Auto;
 }
 
-// Whether a stage of c takes scan_one: a group of one, a dense metric with the int8
-// kernels, and no graph plan to decide (every row is scanned anyway).
+// Whether a stage of c takes scan_one: a group of one that could, with no graph plan to
+// decide (every row is scanned anyway).
 inline bool scan_one_applies(const GroupContext& c, int stage) {
-  if (c.G != 1 || !c.dense || !c.s8 || c.k.dot_s8_1 == nullptr) return false;
+  if (c.G != 1 || !lone_scan_possible(c.qs[0], c.d)) return false;
   const SearchParams& p = c.p0;
-  if (p.scan != ScanOrder::Auto) return false;  // an order asked for by name is kept
   return stage == 1 || p.exact || c.buf.rows.size() <= p.scan_limit || !c.qs[0].graph_plan_allowed();
 }
 
