@@ -97,14 +97,38 @@ def test_int8_group_dot_vnni_is_exact(d, G, R):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.skipif(not VNNI, reason="no AVX512-VNNI on this CPU (no x86-64-v4-vnni variant)")
-@pytest.mark.parametrize("d", [1, 3, 63, 64, 65, 127, 383, 384, 1000])
+def _has_dot_s8_1(variant: str) -> bool:
+    try:
+        _core.dot_s8_1(np.zeros((1, 8), np.int8), np.zeros(8, np.int8), variant)
+    except ValueError as e:
+        assert "no dot_s8_1" in str(e)
+        return False
+    return True
+
+
+#: the variants with a lone query's exact int8 dot (dot_s8_1): every one compiled for AVX2
+S8_1 = [v for v in VARIANTS if _has_dot_s8_1(v)]
+
+
+def test_every_avx2_variant_has_the_lone_int8_dot():
+    """The x86-64-v3 variant of a default build (AVX2) and every AVX-512 one carry dot_s8_1,
+    so a lone query's own scan (scan_one.hpp) runs on AVX2 machines too."""
+    if ce.build_info()["baseline"] != "x86-64-v3" or not VARIANTS[0].startswith("x86-64"):
+        pytest.skip("a build for another baseline")
+    assert S8_1 == [v for v in VARIANTS if v.startswith(("x86-64-v3", "x86-64-v4"))]
+
+
+@pytest.mark.skipif(not S8_1, reason="no AVX2 kernel variant in this build")
+@pytest.mark.parametrize("variant", S8_1)
+@pytest.mark.parametrize("d", [1, 3, 31, 32, 33, 63, 64, 65, 127, 383, 384, 1000])
 @pytest.mark.parametrize("R", [1, 2, 3, 5])
-def test_int8_single_query_dot_vnni_is_exact(d, R):
-    """dot_s8_1 (a lone query's kernel: the row codes flipped to unsigned, c + 128, times
-    the signed query codes, minus 128 * the query's code sum) equals the int64 NumPy product
-    and the group kernel, extreme codes and partial 64-byte blocks included (the rows lie
-    back to back, so a read past d would take the next row's codes)."""
+def test_int8_single_query_dot_is_exact(variant, d, R):
+    """dot_s8_1 (a lone query's kernel; VNNI: the row codes flipped to unsigned, c + 128,
+    times the signed query codes, minus 128 * the query's code sum; AVX2: |c| times q8 sign(c)
+    in saturating int16 pairs, which the codes' range keeps from saturating) equals the int64
+    NumPy product, and the group kernel where there is one, with extreme codes (rows of -128
+    and 127 against a query of 127 and -127, the pairs' largest sums) and partial blocks (the
+    rows lie back to back, so a read past d would take the next row's codes)."""
     rng = np.random.default_rng(100 * d + R)
     C = rng.integers(-128, 128, (R, d)).astype(np.int8)
     q8 = rng.integers(-127, 128, d).astype(np.int8)
@@ -112,11 +136,13 @@ def test_int8_single_query_dot_vnni_is_exact(d, R):
     if R > 1:
         C[1, :] = 127
     q8[: d // 2] = 127
+    q8[d // 2:: 3] = -127
     want = C.astype(np.int64) @ q8.astype(np.int64)
-    got = _core.dot_s8_1(C, q8, VNNI[0])
+    got = _core.dot_s8_1(C, q8, variant)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(got, _core.dot_qt_s8(C, q8[None, :], VNNI[0])[:, 0])
+    if "vnni" in variant:
+        np.testing.assert_array_equal(got, _core.dot_qt_s8(C, q8[None, :], variant)[:, 0])
 
 
 def test_int8_group_dot_vnni_refuses_variants_without_it():
@@ -125,16 +151,17 @@ def test_int8_group_dot_vnni_refuses_variants_without_it():
         if "vnni" not in v:
             with pytest.raises(ValueError, match="no dot_qt_s8"):
                 _core.dot_qt_s8(C, C, v)
+        if v not in S8_1:
             with pytest.raises(ValueError, match="no dot_s8_1"):
                 _core.dot_s8_1(C, C[0], v)
     with pytest.raises(ValueError, match="G must be"):
         _core.dot_qt_s8(C, np.zeros((65, 8), np.int8))
     with pytest.raises(ValueError, match="C must be"):
         _core.dot_qt_s8(C, np.zeros((2, 7), np.int8))
-    if VNNI:
-        for q in (np.zeros(7, np.int8), np.zeros((1, 8), np.int8)):
+    for v in S8_1:
+        for q in (np.zeros(7, np.int8), np.zeros((1, 8), np.int8), np.full(8, -128, np.int8)):
             with pytest.raises(ValueError, match="q8"):
-                _core.dot_s8_1(C, q, VNNI[0])
+                _core.dot_s8_1(C, q, v)
 
 
 def test_query_quantisation_matches_numpy():

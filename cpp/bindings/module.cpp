@@ -250,7 +250,9 @@ PYBIND11_MODULE(_core, m) {
     const std::size_t d = static_cast<std::size_t>(C.shape(1)), R = static_cast<std::size_t>(C.shape(0));
     if (d > 65536) throw std::invalid_argument("d must be at most 65536");
     const Kernels& k = variant(which);
-    if (!k.dot_s8_1) throw std::invalid_argument(std::string("kernel variant ") + k.name + " has no dot_s8_1 (needs AVX512-VNNI)");
+    if (!k.dot_s8_1) throw std::invalid_argument(std::string("kernel variant ") + k.name + " has no dot_s8_1 (needs AVX2)");
+    for (py::ssize_t i = 0; i < q8.shape(0); ++i)
+      if (q8.data()[i] == -128) throw std::invalid_argument("q8 must hold codes in [-127, 127] (quantise_queries' range)");
     std::vector<const std::int8_t*> xs(R);
     for (std::size_t r = 0; r < R; ++r) xs[r] = C.data() + r * d;
     std::int32_t q8_sum = 0;

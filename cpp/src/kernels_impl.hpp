@@ -1,6 +1,9 @@
 // Kernel bodies, included by one translation unit per instruction set. The including file
 // defines CHRONO_KNS (the namespace) and compiles with that ISA's flags.
 #include <cmath>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -403,6 +406,62 @@ static void dot_qt_i8(const std::int8_t* const* xs, std::size_t nx, const float*
     for (std::size_t g = 0; g < nx * Gp; ++g) out[g] = 0.0f;
 }
 
+#if defined(__AVX2__)
+// dot_s8_1 with AVX2 (no VNNI): one query's exact integer dots. vpmaddubsw multiplies
+// unsigned by signed bytes and adds pairs into int16 with saturation, so the row's codes
+// go in as |c| (vpsignb(c, c); -128 gives 128 read unsigned) and the query's as q8 sign(c)
+// (vpsignb(q8, c); |q8| <= 127, so negating it stays in range): each pair is at most
+// 2 * 128 * 127 = 32,512 < 2^15, no saturation; vpmaddwd with ones widens the pairs to
+// int32. The last d % 32 dimensions are added one by one (nothing past d is read). Exact
+// in int32 for d <= 65,536; q8_sum is not needed (no unsigned offset to take off).
+static inline std::int32_t lane_sum8(__m256i v) {
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i t = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
+}
+
+static inline __m256i dot_s8_step(__m256i acc, __m256i x, __m256i q, __m256i ones) {
+  const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(q, x));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+}
+
+static void dot_s8_1_avx2(const std::int8_t* const* xs, std::size_t nx, const std::int8_t* q8, std::int32_t,
+                          std::size_t d, std::size_t stride, std::int32_t* out) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const std::size_t full = d / 32 * 32;
+  auto tail = [&](const std::int8_t* x) {
+    std::int32_t s = 0;
+    for (std::size_t i = full; i < d; ++i) s += static_cast<std::int32_t>(x[i]) * q8[i];
+    return s;
+  };
+  // rows two at a time (each query load serves both; two accumulator chains overlap)
+  std::size_t r = 0;
+  for (; r + 2 <= nx; r += 2) {
+    const std::int8_t* x0 = xs[r];
+    const std::int8_t* x1 = xs[r + 1];
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    for (std::size_t i = 0; i < full; i += 32) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + i));
+      a0 = dot_s8_step(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x0 + i)), q, ones);
+      a1 = dot_s8_step(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x1 + i)), q, ones);
+    }
+    out[r * stride] = lane_sum8(a0) + tail(x0);
+    out[(r + 1) * stride] = lane_sum8(a1) + tail(x1);
+  }
+  if (r < nx) {
+    const std::int8_t* x = xs[r];
+    __m256i a = _mm256_setzero_si256();
+    for (std::size_t i = 0; i < full; i += 32)
+      a = dot_s8_step(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)),
+                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + i)), ones);
+    out[r * stride] = lane_sum8(a) + tail(x);
+  }
+}
+#define CHRONO_DOT_S8_1_DEFAULT dot_s8_1_avx2
+#else
+#define CHRONO_DOT_S8_1_DEFAULT nullptr
+#endif
+
 static float l2sq(const float* a, const float* b, std::size_t d) {
   float acc[16] = {0};
   std::size_t i = 0;
@@ -589,7 +648,7 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
 // Kernels cannot wire a pointer to the wrong slot). dot_qt_s8: null unless the CPU
 // variant has one (kernels_v4.cpp).
 constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) dot_qt_s8 = nullptr,
-                               decltype(Kernels::dot_s8_1) dot_s8_1 = nullptr) {
+                               decltype(Kernels::dot_s8_1) dot_s8_1 = CHRONO_DOT_S8_1_DEFAULT) {
   static_assert(sizeof(Kernels) == 11 * sizeof(void*), "a new Kernels field must be set here");
   Kernels k{};
   k.name = name;

@@ -60,8 +60,9 @@ struct CompactRow { double cs, ce; float fcs, fce, fadd; };
 // Setup: the group's constants of the scoring pass, per query padded to 64 lanes. The
 // queries row-major (Q) and transposed (QT), and per query: bound = (A + B v) pen; product
 // score = s+ v pen; linear = (E s + B2 v) pen.
-// With AVX512-VNNI (Kernels::dot_qt_s8), batched compact caps use the queries quantised
-// to int8: q = SQ q8 + r with |r| <= RQ, and the row's compact copy x = cs c + e with
+// Where the kernels have exact int8 dots (a group: Kernels::dot_qt_s8, AVX512-VNNI; a lone
+// query: Kernels::dot_s8_1, AVX2 or AVX512-VNNI), batched compact caps use the queries
+// quantised to int8: q = SQ q8 + r with |r| <= RQ, and the row's compact copy x = cs c + e with
 // |e| <= ce and |x| <= XN, so
 //   <q, x> <= cs SQ <q8, c> + RQ (XN + ce) + |q| ce,
 // the usual cap cs raw + |q| ce with raw = SQ <q8, c> + RQ (XN + ce) / cs (exact integer
@@ -70,7 +71,7 @@ struct GroupContext {
   GroupContext(std::vector<Searcher>& queries, const Store& store, GroupBuffers& buffers)
       : qs(queries), meta(store.meta()), specs(store.decay_specs()), k(kernels()), ann(store.ann()),
         buf(buffers), G(queries.size()), d(store.dim()), Gp((G + 7) / 8 * 8), dense(queries[0].uses_dot()),
-        product(queries[0].product()), s8(dense && k.dot_qt_s8 != nullptr && d <= 65536),
+        product(queries[0].product()), s8(dense && d <= 65536 && (G == 1 ? k.dot_s8_1 != nullptr : k.dot_qt_s8 != nullptr)),
         mode(queries[0].params().time.mode), p0(queries[0].params()), active(G, 1), Q(G * d), QT(d * Gp),
         XN(store.max_norm() * (1.0 + 1e-6) + 1e-12) {
     set_queries();
@@ -101,7 +102,7 @@ struct GroupContext {
   // The exact integer dots (s8) of n compact rows with the group's queries, out[r * Gp + g]:
   // a lone query's by its own kernel over its contiguous codes, a group's by dot_qt_s8.
   void dots_s8(const std::int8_t* const* xs, std::size_t n, std::int32_t* out) const {
-    if (G == 1 && k.dot_s8_1) k.dot_s8_1(xs, n, buf.Q8.data(), q8_sum, d, Gp, out);
+    if (G == 1) k.dot_s8_1(xs, n, buf.Q8.data(), q8_sum, d, Gp, out);
     else k.dot_qt_s8(xs, n, buf.QU.data(), Gp, d, out);
   }
 
@@ -136,8 +137,10 @@ struct GroupContext {
     if (s8) {
       buf.Q8.resize(G * d);
       quantise_queries(Q.data(), G, d, buf.Q8.data(), SQ, RQ);
-      buf.QU.resize((d + 3) / 4 * Gp * 4);
-      transpose_queries_s8(buf.Q8.data(), G, d, Gp, buf.QU.data());
+      if (G > 1) {  // dot_qt_s8's layout (a lone query's kernel reads Q8)
+        buf.QU.resize((d + 3) / 4 * Gp * 4);
+        transpose_queries_s8(buf.Q8.data(), G, d, Gp, buf.QU.data());
+      }
       for (std::size_t i = 0; i < d; ++i) q8_sum += buf.Q8[i];  // the first query's (dots_s8, G = 1)
     }
     for (std::size_t g = 0; g < G; ++g) {

@@ -49,11 +49,13 @@ struct Kernels {
   // 64 multiply-adds per instruction where the float form does 16.
   void (*dot_qt_s8)(const std::int8_t* const* xs, std::size_t nx, const std::uint8_t* QU, std::size_t Gp,
                     std::size_t d, std::int32_t* out);
-  // The same exact integer dots for one query, its int8 codes q8 read contiguously, with
-  // q8_sum = sum_i q8[i] (the caller's, once per query):
+  // The same exact integer dots for one query, its int8 codes q8 (in [-127, 127], as
+  // quantise_queries makes them) read contiguously, with q8_sum = sum_i q8[i] (the
+  // caller's, once per query):
   //   out[r * stride] = sum_i xs[r][i] * q8[i]
-  // (a lone query's rows: one vpdpbusd per 64 dimensions where dot_qt_s8 spends one per 4
-  // on 8 lanes). Null where dot_qt_s8 is.
+  // (a lone query's rows). With AVX512-VNNI one vpdpbusd per 64 dimensions where
+  // dot_qt_s8 spends one per 4 on 8 lanes; with AVX2 (every x86-64-v3 variant, where
+  // dot_qt_s8 is null) vpmaddubsw + vpmaddwd per 32. Null in a build without AVX2.
   void (*dot_s8_1)(const std::int8_t* const* xs, std::size_t nx, const std::int8_t* q8, std::int32_t q8_sum,
                    std::size_t d, std::size_t stride, std::int32_t* out);
 };

@@ -23,12 +23,13 @@
 
 namespace chrono {
 
-// Whether a query of dimension d could take scan_one: a dense metric, the int8 kernels
-// (GroupContext::s8 and the lone one) and the automatic scan order (an order asked for by
-// name is kept). run_certified splits groups of two on it.
+// Whether a query of dimension d could take scan_one: a dense metric, the lone query's
+// exact int8 kernel (Kernels::dot_s8_1, AVX2 or AVX512-VNNI; GroupContext::s8) and the
+// automatic scan order (an order asked for by name is kept). run_certified splits groups
+// of two on it.
 inline bool lone_scan_possible(const Searcher& q, std::size_t d) {
   const Kernels& k = kernels();
-  return q.uses_dot() && k.dot_qt_s8 != nullptr && k.dot_s8_1 != nullptr && d <= 65536 &&
+  return q.uses_dot() && k.dot_s8_1 != nullptr && d <= 65536 &&
          q.params().scan == ScanOrder::Auto;
 }
 
