@@ -21,6 +21,7 @@ _U8 = npt.NDArray[np.uint8]
 _U16 = npt.NDArray[np.uint16]
 _U32 = npt.NDArray[np.uint32]
 _U64 = npt.NDArray[np.uint64]
+_Bool = npt.NDArray[np.bool_]
 
 
 class _BuildInfo(TypedDict):
@@ -105,6 +106,8 @@ class Names:
         """The codes of ``names``, adding the new ones in order; all or nothing."""
     def take(self, codes: _I32) -> tuple[_I32, _U8]:
         """The names of ``codes`` as Arrow string buffers (int32 offsets, UTF-8 data); -1: empty."""
+    def take_valid(self, codes: _I32) -> tuple[_I32, _U8, _Bool | None]:
+        """:meth:`take` and the validity (False for code -1), None when no code is -1."""
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` names."""
     def tolist(self) -> list[str]: ...
@@ -166,6 +169,10 @@ class Store:
     def columns_at(self, rows: _U32, known_at: _I64 | None = None) -> _Columns:
         """The metadata of ``rows`` (IndexError out of range); ``known_at`` as in columns,
         one value or one per row."""
+    def hit_meta(self, rows: _U32, known_at: _I64) -> tuple[_I64, _I64, _Bool | None, _I32]:
+        """What a result table reads of ``rows``: valid_from, valid_to as known at
+        ``known_at`` (one value or one per row), valid_to's validity (False where open; None
+        when none is) and the stem codes (-1: none); IndexError for a row out of range."""
     def bound_rows(self, rows: _U32, t: _F64, known_at: _I64, x1: _I64, x2: _I64, theta: _F64,
                    a: _F64, b: _F64, tau: float, out_pen: float, latest: bool,
                    mask: _U8 | None = None, variant: str = "", fut_pen: float | None = None) -> _BoundRows:

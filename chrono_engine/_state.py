@@ -158,6 +158,14 @@ class StoreState:
         or one per row)."""
         return self.core.columns_at(np.asarray(rows).astype(np.uint32), _known(known_at))
 
+    def hit_meta(self, rows: np.ndarray, known_at: np.ndarray) -> dict:
+        """What a result table reads of its hits' metadata, in one native call: the rows'
+        ``valid_from``, ``valid_to`` as known at ``known_at`` (int64 µs: one, or one per
+        row), ``valid_to_valid`` (bool, False where open; None when none is) and ``stem``
+        (codes, -1: none) — the same values as :meth:`columns_at` gives."""
+        vf, vt, valid, stem = self.core.hit_meta(rows, known_at)
+        return {"valid_from": vf, "valid_to": vt, "valid_to_valid": valid, "stem": stem}
+
     def stem_rows(self, code: int) -> np.ndarray:
         """The rows of a stem code, ascending: O(rows of the stem), from the core's per-stem lists."""
         return self.core.stem_rows(int(code))
@@ -197,10 +205,7 @@ class StoreState:
     def stem_buffers(self, codes: np.ndarray) -> tuple:
         """The stem ids of stem codes (-1: null) as Arrow string buffers (int32 offsets,
         uint8 data, bool validity or None when none is null)."""
-        codes = np.ascontiguousarray(codes, dtype=np.int32)
-        offsets, data = self.stems.take(codes)
-        valid = codes >= 0
-        return offsets, data, None if valid.all() else valid
+        return self.stems.take_valid(np.ascontiguousarray(codes, dtype=np.int32))
 
     def stem_names(self, codes: np.ndarray) -> pa.Array:
         """The stem ids of stem codes (-1: null) as an Arrow string array."""

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from . import _core
 from ._args import K_MAX, as_float32, count, shown
 from ._embedder import is_temporal, text_vectors
-from ._state import ALL_KNOWN, StoreState, _string_array
+from ._state import StoreState, _string_array
 from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
 from .schema import _check_and_normalise, format_version, parse_version
@@ -449,8 +449,6 @@ def _native_columns(state: StoreState, out: dict, lang: str, with_query: bool) -
     ``_core.json_rows`` take them: (name, format, values, valid or None)."""
     q = out["query"]
     rows, cols, text, cites = _hits(state, out, lang)
-    vt = cols["valid_to"]
-    open_ = vt == OPEN_END
     columns = [("query", "i", q, None)] if with_query else []
     columns += [
         ("rank", "i", out["rank"], None), ("id", "L", out["id"], None), ("score", "g", out["score"], None),
@@ -458,7 +456,7 @@ def _native_columns(state: StoreState, out: dict, lang: str, with_query: bool) -
         ("stem_id", "u") + _text(text["stem_id"]),
         ("version", "u") + _text(text["version"]),
         ("valid_from", _TS_FORMAT, cols["valid_from"], None),
-        ("valid_to", _TS_FORMAT, vt, ~open_ if open_.any() else None),
+        ("valid_to", _TS_FORMAT, cols["valid_to"], cols["valid_to_valid"]),
         ("title", "u") + _text(text["title"]),
         ("content", "u") + _text(text["content"]),
         ("citation", "u", cites if isinstance(cites, list) else cites.to_pylist(), None),
@@ -480,12 +478,12 @@ def _text(buffers: tuple) -> tuple:
 
 def _hits(state: StoreState, out: dict, lang: str) -> tuple:
     """What both result forms read per hit, after the search (the table then holds every
-    row the core returned): the rows (int64), their metadata columns
-    (:meth:`StoreState.columns_at`, as known at each query's ``known_at``), the string
+    row the core returned): the rows (int64), the metadata the table reads
+    (:meth:`StoreState.hit_meta`, as known at each query's ``known_at``), the string
     buffers of stem_id, version, title and content, and the citations
     (:func:`_hit_citations`)."""
+    cols = state.hit_meta(out["row"], out["known_at"][out["query"]])
     rows = out["row"].astype(np.int64)
-    cols = state.columns_at(rows, out["known_at"][out["query"]] if len(rows) else ALL_KNOWN)
     title, version, content = state.hit_string_buffers(rows, _HIT_STRINGS)
     text = {"stem_id": state.stem_buffers(cols["stem"]), "version": version, "title": title, "content": content}
     return rows, cols, text, _hit_citations(state, rows, title, version, cols["valid_from"], lang)

@@ -305,6 +305,45 @@ struct PyStore {
       if (rows.data()[i] >= s->meta().size()) throw std::out_of_range("row out of range");
     return gather(rows.data(), static_cast<std::size_t>(rows.size()), known_at);
   }
+  // What a result table reads of its hits' metadata (search.py, _hits), in one call:
+  // valid_from, valid_to as known at known_at (one time, or one per row; amendments
+  // applied as in gather), valid_to's validity (false where open) or None when none is
+  // open, and the stem codes (-1: none). columns_at gives the same and eight more columns,
+  // each an array made per call (~1.5 us each in place after a lone search's scan).
+  py::tuple hit_meta(carray<std::uint32_t> rows, carray<std::int64_t> known_at) {
+    const auto n = static_cast<std::size_t>(rows.size());
+    if (known_at.ndim() != 1 || (known_at.size() != 1 && static_cast<std::size_t>(known_at.size()) != n))
+      throw std::invalid_argument("known_at must hold one time or one per row");
+    py::array_t<std::int64_t> vf(static_cast<py::ssize_t>(n)), vt(static_cast<py::ssize_t>(n));
+    py::array_t<std::int32_t> stem(static_cast<py::ssize_t>(n));
+    std::vector<std::uint8_t> closed(n);
+    std::size_t open = 0;
+    {
+      std::shared_lock<std::shared_mutex> g(s->mutex());
+      const auto& m = s->meta();
+      const std::uint32_t* r = rows.data();
+      for (std::size_t i = 0; i < n; ++i)
+        if (r[i] >= m.size()) throw std::out_of_range("row out of range");
+      const std::int64_t* K = known_at.data();
+      const bool one = known_at.size() == 1;
+      for (std::size_t i = 0; i < n; ++i) {
+        micros end, from;
+        m.known(r[i], one ? K[0] : K[i], end, from);
+        vf.mutable_data()[i] = m.valid_from(r[i]);
+        vt.mutable_data()[i] = end;
+        stem.mutable_data()[i] = m.stem(r[i]);
+        closed[i] = end != kOpenEnd;
+        open += end == kOpenEnd;
+      }
+    }
+    py::object valid = py::none();
+    if (open) {
+      py::array_t<bool> v(static_cast<py::ssize_t>(n));
+      for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = closed[i] != 0;
+      valid = v;
+    }
+    return py::make_tuple(vf, vt, valid, stem);
+  }
   // caller holds the lock. known_at: the columns as ingested (None), or with the
   // amendments known at that transaction time (one, or one per row) applied: valid_to
   // brought forward, and deprecated_from (the valid time deprecated from: INT64_MIN always,
@@ -424,6 +463,32 @@ struct PyStore {
 
 }  // namespace
 
+// The names of `codes` as Arrow string buffers (int32 offsets, UTF-8 data); code -1 gives
+// an empty slot (the caller marks it null).
+static py::tuple t_take(const NameTable& t, carray<std::int32_t> codes) {
+  const std::int32_t* c = codes.data();
+  const auto n = static_cast<std::size_t>(codes.size());
+  py::array_t<std::int32_t> offsets(static_cast<py::ssize_t>(n + 1));
+  std::int32_t* o = offsets.mutable_data();
+  std::size_t total = 0;
+  o[0] = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (c[i] < -1 || (c[i] >= 0 && static_cast<std::size_t>(c[i]) >= t.size()))
+      throw py::index_error("name code " + std::to_string(c[i]) + " out of range");
+    if (c[i] >= 0) total += t.name(static_cast<std::size_t>(c[i])).size();
+    if (total > 0x7fffffffu) throw std::length_error("names exceed 2 GiB");
+    o[i + 1] = static_cast<std::int32_t>(total);
+  }
+  py::array_t<std::uint8_t> data(static_cast<py::ssize_t>(total));
+  char* d = reinterpret_cast<char*>(data.mutable_data());
+  for (std::size_t i = 0; i < n; ++i)
+    if (c[i] >= 0) {
+      const std::string_view v = t.name(static_cast<std::size_t>(c[i]));
+      std::copy(v.begin(), v.end(), d + o[i]);
+    }
+  return py::make_tuple(offsets, data);
+}
+
 void bind_store(py::module_& m) {
   m.def("probe_choice", [](std::size_t n, carray<std::uint64_t> f) {
     // which queries of a group the planner sends to the probe (probe.hpp), given each one's
@@ -462,30 +527,22 @@ void bind_store(py::module_& m) {
         }
         return out;
       }, py::arg("names"))
-      .def("take", [](const NameTable& t, carray<std::int32_t> codes) {
-        // the names of `codes` as Arrow string buffers (int32 offsets, UTF-8 data); code -1
-        // gives an empty slot (the caller marks it null)
+      .def("take", &t_take, py::arg("codes"))
+      .def("take_valid", [](const NameTable& t, carray<std::int32_t> codes) {
+        // take's (offsets, data) and the validity (false for code -1), None when every code
+        // names a stem: a result table's stem_id column in one call
+        py::tuple od = t_take(t, codes);
         const std::int32_t* c = codes.data();
         const auto n = static_cast<std::size_t>(codes.size());
-        py::array_t<std::int32_t> offsets(static_cast<py::ssize_t>(n + 1));
-        std::int32_t* o = offsets.mutable_data();
-        std::size_t total = 0;
-        o[0] = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          if (c[i] < -1 || (c[i] >= 0 && static_cast<std::size_t>(c[i]) >= t.size()))
-            throw py::index_error("name code " + std::to_string(c[i]) + " out of range");
-          if (c[i] >= 0) total += t.name(static_cast<std::size_t>(c[i])).size();
-          if (total > 0x7fffffffu) throw std::length_error("names exceed 2 GiB");
-          o[i + 1] = static_cast<std::int32_t>(total);
+        std::size_t none = 0;
+        for (std::size_t i = 0; i < n; ++i) none += c[i] < 0;
+        py::object valid = py::none();
+        if (none) {
+          py::array_t<bool> v(static_cast<py::ssize_t>(n));
+          for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = c[i] >= 0;
+          valid = v;
         }
-        py::array_t<std::uint8_t> data(static_cast<py::ssize_t>(total));
-        char* d = reinterpret_cast<char*>(data.mutable_data());
-        for (std::size_t i = 0; i < n; ++i)
-          if (c[i] >= 0) {
-            const std::string_view v = t.name(static_cast<std::size_t>(c[i]));
-            std::copy(v.begin(), v.end(), d + o[i]);
-          }
-        return py::make_tuple(offsets, data);
+        return py::make_tuple(od[0], od[1], valid);
       }, py::arg("codes"))
       .def("truncate", &NameTable::truncate, py::arg("n"))
       .def("tolist", [](const NameTable& t) {
@@ -521,6 +578,7 @@ void bind_store(py::module_& m) {
       .def("rows_of", &PyStore::rows_of, py::arg("ids"))
       .def("columns", &PyStore::columns_out, py::arg("known_at") = py::none())
       .def("columns_at", &PyStore::columns_at, py::arg("rows"), py::arg("known_at") = py::none())
+      .def("hit_meta", &PyStore::hit_meta, py::arg("rows"), py::arg("known_at"))
       .def("bound_rows", &PyStore::bound_rows, py::arg("rows"), py::arg("t"), py::arg("known_at"), py::arg("x1"),
            py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
            py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "", py::arg("fut_pen") = py::none())
