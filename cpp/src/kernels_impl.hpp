@@ -55,7 +55,9 @@ __attribute__((always_inline)) static inline double vexp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  double y = from_bits(bits_of(p) + (ki << 52));
+  // 2^k into the exponent: shifted as unsigned (a negative k shifted as signed is undefined
+  // before C++20; the bits are the same)
+  double y = from_bits(bits_of(p) + static_cast<std::int64_t>(static_cast<std::uint64_t>(ki) << 52));
   y = x < -745.0 ? 0.0 : y;
   return x != x ? x : y;
 }
