@@ -309,11 +309,16 @@ def instant(value: Any, name: str) -> int:
         return scalar_us(value, name)
 
 
+def _filled(n: int, value: int) -> np.ndarray:
+    """``n`` int64 copies of ``value`` (one, a lone call's, without np.full's Python layer)."""
+    return np.array((value,), np.int64) if n == 1 else np.full(n, value, dtype=np.int64)
+
+
 def _instants(value: Any, n: int, name: str, default: int | None) -> np.ndarray:
     if value is None and default is not None:  # the common calls, without the error context
-        return np.array((default,), np.int64) if n == 1 else np.full(n, default, dtype=np.int64)
+        return _filled(n, default)
     if type(value) is int and -(1 << 63) <= value < (1 << 63):
-        return np.array((value,), np.int64) if n == 1 else np.full(n, value, dtype=np.int64)
+        return _filled(n, value)
     with errors_as(QueryError):
         return array_us(value, n, name, default)
 

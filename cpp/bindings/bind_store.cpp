@@ -19,6 +19,16 @@ std::string_view utf8(const py::handle& h, const char* what) {
 
 py::str to_py(std::string_view s) { return py::str(s.data(), s.size()); }
 
+// An Arrow validity as NumPy bools, valid(i) per row, or None when no row is null
+// (any_null false): the result tables' form of a nullable column.
+template <class Valid>
+py::object validity(std::size_t n, bool any_null, Valid&& valid) {
+  if (!any_null) return py::none();
+  py::array_t<bool> v(static_cast<py::ssize_t>(n));
+  for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = valid(i);
+  return std::move(v);
+}
+
 struct PyStore {
   std::unique_ptr<Store> s;
 
@@ -316,8 +326,7 @@ struct PyStore {
       throw std::invalid_argument("known_at must hold one time or one per row");
     py::array_t<std::int64_t> vf(static_cast<py::ssize_t>(n)), vt(static_cast<py::ssize_t>(n));
     py::array_t<std::int32_t> stem(static_cast<py::ssize_t>(n));
-    std::vector<std::uint8_t> closed(n);
-    std::size_t open = 0;
+    bool open = false;
     {
       std::shared_lock<std::shared_mutex> g(s->mutex());
       const auto& m = s->meta();
@@ -332,17 +341,11 @@ struct PyStore {
         vf.mutable_data()[i] = m.valid_from(r[i]);
         vt.mutable_data()[i] = end;
         stem.mutable_data()[i] = m.stem(r[i]);
-        closed[i] = end != kOpenEnd;
-        open += end == kOpenEnd;
+        open |= end == kOpenEnd;
       }
     }
-    py::object valid = py::none();
-    if (open) {
-      py::array_t<bool> v(static_cast<py::ssize_t>(n));
-      for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = closed[i] != 0;
-      valid = v;
-    }
-    return py::make_tuple(vf, vt, valid, stem);
+    const std::int64_t* e = vt.data();
+    return py::make_tuple(vf, vt, validity(n, open, [&](std::size_t i) { return e[i] != kOpenEnd; }), stem);
   }
   // caller holds the lock. known_at: the columns as ingested (None), or with the
   // amendments known at that transaction time (one, or one per row) applied: valid_to
@@ -534,15 +537,8 @@ void bind_store(py::module_& m) {
         py::tuple od = t_take(t, codes);
         const std::int32_t* c = codes.data();
         const auto n = static_cast<std::size_t>(codes.size());
-        std::size_t none = 0;
-        for (std::size_t i = 0; i < n; ++i) none += c[i] < 0;
-        py::object valid = py::none();
-        if (none) {
-          py::array_t<bool> v(static_cast<py::ssize_t>(n));
-          for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = c[i] >= 0;
-          valid = v;
-        }
-        return py::make_tuple(od[0], od[1], valid);
+        const bool none = std::any_of(c, c + n, [](std::int32_t x) { return x < 0; });
+        return py::make_tuple(od[0], od[1], validity(n, none, [&](std::size_t i) { return c[i] >= 0; }));
       }, py::arg("codes"))
       .def("truncate", &NameTable::truncate, py::arg("n"))
       .def("tolist", [](const NameTable& t) {
