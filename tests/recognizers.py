@@ -84,7 +84,9 @@ convention's name recorded, and the report also prints the strict rate:
     Parts of the day: the spec's morning is 8–12, afternoon 12–16, evening 16–20, night
     20–24; ``parse_time``'s are 6–12, 12–18, 18–24, 18–24. For a value whose timex ends in
     ``TMO`` / ``TAF`` / ``TEV`` / ``TNI`` and no Mod, accepts the same part on the same
-    date in ``parse_time``'s hours ("later this afternoon", Mod ``end``, stays strict).
+    date in ``parse_time``'s hours; with Mod ``start`` / ``end`` ("early morning", "later
+    this afternoon": the first / second half of the spec's part, 8–10, 14–16), the same
+    half of ``parse_time``'s part (6–9, 15–18).
 ``calendar_duration``
     The spec counts a month as 30 days and a year as 365; ``parse_time`` measures months and
     years forward from ``now`` on the calendar. Accepts the timex's amount measured that way
@@ -408,8 +410,13 @@ def convention_match(e: Expected, g: Got, lang: str, text: str, now: datetime,
             return "day_bounds"
         # parts of the day in the project's hours
         m = re.search(r"T(MO|AF|EV|NI)$", e.timex)
-        if m and not e.mod and e.start is not None and g.start is not None and g.end is not None:
+        if (m and e.mod in (None, "", "start", "end") and e.start is not None and g.start is not None
+                and g.end is not None):
             a, b = _PART_HOURS[m.group(1)]
+            if e.mod == "start":
+                b = (a + b) // 2
+            elif e.mod == "end":
+                a = (a + b) // 2
             day = datetime.combine(e.start.date(), datetime.min.time())
             if (g.start, g.end) == (day + timedelta(hours=a), day + timedelta(hours=b)):
                 return "part_of_day_hours"

@@ -831,7 +831,7 @@ def test_a_bounded_clock_after_its_day(text, expected):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("I will go back May twenty nine", ("2016-05-29 00:00", "2016-05-30 00:00")),
+    ("I will go back May twenty nine", ("2017-05-29 00:00", "2017-05-30 00:00")),  # the future clause: next May
     ("on March twentieth, 2019", ("2019-03-20 00:00", "2019-03-21 00:00")),
     ("January the first 2024", ("2024-01-01 00:00", "2024-01-02 00:00")),
     ("march eighteenth nine thirty pm", ("2016-03-18 21:30", "2016-03-18 21:31")),

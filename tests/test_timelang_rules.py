@@ -34,14 +34,17 @@ def test_a_range_lends_its_afternoon_to_a_bare_first_clock(text, start, end):
 
 
 @pytest.mark.parametrize("text, now, want", [
-    # the first date on or after today whose day of the month falls on that weekday
+    # the date nearest today whose day of the month falls on that weekday (the first on or
+    # after today in a clause that speaks of the future)
     ("I'll go back Mon 13th", "2022-04-27T10:00:00", [("Mon 13th", "2022-06-13T00:00:00", "2022-06-14T00:00:00")]),
+    ("I'll go back Mon 13th", "2022-02-01T10:00:00", [("Mon 13th", "2022-06-13T00:00:00", "2022-06-14T00:00:00")]),
+    ("we met on Mon 13th", "2022-02-01T10:00:00", [("on Mon 13th", "2021-12-13T00:00:00", "2021-12-14T00:00:00")]),
     ("arrangement on Sunday 31!", "2022-04-27T10:00:00",
      [("on Sunday 31", "2022-07-31T00:00:00", "2022-08-01T00:00:00")]),
     ("coffee on wednesday the thirty first.", "2022-04-27T10:00:00",
      [("on wednesday the thirty first", "2022-08-31T00:00:00", "2022-09-01T00:00:00")]),
     ("coffee on tues the 4th 7pm", "2022-04-27T10:00:00",
-     [("on tues the 4th 7pm", "2022-10-04T19:00:00", "2022-10-04T20:00:00")]),
+     [("on tues the 4th 7pm", "2022-01-04T19:00:00", "2022-01-04T20:00:00")]),
     ("on Friday the 13th", "2022-05-13T09:00:00", [("on Friday the 13th", "2022-05-13T00:00:00", "2022-05-14T00:00:00")]),
     # a bare number needs the clause's end (or a time) after it; lower-case words stay words
     ("on Monday 12 people came", "2022-04-27T10:00:00",
@@ -199,7 +202,11 @@ def test_tonight_and_numeric_date_ranges(text, want):
 
 
 @pytest.mark.parametrize("text, want", [
-    ("Juneteenth, also known as Freedom Day", [("Juneteenth", "2019-06-19T00:00:00", "2019-06-20T00:00:00")]),
+    ("Juneteenth, also known as Freedom Day", [("Juneteenth", "2019-06-19T00:00:00", "2019-06-20T00:00:00"),
+                                               ("Freedom Day", "2019-06-19T00:00:00", "2019-06-20T00:00:00")]),
+    ("This task should be done next 6th of April", [("next 6th of April", "2020-04-06T00:00:00",
+                                                     "2020-04-07T00:00:00")]),
+    ("The door opens today pm", [("today pm", "2019-05-10T12:00:00", "2019-05-10T18:00:00")]),
     ("celebrate International Workers' Day!", [("International Workers' Day", "2019-05-01T00:00:00",
                                                 "2019-05-02T00:00:00")]),
     ("When was the previous easter?", [("previous easter", "2019-04-21T00:00:00", "2019-04-22T00:00:00")]),
@@ -686,10 +693,15 @@ def test_spaced_dates_and_a_year_before_its_month(text, want):
     ("The event starts on Sunday early morning at 8:00",
      [("on Sunday early morning at 8:00", "2019-08-11T08:00:00", "2019-08-11T08:01:00")]),
     ("Sunday late evening at 10:00", [("Sunday late evening at 10:00", "2019-08-11T22:00:00", "2019-08-11T22:01:00")]),
-    ("tomorrow early morning", [("tomorrow early morning", "2019-08-08T06:00:00", "2019-08-08T12:00:00")]),
-    # left alone: a lone part of the day, modified or not
-    ("early morning", []),
-    ("the late night show", []),
+    # "early" / "late" take the first / second half of the part's hours; alone, today's
+    ("tomorrow early morning", [("tomorrow early morning", "2019-08-08T06:00:00", "2019-08-08T09:00:00")]),
+    ("early morning", [("early morning", "2019-08-07T06:00:00", "2019-08-07T09:00:00")]),
+    ("What happened later in the afternoon.", [("later in the afternoon", "2019-08-07T15:00:00",
+                                                "2019-08-07T18:00:00")]),
+    ("let's meet late this morning.", [("late this morning", "2019-08-07T09:00:00", "2019-08-07T12:00:00")]),
+    ("late last night", [("late last night", "2019-08-06T21:00:00", "2019-08-07T00:00:00")]),
+    # a clock said with a modified part is in the part's half of the day
+    ("early evening at 7", [("early evening at 7", "2019-08-07T19:00:00", "2019-08-07T20:00:00")]),
 ])
 def test_early_and_late_parts_of_a_day(text, want):
     assert _read(text, "2019-08-07T09:00:00") == want
@@ -734,3 +746,112 @@ def test_hours_in_words_before_a_day(text, want):
 ])
 def test_amounts_with_a_fraction_sign(text, want):
     assert [(e.text, e.duration.total_seconds()) for e in parse_time(text, now=NOW)] == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # a part of the day alone is today's, in the project's hours (morning 6-12, lunch 11-13)
+    ("let's meet in the morning", [("in the morning", "2016-11-07T06:00:00", "2016-11-07T12:00:00")]),
+    ("I'll be out in the mornings", [("in the mornings", "2016-11-07T06:00:00", "2016-11-07T12:00:00")]),
+    ("Students must attend all four afternoon classes",
+     [("afternoon", "2016-11-07T12:00:00", "2016-11-07T18:00:00")]),
+    ("any time at lunchtime", [("lunchtime", "2016-11-07T11:00:00", "2016-11-07T13:00:00")]),
+    ("let's meet before lunch", [("before lunch", None, "2016-11-07T11:00:00")]),
+    # a decimal is not an hour: "37.1 in the morning" is not 1 am
+    ("My temperature was 37.1 in the morning", [("in the morning", "2016-11-07T06:00:00", "2016-11-07T12:00:00")]),
+    # left alone: greetings and the meal
+    ("Good Morning Paul", []), ("Good night Cortana", []), ("We will have lunch together with Jim", []),
+])
+def test_a_part_of_the_day_alone(text, want):
+    assert _read(text) == want
+
+
+def test_a_part_of_the_day_alone_is_no_constraint_and_no_fact():
+    from chrono_engine.timelang import ground, parse_temporal_intent
+    i = parse_temporal_intent("what did he eat in the morning", now=NOW)
+    assert (i.mode, i.window, i.cleaned_query) == ("latest", None, "what did he eat in the morning")
+    i = parse_temporal_intent("what did he eat in the morning in 2019", now=NOW)
+    assert i.mode == "window" and i.window[0].year == 2019 and i.window[1].year == 2020
+    assert ground("He trained in the morning and rested at night.", "2016-11-07") == []
+    assert [(f.text, f.start.hour) for f in ground("He trained in the morning of March 3, 2015.")] == [
+        ("in the morning of March 3, 2015", 6)]
+
+
+@pytest.mark.parametrize("text, want", [
+    # a month then a day past 12, alone: a date; Feb 29 the latest leap year's
+    ("11/20", [("11/20", "2016-11-20T00:00:00", "2016-11-21T00:00:00")]),
+    ("Do you know the date? 11/20, 12 of Nov?", [("11/20", "2016-11-20T00:00:00", "2016-11-21T00:00:00"),
+                                                  ("12 of Nov", "2016-11-12T00:00:00", "2016-11-13T00:00:00")]),
+    ("2/29", [("2/29", "2016-02-29T00:00:00", "2016-03-01T00:00:00")]),
+    # left alone: fractions, 24/7, a score, money, an impossible day
+    ("3/7", []), ("open 24/7", []), ("scored 15/20", []), ("$3/20", []), ("2/30", []),
+    # a number dashed to a year is not a date, nor the year alone
+    ("Is this a valid date? 32 - 2015", []), ("2015 - 32", []),
+    ("from 2015 - 2016", [("2015 - 2016", "2015-01-01T00:00:00", "2017-01-01T00:00:00")]),
+])
+def test_month_slash_day_alone_and_dashed_numbers(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # the clause's tense settles "within" and the year of a date written without one
+    ("I'll be back within 5 minutes", [("within 5 minutes", "2016-11-07T10:20:00", "2016-11-07T10:25:00")]),
+    ("within 5 minutes", [("within 5 minutes", "2016-11-07T10:15:00", "2016-11-07T10:20:00")]),
+    ("We will be done. Within 3 days", [("Within 3 days", "2016-11-04T10:20:00", "2016-11-07T10:20:00")]),
+    ("It will happen 2 weeks from January 15.",
+     [("2 weeks from January 15", "2017-01-29T00:00:00", "2017-01-30T00:00:00")]),
+    ("It happened 2 weeks from January 15.",
+     [("2 weeks from January 15", "2016-01-29T00:00:00", "2016-01-30T00:00:00")]),
+    ("We will meet 5 days before new year.", [("5 days before new year", "2016-12-27T00:00:00", "2016-12-28T00:00:00")]),
+    ("I will see you on December 3", [("December 3", "2016-12-03T00:00:00", "2016-12-04T00:00:00")]),
+])
+def test_the_clauses_tense(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # "the year" / "the week" at the end of a clause: the current unit
+    ("Hey, we got Cloud partner of the year.", [("the year", "2016-01-01T00:00:00", "2017-01-01T00:00:00")]),
+    ("Show sales in the week", [("the week", "2016-11-07T00:00:00", "2016-11-14T00:00:00")]),
+    # now words and "otd"
+    ("We're not open at this time.", [("at this time", "2016-11-07T10:20:00", "2016-11-07T10:20:01")]),
+    ("at the minute I'm ok", [("at the minute", "2016-11-07T10:20:00", "2016-11-07T10:20:01")]),
+    ("Pierre de Fermat died otd.", [("otd", "2016-11-07T00:00:00", "2016-11-08T00:00:00")]),
+    # left alone: "the year" followed by more words, or by its number
+    ("the day he died", []), ("The story happened the year before independence.", []),
+    ("at this time last year", [("last year", "2015-01-01T00:00:00", "2016-01-01T00:00:00")]),
+    ("in the year 1990", [("the year 1990", "1990-01-01T00:00:00", "1991-01-01T00:00:00")]),
+])
+def test_the_current_unit_and_now_words(text, want):
+    assert _read(text) == want
+
+
+def test_the_current_unit_is_no_constraint_and_no_fact():
+    from chrono_engine.timelang import ground, parse_temporal_intent
+    i = parse_temporal_intent("who was the player of the year.", now=NOW)
+    assert (i.mode, i.window) == ("latest", None)
+    assert ground("He was named player of the year.", "2016-11-07") == []
+
+
+@pytest.mark.parametrize("text, want", [
+    # the n-th / last weekday of a month, with the time of day said with it
+    ("third tuesday of september 2014", [("third tuesday of september 2014", "2014-09-16T00:00:00",
+                                          "2014-09-17T00:00:00")]),
+    ("the first Monday of September", [("the first Monday of September", "2016-09-05T00:00:00",
+                                        "2016-09-06T00:00:00")]),
+    ("last Monday of March", [("last Monday of March", "2016-03-28T00:00:00", "2016-03-29T00:00:00")]),
+    ("second Sunday in May", [("second Sunday in May", "2016-05-08T00:00:00", "2016-05-09T00:00:00")]),
+    ("the last Friday of next month", [("last Friday of next month", "2016-12-30T00:00:00", "2016-12-31T00:00:00")]),
+    ("the first Monday evening of next month", [("the first Monday evening of next month",
+                                                 "2016-12-05T18:00:00", "2016-12-06T00:00:00")]),
+    ("the first Monday 1pm to 3pm of next month", [("the first Monday 1pm to 3pm of next month",
+                                                    "2016-12-05T13:00:00", "2016-12-05T15:00:00")]),
+    # a fifth one the month does not have: nothing
+    ("the fifth Monday of February 2018", []),
+    ("the fifth Monday of February", [("the fifth Monday of February", "2016-02-29T00:00:00", "2016-03-01T00:00:00")]),
+    # a clock after "for" is the day's ("a table on Monday for 8pm"); an amount stays one
+    ("book a table on Monday for 8pm", [("on Monday for 8pm", "2016-11-07T20:00:00", "2016-11-07T21:00:00")]),
+    ("I'll go back October 14 for 8:00:31am", [("October 14 for 8:00:31am", "2017-10-14T08:00:31",
+                                                "2017-10-14T08:00:32")]),
+])
+def test_nth_weekday_of_a_month_and_clocks_after_for(text, want):
+    assert _read(text) == want

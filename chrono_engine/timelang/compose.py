@@ -13,8 +13,8 @@ from bisect import bisect_left
 from datetime import datetime, timedelta
 
 from . import periods as P
-from .grammar import GRAIN_ORDER, Cand, Ctx, fuzzy_part, range_cand
-from .zh import attach_clock_to_day
+from .grammar import GRAIN_ORDER, Cand, Ctx, future_said, fuzzy_part, range_cand
+from .zh import NIGHT_PARTS, PM_PARTS, attach_clock_to_day
 
 __all__ = ["compose", "select"]
 
@@ -55,7 +55,7 @@ _WEEKDAY_CLOSE = re.compile(r"\s*[)）]")
 _WEEKDAY_BEFORE_GAP = re.compile(r"\s*[,，(（-]?\s*$")
 
 # -- clock attachment ---------------------------------------------------------------------
-_GAP_DAY_CLOCK = re.compile(r"\s*(?:的|,|，|at|@|on|around|about|from)?\s*$", _IA)
+_GAP_DAY_CLOCK = re.compile(r"\s*(?:的|,|，|at|@|on|around|about|from|for)?\s*$", _IA)
 _GAP_CLOCK_DAY = re.compile(r"\s*(?:on|,|，)?\s*$", _IA)
 #: an English word right before a whole-hour clock time that has no day next to it; a word
 #: other than these makes it a name or a number ("signed 2AM in 2010": the band), dropped
@@ -236,7 +236,7 @@ def _part_for(text: str, c: Cand, part: str | None) -> str | None:
     ("tonight at 1am") or is a small hour of the night ("tonight around 3")."""
     if _HALF_SAID.search(text, c.b, c.e):
         return None
-    if part in ("night", "tonight", "夜里", "夜间", "半夜") and c.clock[0] is not None and c.clock[0] < 5:
+    if part in NIGHT_PARTS and c.clock[0] is not None and c.clock[0] < 5:
         return None
     return part
 
@@ -326,6 +326,12 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                     continue  # "Which label signed 2AM in 2010": not a time of day
                 out.append(attach_clock_to_day(c, ctx.today, ctx))
                 c.floating = True
+            elif c.clock[0] is None and c.clock[4]:
+                # "in the morning", "afternoon classes": a part of the day alone is today's;
+                # a query's intent and the grounding leave it out (it says when in a day,
+                # not which day)
+                out.append(attach_clock_to_day(c, ctx.today, ctx))
+                c.floating, c.role = True, "lone part"
             i += 1
             continue
         out.append(c)
@@ -831,9 +837,11 @@ def _offsets(text: str, sel: list[Cand]) -> list[Cand]:
 _MORE_LESS = re.compile(r"\b(?P<q>more|less)\s+than\s+$", _IA)
 _HOURS_GAP = re.compile(r"\s*(?:on|,|at|from)?\s*$", _IA)
 #: parts of the day in the afternoon half (their hours without am / pm are pm ones)
-_NEXT_DAY_PARTS = frozenset({"凌晨", "早上", "早晨", "清晨", "上午", "早间", "morning"})
+_NEXT_DAY_PARTS = frozenset({"凌晨", "早上", "早晨", "清晨", "上午", "早间", "morning", "early morning",
+                             "late morning"})
 _AM_SAID = re.compile(r"(?:\b|(?<=\d))a\.?\s?m\b", _IA)
-_PM_PARTS = frozenset({"afternoon", "evening", "night", "tonight", "下午", "晚上", "傍晚", "夜里", "夜间"})
+_PM_PARTS = PM_PARTS - {"pm", "晚间", "深夜", "半夜"}
+_EN_NIGHT = frozenset({"night", "tonight", "early night", "late night"})
 
 
 def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
@@ -863,7 +871,7 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         h1, m1, h2, m2 = c.inner
         if _is_part(day):  # "between 7 and 9 last night": the hours in the part's half of the day
             part = day.day[1]
-            if part in _PM_PARTS and h1 < 12 and not (part in ("night", "tonight") and h1 < 5):
+            if part in _PM_PARTS and h1 < 12 and not (part in _EN_NIGHT and h1 < 5):
                 h1, h2 = h1 + 12, (h2 + 12 if h2 < 12 else h2)
                 if (h2, m2) <= (h1, m1):
                     h2 += 12
@@ -1019,6 +1027,84 @@ def _sub_span(mark: Cand, period: Cand) -> Cand | None:
     return range_cand(mark.b, period.e, start, end, u)
 
 
+def lone_part(c: Cand) -> bool:
+    """Whether ``c`` is a part of the day said without a day ("in the morning"), still
+    alone after composition (joined to a day it is that day's part), or the current unit
+    said as "the year" at the end of a clause ("partner of the year."): what ``parse_time``
+    reads as today's, and a query's intent and the grounding leave out."""
+    return (c.role == "lone part" and c.floating) or (c.role == "bare unit" and c.kind == "point")
+
+
+_REL_YEAR_BEFORE = re.compile(r"\b(?P<r>next|last|this)\s+$", _IA)
+
+
+_NTH_BEFORE = re.compile(r"\b(?:the\s+)?(?P<o>first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+$", _IA)
+_LAST_AT = re.compile(r"last\s+", _IA)
+_WEEKDAY_AT = re.compile(r"(?:on\s+)?(?P<w>mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?(?![a-z])", _IA)
+_OF_GAP = re.compile(r"\s+(?:of|in)\s+(?:the\s+)?", _IA)
+_NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+        "fifth": 5, "5th": 5, "last": -1}
+_WD_INDEX = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+
+def _nth_weekday_of(text: str, sel: list[Cand]) -> list[Cand]:
+    """"the third Tuesday of September 2014", "the last Friday of next month", "the first
+    Monday evening of next month": that weekday of that month (with the time of day said
+    with it); a fifth one the month does not have is dropped."""
+    out: list[Cand] = []
+    i = 0
+    while i < len(sel):
+        c = sel[i]
+        nxt = sel[i + 1] if i + 1 < len(sel) else None
+        if (nxt is not None and nxt.kind == "point" and nxt.grain == "month" and nxt.start is not None
+                and c.start is not None and c.end is not None and _OF_GAP.fullmatch(text, c.e, nxt.b)):
+            b = c.b
+            last = _LAST_AT.match(text, b)
+            if last is not None:
+                o, wb = "last", last.end()
+            else:
+                om = _NTH_BEFORE.search(text, max(0, b - 12), b)
+                o, wb = (om.group("o").lower(), b) if om is not None else (None, b)
+            w = _WEEKDAY_AT.match(text, wb) if o is not None else None
+            if w is not None and c.start.weekday() == _WD_INDEX[w.group("w").lower()]:
+                wd = c.start.weekday()
+                first = nxt.start.date()
+                k = _NTH[o]
+                if k > 0:
+                    day = first + timedelta(days=(wd - first.weekday()) % 7 + 7 * (k - 1))
+                else:
+                    end = (nxt.end - timedelta(days=1)).date()
+                    day = end - timedelta(days=(end.weekday() - wd) % 7)
+                if day.month == first.month and _move_days(c, day - c.start.date()):
+                    if last is None:
+                        c.b = om.start()
+                    c.e, c.rebuild, c.role = nxt.e, None, None
+                    out.append(c)
+                i += 2
+                continue
+        out.append(c)
+        i += 1
+    return out
+
+
+def _future_days(text: str, sel: list[Cand], ctx: Ctx) -> None:
+    """A day written without its year (May 3, 2/29, Easter) is next / last / this year's
+    after "next" / "last" / "this" ("next 6th of April"); one that has passed this year is
+    next year's in a clause that speaks of the future ("we will meet 5 days before new
+    year", "it will happen 2 weeks from January 15")."""
+    for c in sel:
+        if not (c.cls == "cal" and c.kind == "point" and c.grain == "day" and c.rebuild is not None
+                and c.end is not None):
+            continue
+        m = _REL_YEAR_BEFORE.search(text, max(0, c.b - 6), c.b)
+        if m is not None:
+            y = ctx.year + {"next": 1, "last": -1, "this": 0}[m.group("r").lower()]
+            c.start, c.end = c.rebuild(y, c.start.month)
+            c.b, c.rebuild = m.start(), None
+        elif c.end <= ctx.now and future_said(text, c.b):
+            c.start, c.end = c.rebuild(c.start.year + 1, c.start.month)
+
+
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     """Run the composition passes over the selected atoms (in text order)."""
     if not sel:
@@ -1042,15 +1128,20 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     if len(sel) > 1:
         sel = _durations(text, sel, ctx)
         sel = _lend_years(text, sel)
+    _future_days(text, sel, ctx)
     if any(c.role == "year words" for c in sel):  # a year in words: lent, or after a preposition
         sel = [c for c in sel if c.role != "year words" or _YEAR_WORDS_PREP.search(text, max(0, c.b - 16), c.b)]
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)
+    if len(sel) > 1:
+        sel = _nth_weekday_of(text, sel)
     if len(sel) > 1 and any(c.cls == "dur" for c in sel):
         sel = _clock_spans(text, sel)
     if len(sel) > 1:
         sel = _ranges(text, sel, ctx)
+        if len(sel) > 1:  # "the first Monday 1pm to 3pm of next month": a range of clocks
+            sel = _nth_weekday_of(text, sel)
         sel = _to_written_day(text, sel)
         sel = _offsets(text, sel)
     if any(c.cls in ("weekmark", "dur") for c in sel):

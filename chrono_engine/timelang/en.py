@@ -21,6 +21,7 @@ from .grammar import (
     clock_cand,
     clock_on_day,
     fuzzy_part,
+    future_said,
     range_cand,
     rule,
     year_of_two_digits,
@@ -240,8 +241,10 @@ def _day(m, ctx, y, mo, d):
       lead="omtwfs", words='mon tue wed thu fri sat sun', exact=WEEKDAY_TOKENS)
 def weekday_day_of_month(m, ctx):
     """Mon 13th, Sunday 31, wednesday the thirty first: the day of the month whose date falls on
-    that weekday, the first such on or after today (a bare number needs an ordinal, "the" or
-    the clause's end after it: "Monday 12 people" is not a date)."""
+    that weekday, the nearest to today (the first such on or after today when it is no
+    farther than the last one before, or always in a clause that speaks of the future). A
+    bare number needs an ordinal, "the" or the clause's end after it: "Monday 12 people" is
+    not a date."""
     tok = m.group("wd").rstrip(".")
     if tok in ("sun", "wed", "sat", "mon"):
         return None  # English words in lower case
@@ -249,15 +252,24 @@ def weekday_day_of_month(m, ctx):
     if d is None or not 1 <= d <= 31:
         return None
     wd = _WEEKDAYS[tok[:3].lower()]
-    y, mo = ctx.today.year, ctx.today.month
-    for _ in range(60):  # every (weekday, day) pair recurs within 14 months
-        if d <= P.days_in_month(y, mo):
-            day = date(y, mo, d)
-            if day >= ctx.today and day.weekday() == wd:
-                s, e = P.day_span(y, mo, d, ctx.tz)
-                return cal(m.start(), m.end(), s, e, "day")
-        y, mo = P.add_months(y, mo, 1)
-    return None
+    today = ctx.today
+    best = None
+    # the first such on or after today, and (unless the clause speaks of the future) the
+    # last one before it
+    for step in ((1,) if future_said(m.string, m.start()) else (1, -1)):
+        y, mo = today.year, today.month
+        for _ in range(60):  # every (weekday, day) pair recurs within 14 months
+            if d <= P.days_in_month(y, mo):
+                day = date(y, mo, d)
+                if (day >= today if step == 1 else day < today) and day.weekday() == wd:
+                    if best is None or abs((day - today).days) < abs((best - today).days):
+                        best = day
+                    break
+            y, mo = P.add_months(y, mo, step)
+    if best is None:
+        return None
+    s, e = P.day_span(best.year, best.month, best.day, ctx.tz)
+    return cal(m.start(), m.end(), s, e, "day")
 
 
 _D2 = r"(?:0?[1-9]|[12]\d|3[01])"
@@ -394,14 +406,15 @@ def fraction_amount(m, ctx):
 
 
 _DAY_SPELLINGS = {"tonite": "tonight", "tmrw": "tomorrow", "tomorow": "tomorrow", "tommorow": "tomorrow",
-                  "tommorrow": "tomorrow"}
+                  "tommorrow": "tomorrow", "otd": "today"}
 
 
 @rule(r"\b(?P<w>today|tonight|yesterday|tomorrow|" + "|".join(_DAY_SPELLINGS)
       + r"|(?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+tomorrow)\b", _I,
-      lead="tyd", words='tod ton yes tom tmr')
+      lead="tydo", words='tod ton yes tom tmr otd')
 def relative_day(m, ctx):
-    """today, tonight, yesterday, tomorrow (and "tmrw", the common misspellings)."""
+    """today, tonight, yesterday, tomorrow (and "tmrw", the common misspellings; "otd", on
+    this day)."""
     w = m.group("w").lower()
     w = _DAY_SPELLINGS.get(w, w)
     off = -2 if "before" in w else 2 if "after" in w else _DAYWORD[w]
@@ -428,13 +441,15 @@ def day_next_to(m, ctx):
     return cal(m.start(), m.end(), s, e, "day")
 
 
-@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently"
+@rule(r"\b(?:right\s+now|now|at\s+present|at\s+the\s+moment|at\s+this\s+moment|presently|at\s+the\s+minute"
+      r"|at\s+this\s+time(?!\s+(?:last|next|this|of|in|on|tomorrow|yesterday|today)\b)"
       r"|(?:at\s+)?the\s+present\s+time|current\s+date)\b"
       r"|(?:(?<=[–—-])|(?<=[–—-]\s)|(?<=\bto\s)|(?<=\btill\s)|(?<=\buntil\s))present\b"
       r"|(?:(?<=\btill\s)|(?<=\buntil\s))date\b|(?<!\bup\s)\b(?P<todate>to\s+date)\b(?!\s*\d)", _I,
-      lead="rnapctd", words='now pre mom cur dat')
+      lead="rnapctd", words='now pre mom cur dat min tim')
 def now_word(m, ctx):
-    """now, at present, presently, the present time, current date; "present" as a range's
+    """now, at present, presently, at the minute, at this time (not "at this time last
+    year"), the present time, current date; "present" as a range's
     end ("2017–present"); "till date"; "to date" (up to now; not "up to date")."""
     s = P.floor(ctx.now, "second")
     if m.group("todate"):  # "the best to date": up to now; "from 2010 to date", "2023 to date": a range's end
@@ -738,7 +753,7 @@ def clock_words(m, ctx):
     return c
 
 
-@rule(rf"\b(?P<h>{_HOUR_W})(?::(?P<mi>[0-5]\d))?(?:\s*o'?clock)?\s+{_PART_W}"
+@rule(rf"(?<!\d[.,])\b(?P<h>{_HOUR_W})(?::(?P<mi>[0-5]\d))?(?:\s*o'?clock)?\s+{_PART_W}"
       rf"|\bin\s+the\s+(?P<part2>morning|afternoon|evening)\s+at\s+(?P<h2>{_HOUR_W})(?::(?P<mi2>[0-5]\d))?\b"
       rf"|\b(?P<h3>1[0-2]|0?[1-9]|noon)ish\b", _I,
       lead=r"\dotfsenwi", words="mor aft eve nig ton noo ish",
@@ -894,14 +909,39 @@ def clock_range_start(m, ctx):
     return c
 
 
-@rule(r"\b(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:(?:early|late)\s+)?(?:in\s+the\s+)?"
-      r"(?P<p>morning|afternoon|evening|night)\b", _I, lead="tydlimaen", words='mor aft eve nig')
+@rule(r"\b(?P<rel>yesterday|tomorrow|today)\s+(?P<ap>[ap])\.?m\b\.?", _I, lead="ty", words="yes tom tod",
+      exact="am pm")
+def day_half(m, ctx):
+    """today pm, tomorrow am: that day's afternoon / morning."""
+    off = {"today": 0, "yesterday": -1, "tomorrow": 1}[m.group("rel").lower()]
+    p = "afternoon" if m.group("ap").lower() == "p" else "morning"
+    c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
+    return attach_clock_to_day(c, ctx.today + timedelta(days=off), ctx)
+
+
+_MEAL_PREP = re.compile(r"\b(?:at|before|after|around|during|over|until|till|by)\s+$", _I)
+
+
+@rule(r"(?<!\bgood\s)\b(?:(?P<m1>early|late|earlier|later)\s+(?:in\s+(?=this\s|the\s))?)?"
+      r"(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:(?P<m2>early|late)\s+)?"
+      r"(?:in\s+the\s+|the\s+)?(?P<p>morning|afternoon|evening|night|lunch)(?:s|\s*time)?\b", _I,
+      lead="tydlimaenel", words='mor aft eve nig lun')
 def day_part(m, ctx):
     """this evening, tomorrow morning, next evening (tomorrow's), last night, last morning
-    (yesterday's); alone, "evening" counts only next to a day. "early" / "late" before the
-    part keep its half of the day (Sunday early morning at 8:00; the part is fuzzy anyway)."""
+    (yesterday's), lunchtime (11:00-13:00); alone, a part is today's, and a query's intent
+    and the grounding leave it out (compose). "early" / "late" (or "earlier" / "later")
+    take the first / second half of the part's hours: early morning 6-9, later this
+    afternoon 15-18. "good morning" is a greeting."""
     rel = (m.group("rel") or "").lower()
     p = m.group("p").lower()
+    if p == "lunch":
+        if not (m.group().lower().endswith("time") or _MEAL_PREP.search(m.string, max(0, m.start() - 8), m.start())):
+            return None  # "we will have lunch": the meal
+        p = "noon"
+    else:
+        mod = (m.group("m1") or m.group("m2") or "").lower()
+        if mod:
+            p = ("early " if mod.startswith("early") else "late ") + p
     c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
     if rel:
         off = {"this": 0, "today": 0, "yesterday": -1, "tomorrow": 1, "last": -1, "next": 1}[rel]
@@ -993,7 +1033,9 @@ def amount(m, ctx):
             d = "later"
         return amount_cand(b, e, n, u, ctx, "later", fuzzy)
     if m.group("within"):
-        return amount_cand(b, e, n, u, ctx, "past", fuzzy)
+        # "within 3 days": the last three, unless the clause speaks of the future ("I'll be
+        # back within 5 minutes")
+        return amount_cand(b, e, n, u, ctx, "future" if future_said(m.string, b) else "past", fuzzy)
     if m.group("in"):
         return amount_cand(b, e, n, u, ctx, "later", fuzzy)
     return amount_cand(b, e, n, u, ctx, "dur", fuzzy)
@@ -1033,6 +1075,19 @@ def end_of_day(m, ctx):
     _, e = P.day_span(d.year, d.month, d.day, ctx.tz)
     s = P.shift(e, "second", -1)
     return cal(m.start(), m.end(), s, e, "second")
+
+
+@rule(r"(?:(?<=\bof\s)|(?<=\bin\s))the\s+(?P<u>day|week|month|year)(?=\s*(?:[.,;!?]|$))", _I, lead="t",
+      words="day wee mon yea", exact="day week month year")
+def the_unit(m, ctx):
+    """"partner of the year.", "sales in the week": the current unit, at the end of a
+    clause (not "the year before", "the day he left"). Like a part of the day alone, a
+    query's intent and the grounding leave it out: it rarely names a time."""
+    u = m.group("u").lower()
+    s, e = ctx.period(u)
+    c = cal(m.start(), m.end(), s, e, u)
+    c.role = "bare unit"
+    return c
 
 
 @rule(r"\b(?P<el>earlier|later)\s+(?:in\s+)?(?:the\s+|this\s+)(?P<u>week|month|quarter|year)\b"
@@ -1246,7 +1301,7 @@ _HOLIDAY_LAST = sorted({w for k in HOLIDAYS_EN for w0 in re.findall("[a-z]+", k.
       r"(?:\s*,?\s*(?:of\s+)?(?P<y>\d{4})\b|\s+(?:of\s+)?(?P<ry>this|last|next)\s+year\b)?", _I,
       lead="tnlvsaemihcxbgfpdlkywj",
       words="new val sai st apr ear may ind hal vet chr xma box eas goo tha bla cyb mot fat mem lab mar mlk pre col "
-            "jun int wor",
+            "jun int wor fre jub",
       exact=" ".join(_HOLIDAY_TOKENS) + "|" + " ".join(_HOLIDAY_LAST))
 def holiday(m, ctx):
     """Christmas, Thanksgiving 2020, Easter of next year, last Independence Day: the day
@@ -1287,14 +1342,18 @@ def _ymd(d: date) -> tuple[int, int, int]:
       shapes="9/9")
 def month_slash_day(m, ctx):
     """5/12 (month first; 22/04 day first when the first number exceeds 12) without a year,
-    only after a word that introduces a date (on, this, next, from, to, between ...), a
-    weekday, a comma or a dash: "3/7" alone stays a fraction. "next 5/12" is next year's."""
+    after a word that introduces a date (on, this, next, from, to, between ...), a weekday,
+    a comma or a dash; with nothing before it, only a month then a day past 12 ("11/20",
+    "2/29"): "3/7" and "24/7" alone stay what they are. "next 5/12" is next year's; Feb 29
+    without a year is the latest leap year's."""
     a, b = int(m.group("a")), int(m.group("b"))
     mo, d = (b, a) if a > 12 else (a, b)
     if not (1 <= mo <= 12 and 1 <= d <= 31):
         return None
     pre = (m.group("pre") or "").strip().lower()
     y = ctx.year + (1 if pre == "next" else 0)
+    if (mo, d) == (2, 29):
+        y = leap_year_before(y)
     tz = ctx.tz
     try:
         s, e = P.day_span(y, mo, d, tz)
@@ -1439,6 +1498,6 @@ def for_the_unit(m, ctx):
     return cal(m.start(), m.end(), s, e, u)
 
 
-RULES = (holiday, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, the_unit, day_half, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)

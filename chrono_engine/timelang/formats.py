@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 from . import periods as P
 from .grammar import Cand, cal, clock_cand, range_cand, rule, year_of_two_digits, years_cand
+from .holidays import leap_year_before
 
 __all__ = ["RULES"]
 
@@ -120,6 +121,18 @@ def numeric_date_range(m, ctx):
     return range_cand(pre.start() if pre else m.start(), m.end(), s, e, "day")
 
 
+@rule(r"(?<![\w$€£#.:/-])(?P<mo>1[0-2]|0?[1-9])/(?P<d>1[3-9]|2\d|3[01])(?![\d/]|\.\d|\s+of\b|\s*(?:%|percent))",
+      _IA, lead=r"\d", shapes="9/9")
+def month_slash_day(m, ctx):
+    """11/20, 2/29: a month then a day past 12, with no year and nothing before it (words
+    that introduce a date admit any day: en.month_slash_day); "3/7" and "24/7" stay what
+    they are. This year's; Feb 29 the latest leap year's."""
+    mo, d = int(m.group("mo")), int(m.group("d"))
+    tz = ctx.tz
+    s, e = P.day_span(leap_year_before(ctx.year) if (mo, d) == (2, 29) else ctx.year, mo, d, tz)
+    return cal(m.start(), m.end(), s, e, "day", lambda yy, mm: P.day_span(yy, mo, d, tz))
+
+
 @rule(r"(?<![\d.:/-])(?P<y>(?:19|20)\d{2})(?P<sep>[-/]|\.(?=\d\d))(?P<mo>0?[1-9]|1[0-2])"
       r"(?![\d]|\s*[-/.]\s*\d|\s*[至到~～])", lead=r"\d", shapes="9-9 9/9 9.9")
 def year_month(m, ctx):
@@ -212,16 +225,17 @@ def year_range(m, ctx):
     return years_cand(m.start(), m.end(), a, b, ctx.tz)
 
 
-@rule(r"(?<![\w$€£¥.,:/#])(?<!\d-)(?:(?:the\s+)?year\s+)?(?P<y>1[5-9]\d\d|20\d\d|2100)"
-      r"(?![\w%$€£¥'’]|[.,:/-]\d|\s*(?:版|款|型|届|号|元|人|个|份|件|次|条|页|万|亿|千|百|米|克|年"
+@rule(r"(?<![\w$€£¥.,:/#])(?<!\d-)(?<!\d\s[-–]\s)(?:(?:the\s+)?year\s+)?(?P<y>1[5-9]\d\d|20\d\d|2100)"
+      r"(?![\w%$€£¥'’]|[.,:/-]\d|\s[-–]\s\d|\s*(?:版|款|型|届|号|元|人|个|份|件|次|条|页|万|亿|千|百|米|克|年"
       r"|(?:dollars?|usd|eur|rmb|yuan|people|persons|employees|users|units|items|pages|words"
       r"|rows|records|km|kg|miles|meters)\b))", _IA, lead=r"\dty", shapes="9999")
 def bare_year(m, ctx):
-    """A year written alone (2024, in 2024), unless a unit follows (2000 元, 2023版)."""
+    """A year written alone (2024, in 2024), unless a unit follows (2000 元, 2023版) or
+    another number is dashed to it ("32 - 2015": not a date, and not this year)."""
     y = int(m.group("y"))
     s, e = P.month_span(y, 1, ctx.tz, 12)
     return cal(m.start(), m.end(), s, e, "year")
 
 
-RULES = (numeric_date_range, year_range, bare_year, ymd, ymd_spaced, compact, dmy_mdy, year_month, month_year, quarter, half,
+RULES = (numeric_date_range, month_slash_day, year_range, bare_year, ymd, ymd_spaced, compact, dmy_mdy, year_month, month_year, quarter, half,
          iso_week, clock24)

@@ -28,6 +28,7 @@ __all__ = [
     "amount_cand",
     "cal",
     "clock_cand",
+    "future_said",
     "range_cand",
     "rule",
     "unit_point",
@@ -311,3 +312,14 @@ def fuzzy_part(start: datetime, grain: str, part: str) -> tuple[datetime, dateti
         d = start.date()
         return (day_at(d + timedelta(days=a), tz), day_at(d + timedelta(days=b), tz), "day")
     return None
+
+
+_FUTURE_CUE = re.compile(r"(?:\b(?:will|shall|won'?t|going\s+to|gonna)\b|'ll\b)[^.!?;]*$",
+                         re.IGNORECASE | re.ASCII)
+
+
+def future_said(text: str, b: int) -> bool:
+    """Whether the clause before offset ``b`` speaks of the future (will, shall, 'll, going
+    to): the tense that settles which way an amount without "ago" / "later" runs ("I'll be
+    back within 5 minutes") and which year a date written without one is in."""
+    return _FUTURE_CUE.search(text, max(0, b - 80), b) is not None

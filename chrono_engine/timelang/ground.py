@@ -155,7 +155,7 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
         return []
     norm = normalise(text)
     ctx = context(doc_date if doc_date is not None else _REFERENCE, tz, _WatchedCtx)
-    first = expressions(norm, ctx)
+    first = expressions(norm, ctx, lone_parts=False)
     if not first:
         return []
     # a reading that never looked at the moment is the same at any other: every expression
@@ -178,7 +178,7 @@ def ground(text: str, doc_date: datetime | str | None = None, *,
                 other = alone[1]
             else:
                 if second is None:
-                    second = {x.span: (x.start, x.end) for x in expressions(norm, Ctx(now2, z))}
+                    second = {x.span: (x.start, x.end) for x in expressions(norm, Ctx(now2, z), lone_parts=False)}
                 other = second.get(e.span)
         s, t = e.start, e.end
         o_s, o_t = other if other is not None else (_UNREAD, _UNREAD)

@@ -78,7 +78,8 @@ EN: dict[str, Callable[[int], date]] = {
     "martin luther king day": _nth(1, 0, 3), "mlk day": _nth(1, 0, 3),
     "presidents' day": _nth(2, 0, 3), "presidents day": _nth(2, 0, 3),
     "columbus day": _nth(10, 0, 2),
-    "juneteenth": _fixed(6, 19), "international workers' day": _fixed(5, 1),
+    "juneteenth": _fixed(6, 19), "jubilee day": _fixed(6, 19), "freedom day": _fixed(6, 19),
+    "international workers' day": _fixed(5, 1),
     "international workers day": _fixed(5, 1), "workers' day": _fixed(5, 1), "workers day": _fixed(5, 1),
 }
 

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from ..errors import ArgumentTypeError
 from .grammar import Cand, Ctx
-from .parser import context, normalise, scan, to_expression
+from .parser import context, lone_part, normalise, scan, to_expression
 from .types import TemporalIntent
 
 __all__ = ["parse_temporal_intent"]
@@ -106,7 +106,9 @@ def parse_temporal_intent(query: str, now: datetime | str | None = None,
     text = normalise(query)
     cands = scan(text, ctx) if text else []
     expressions = [to_expression(c, query) for c in cands]
-
+    # a part of the day with no day ("in the morning") says when in a day, not which day:
+    # no constraint, and its words stay in the query
+    cands = [c for c in cands if not lone_part(c)]
     timed = [c for c in cands if c.kind != "duration" and not _is_now(c)]
     removed = [(c.b, c.e) for c in cands if c.kind != "duration"]
 

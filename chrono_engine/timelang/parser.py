@@ -6,7 +6,7 @@ from datetime import datetime, tzinfo
 
 from . import en, formats, holidays, zh
 from ..errors import ArgumentTypeError
-from .compose import compose, select
+from .compose import compose, lone_part, select
 from .grammar import Cand, Ctx, Rule, add_shapes
 from .periods import resolve_now, resolve_tz
 from .types import TimeExpression
@@ -258,13 +258,16 @@ def to_expression(c: Cand, text: str) -> TimeExpression:
                           duration=c.dur, fuzzy=c.fuzzy, text=text[c.b:c.e], span=(c.b, c.e))
 
 
-def expressions(text: str, ctx: Ctx, original: str | None = None) -> list[TimeExpression]:
+def expressions(text: str, ctx: Ctx, original: str | None = None, *,
+                lone_parts: bool = True) -> list[TimeExpression]:
     """The expressions of a normalised ``text`` at ``ctx`` (``parse_time`` without its
     argument checks); their ``text`` is sliced from ``original`` when given (the caller's
-    text before :func:`normalise`: the offsets are the same)."""
+    text before :func:`normalise`: the offsets are the same). ``lone_parts=False`` leaves
+    out parts of the day said without a day ("in the morning": today's to ``parse_time``)."""
     shown = text if original is None else original
     return [to_expression(c, shown) for c in scan(text, ctx)
-            if c.start is None or c.end is None or c.start < c.end]
+            if (c.start is None or c.end is None or c.start < c.end)
+            and (lone_parts or not lone_part(c))]
 
 
 def parse_time(text: str, now: datetime | str | None = None,

@@ -31,7 +31,7 @@ from .holidays import ZH as HOLIDAYS_ZH
 from .holidays import leap_year_before
 from .numerals import CN_DIGITS4, cn_int, number
 
-__all__ = ["PART_HOURS", "PM_PARTS", "RULES"]
+__all__ = ["NIGHT_PARTS", "PART_HOURS", "PM_PARTS", "RULES"]
 
 # -- shared fragments ----------------------------------------------------------------------
 _Y = (r"(?:(?P<yn>(?<![\d.])\d{4}|(?<![\d.])\d{2}(?=\s*年\s*\d{1,2}\s*月)|(?<![\d.])0\d(?=\s*年)"
@@ -54,9 +54,16 @@ PART_HOURS = {"凌晨": (0, 6), "早上": (6, 12), "早晨": (6, 12), "清晨": 
               "夜里": (18, 24), "夜间": (18, 24), "深夜": (18, 24), "半夜": (18, 24),
               "morning": (6, 12), "noon": (11, 13), "afternoon": (12, 18),
               "evening": (18, 24), "night": (18, 24), "tonight": (18, 24)}
+#: "early morning", "late afternoon": the first / second half of the part's hours
+for _p in ("morning", "afternoon", "evening", "night"):
+    _h0, _h1 = PART_HOURS[_p]
+    PART_HOURS["early " + _p], PART_HOURS["late " + _p] = (_h0, (_h0 + _h1) // 2), ((_h0 + _h1) // 2, _h1)
 #: Parts of the day after which "3点" means 15:00.
 PM_PARTS = frozenset({"下午", "傍晚", "晚上", "晚间", "夜里", "夜间", "深夜", "半夜",
-                      "afternoon", "evening", "night", "tonight", "pm"})
+                      "afternoon", "evening", "night", "tonight", "pm", "early afternoon",
+                      "late afternoon", "early evening", "late evening", "early night", "late night"})
+#: Parts of the night whose small hours (before 5) stay small ("tonight around 3")
+NIGHT_PARTS = frozenset({"night", "tonight", "early night", "late night", "夜里", "夜间", "半夜"})
 _DAY_PARTS = {"今晚": (0, "晚上"), "今早": (0, "早上"), "今晨": (0, "早上"), "今夜": (0, "晚上"),
               "昨晚": (-1, "晚上"), "昨夜": (-1, "晚上"), "前晚": (-2, "晚上"),
               "明早": (1, "早上"), "明晚": (1, "晚上"), "明晨": (1, "早上")}
