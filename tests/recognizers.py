@@ -82,8 +82,8 @@ convention's name recorded, and the report also prints the strict rate:
     "before D" stays ``[None, D)`` in both.
 ``part_of_day_hours``
     Parts of the day: the spec's morning is 8–12, afternoon 12–16, evening 16–20, night
-    20–24; ``parse_time``'s are 6–12, 12–18, 18–24, 18–24. For a value whose timex ends in
-    ``TMO`` / ``TAF`` / ``TEV`` / ``TNI`` and no Mod, accepts the same part on the same
+    20–24, daytime 8–18; ``parse_time``'s are 6–12, 12–18, 18–24, 18–24, 6–18. For a value
+    whose timex ends in ``TMO`` / ``TAF`` / ``TEV`` / ``TNI`` / ``TDT`` and no Mod, accepts the same part on the same
     date in ``parse_time``'s hours; with Mod ``start`` / ``end`` ("early morning", "later
     this afternoon": the first / second half of the spec's part, 8–10, 14–16), the same
     half of ``parse_time``'s part (6–9, 15–18).
@@ -145,7 +145,7 @@ DROP_REF_UNDEF = "reference undefined (Mod ref_undef)"
 DROP_LUNAR = "lunar calendar date"
 
 # project hours of the parts of the day (chrono_engine.timelang: "Parts of the day")
-_PART_HOURS = {"MO": (6, 12), "AF": (12, 18), "EV": (18, 24), "NI": (18, 24)}
+_PART_HOURS = {"MO": (6, 12), "AF": (12, 18), "EV": (18, 24), "NI": (18, 24), "DT": (6, 18)}
 _CONNECTOR = {
     "en": re.compile(r"\b(to|through|thru|till|until)\b|[-–~]|\bbetween\b.*\band\b", re.I),
     "zh": re.compile(r"[到至\-–~—]|[和与跟].*间"),
@@ -409,7 +409,7 @@ def convention_match(e: Expected, g: Got, lang: str, text: str, now: datetime,
                 and g.start == e.start + timedelta(days=1)):
             return "day_bounds"
         # parts of the day in the project's hours
-        m = re.search(r"T(MO|AF|EV|NI)$", e.timex)
+        m = re.search(r"T(MO|AF|EV|NI|DT)$", e.timex)
         if (m and e.mod in (None, "", "start", "end") and e.start is not None and g.start is not None
                 and g.end is not None):
             a, b = _PART_HOURS[m.group(1)]

@@ -855,3 +855,39 @@ def test_the_current_unit_is_no_constraint_and_no_fact():
 ])
 def test_nth_weekday_of_a_month_and_clocks_after_for(text, want):
     assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, want", [
+    # halves of a day: early (0-12), mid (11-13), late (12-24); with a clock the day takes it
+    ("I'll leave mid today.", [("mid today", "2016-11-07T11:00:00", "2016-11-07T13:00:00")]),
+    ("later in today", [("later in today", "2016-11-07T12:00:00", "2016-11-08T00:00:00")]),
+    ("early tomorrow", [("early tomorrow", "2016-11-08T00:00:00", "2016-11-08T12:00:00")]),
+    ("later today at 5pm", [("today at 5pm", "2016-11-07T17:00:00", "2016-11-07T18:00:00")]),
+    # daytime: the morning and the afternoon
+    ("let's meet in the daytime", [("in the daytime", "2016-11-07T06:00:00", "2016-11-07T18:00:00")]),
+    # hours with minutes after from / between are today's; after a part, on the part's day
+    ("How about between 9 to 10:30", [("between 9 to 10:30", "2016-11-07T09:00:00", "2016-11-07T10:30:00")]),
+    ("Are you available next Monday morning 6-8", [("next Monday morning 6-8", "2016-11-14T06:00:00",
+                                                    "2016-11-14T08:00:00")]),
+    ("between 3 and 5", []), ("between 9-6", []), ("scores 6-8", []),
+    # a slash date with a clock after it, either order when the first number is past 12
+    ("book 6/4 between 9.30-4.30pm", [("6/4 between 9.30-4.30pm", "2016-06-04T09:30:00", "2016-06-04T16:30:00")]),
+    ("I'll be back 23/12 before 5pm", [("23/12 before 5pm", None, "2016-12-23T17:00:00")]),
+    ("open 24/7", []),
+    # a weekday with its time of day, then a week
+    ("Wednesday evening next week", [("Wednesday evening next week", "2016-11-16T18:00:00", "2016-11-17T00:00:00")]),
+    # a time dashed to the week holding it is no range
+    ("Race - 3pm - this week", [("3pm", "2016-11-07T15:00:00", "2016-11-07T16:00:00"),
+                                ("this week", "2016-11-07T00:00:00", "2016-11-14T00:00:00")]),
+])
+def test_halves_of_a_day_hours_and_slash_dates_with_clocks(text, want):
+    assert _read(text) == want
+
+
+@pytest.mark.parametrize("text, days", [
+    # calendar amounts measured one after the other from now, as "1.25 years" is
+    ("one year and a quarter", 365 + 92), ("one year and 3 months", 365 + 92), ("1.25 years", 365 + 92),
+    ("a quarter", 92), ("一个月又三天", 30 + 3),
+])
+def test_amounts_of_calendar_units_add_up_on_the_calendar(text, days):
+    assert [e.duration.days for e in parse_time(text, now=NOW)] == [days]

@@ -13,7 +13,7 @@ from bisect import bisect_left
 from datetime import datetime, timedelta
 
 from . import periods as P
-from .grammar import GRAIN_ORDER, Cand, Ctx, future_said, fuzzy_part, range_cand
+from .grammar import GRAIN_ORDER, Cand, Ctx, clock_on_day, future_said, fuzzy_part, range_cand
 from .zh import NIGHT_PARTS, PM_PARTS, attach_clock_to_day
 
 __all__ = ["compose", "select"]
@@ -380,6 +380,9 @@ def _make_range(text, out, a: Cand, b: Cand, conn: str, ctx: Ctx) -> Cand | None
         return None  # "now to X" only as "from now to X" / "between now and X"
     if a.cls == "now":
         a = Cand(a.b, a.e, ctx.now, ctx.now, "second", "point", "now")
+    if (pre is None and conn in _DASHES and a.grain in _SHORT and b.grain in _WEEK_AND_LONGER
+            and a.start is not None and b.start is not None and a.start >= b.start):
+        return None  # "Race - 3pm - this week": a time inside the week, not a range to it
     if conn in _AND:
         if not ((pre and (pre.group("en") or "").lower() == "between") or
                 (pre and pre.group("zh") in ("在", "介于")) or
@@ -663,10 +666,14 @@ def _durations(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                      or _AND_GAP.match(text, prev.e, c.b))
                 and _DUR_GAP.match(text, prev.e, c.b)):
             prev.e, prev.grain = c.e, c.grain
-            prev.dur = prev.dur + c.dur
             prev.fuzzy = prev.fuzzy or c.fuzzy
             prev.inner = None  # no longer one amount of one unit
             prev.amount = None if prev.amount is None or c.amount is None else prev.amount + c.amount
+            # calendar units measured one after the other from now ("one year and a quarter"
+            # = 15 months on), not each from now and summed
+            span = (_offset_span(ctx.now, prev.amount, "later", None)
+                    if prev.amount is not None and all(isinstance(k, int) for k, _ in prev.amount) else None)
+            prev.dur = span[0] - ctx.now if span is not None else prev.dur + c.dur
             continue
         if (prev is not None and c.amount is not None and c.b - prev.e <= 6
                 and GRAIN_ORDER[c.grain] < GRAIN_ORDER[prev.grain] and _DUR_GAP.match(text, prev.e, c.b)):
@@ -866,9 +873,18 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         elif (_is_day(nxt) or _is_part(nxt)) and nxt.b - c.e <= 6 and _HOURS_GAP.match(text, c.e, nxt.b):
             day, b, e = nxt, c.b, nxt.e
             skip = True
-        if day is None:
-            continue
         h1, m1, h2, m2 = c.inner
+        if day is None:
+            if (prev is not None and prev.cls == "weakclock" and prev.clock[0] is None and c.b - prev.e <= 6
+                    and _HOURS_GAP.match(text, prev.e, c.b)):
+                out.append(c)  # "next Monday morning 6-8": the part finds its day first (compose)
+            elif (m1 or m2) and _FROM_BETWEEN_AT.match(text, c.b):
+                # "between 9 to 10:30": minutes and a range word make it a time; today's
+                ds = ctx.period("day")[0]
+                r = range_cand(c.b, c.e, clock_on_day(ds, h1, m1, 0), clock_on_day(ds, h2, m2, 0), c.grain)
+                r.floating = True
+                out.append(r)
+            continue
         if _is_part(day):  # "between 7 and 9 last night": the hours in the part's half of the day
             part = day.day[1]
             if part in _PM_PARTS and h1 < 12 and not (part in _EN_NIGHT and h1 < 5):
@@ -887,6 +903,9 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     return out
 
 
+_DASHES = frozenset({"-", "—", "–", "－"})
+_WEEK_AND_LONGER = frozenset({"week", "month", "quarter", "half", "year", "decade"})
+_FROM_BETWEEN_AT = re.compile(r"(?:from|between)\s", _IA)
 _FOR_GAP = re.compile(r"\s*$")
 _FROM_GAP = re.compile(r"\s*,?\s*(?:from|starting(?:\s+(?:at|from|on))?)\s+$", _IA)
 _SHORT = frozenset({"second", "minute", "hour"})
@@ -1087,6 +1106,34 @@ def _nth_weekday_of(text: str, sel: list[Cand]) -> list[Cand]:
     return out
 
 
+_WEEK_GAP = re.compile(r"\s*,?\s*(?:(?:of|in)\s+)?(?:the\s+)?", _IA)
+
+
+def _timed_weekday_in_week(text: str, sel: list[Cand]) -> list[Cand]:
+    """A weekday said with its time of day, then a week: "Wednesday evening next week",
+    "Friday 3pm the week after next": that weekday of that week, at that time."""
+    out: list[Cand] = []
+    i = 0
+    while i < len(sel):
+        c = sel[i]
+        nxt = sel[i + 1] if i + 1 < len(sel) else None
+        if (nxt is not None and nxt.grain == "week" and nxt.kind == "point" and nxt.start is not None
+                and nxt.end is not None and (nxt.end.date() - nxt.start.date()).days == 7
+                and c.grain in _SHORT and c.start is not None and c.end is not None
+                and _WEEK_GAP.fullmatch(text, c.e, nxt.b)):
+            w = _WEEKDAY_AT.match(text, c.b)
+            if w is not None and c.start.weekday() == _WD_INDEX[w.group("w").lower()]:
+                day = nxt.start.date() + timedelta(days=c.start.weekday())
+                if _move_days(c, day - c.start.date()):
+                    c.e = nxt.e
+                    out.append(c)
+                    i += 2
+                    continue
+        out.append(c)
+        i += 1
+    return out
+
+
 def _future_days(text: str, sel: list[Cand], ctx: Ctx) -> None:
     """A day written without its year (May 3, 2/29, Easter) is next / last / this year's
     after "next" / "last" / "this" ("next 6th of April"); one that has passed this year is
@@ -1136,6 +1183,10 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _clocks(text, sel, ctx)
     if len(sel) > 1:
         sel = _nth_weekday_of(text, sel)
+    if len(sel) > 1 and any(c.grain == "week" for c in sel):
+        sel = _timed_weekday_in_week(text, sel)
+    if any(c.cls == "hours" for c in sel):  # hours kept for a part of the day that had no day yet
+        sel = _hours(text, sel, ctx)
     if len(sel) > 1 and any(c.cls == "dur" for c in sel):
         sel = _clock_spans(text, sel)
     if len(sel) > 1:

@@ -834,9 +834,10 @@ def hour_range_words(m, ctx):
 
 def _hours_cand(m, h1: int, m1: int, h2: int, m2: int) -> Cand | None:
     """The hours of a range rule's match ("and" only after "between"), until compose finds
-    their day."""
-    if (m.group("w").lower() == "and") != (m.group("pre") or "").lower().startswith("between"):
-        return None
+    their day (or, said with "from" / "between" and minutes, takes today)."""
+    w, between = m.group("w").lower(), (m.group("pre") or "").lower().startswith("between")
+    if (w == "and" and not between) or (between and w not in ("and", "to")):
+        return None  # "3 and 5", "between 9-6" are no range of hours ("between 3 and 5", "between 9 to 10:30" are)
     if (h2, m2) <= (h1, m1):
         h2 += 12
     if h2 > 24 or (h2, m2) <= (h1, m1):
@@ -909,6 +910,22 @@ def clock_range_start(m, ctx):
     return c
 
 
+@rule(r"\b(?P<f>early|earlier|mid|late|later)[\s-]+(?:in\s+)?(?P<rel>yesterday|tomorrow|today)\b"
+      r"(?!\s*,?\s*(?:at|@|around|about|by|from|between|before|after|\d))", _I,
+      lead="eml", words="ear mid lat", exact="early earlier mid late later|today tomorrow yesterday")
+def day_edge(m, ctx):
+    """later today, early tomorrow, mid today: the first half of the day (0-12), its middle
+    (11-13) or its second half (12-24); fuzzy. With a clock after it ("later today at 5pm")
+    the day takes the clock instead."""
+    off = {"today": 0, "yesterday": -1, "tomorrow": 1}[m.group("rel").lower()]
+    f = m.group("f").lower()
+    h0, h1 = (0, 12) if f.startswith("early") else (11, 13) if f == "mid" else (12, 24)
+    d = ctx.today + timedelta(days=off)
+    ds = P.day_span(d.year, d.month, d.day, ctx.tz)[0]
+    return Cand(m.start(), m.end(), clock_on_day(ds, h0, 0, 0), clock_on_day(ds, h1, 0, 0), "hour", "point",
+                "cal", None, True)
+
+
 @rule(r"\b(?P<rel>yesterday|tomorrow|today)\s+(?P<ap>[ap])\.?m\b\.?", _I, lead="ty", words="yes tom tod",
       exact="am pm")
 def day_half(m, ctx):
@@ -924,8 +941,8 @@ _MEAL_PREP = re.compile(r"\b(?:at|before|after|around|during|over|until|till|by)
 
 @rule(r"(?<!\bgood\s)\b(?:(?P<m1>early|late|earlier|later)\s+(?:in\s+(?=this\s|the\s))?)?"
       r"(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:(?P<m2>early|late)\s+)?"
-      r"(?:in\s+the\s+|the\s+)?(?P<p>morning|afternoon|evening|night|lunch)(?:s|\s*time)?\b", _I,
-      lead="tydlimaenel", words='mor aft eve nig lun')
+      r"(?:in\s+the\s+|the\s+)?(?P<p>morning|afternoon|evening|night|lunch|day(?=\s*time))(?:s|\s*time)?\b", _I,
+      lead="tydlimaenel", words='mor aft eve nig lun day')
 def day_part(m, ctx):
     """this evening, tomorrow morning, next evening (tomorrow's), last night, last morning
     (yesterday's), lunchtime (11:00-13:00); alone, a part is today's, and a query's intent
@@ -934,13 +951,15 @@ def day_part(m, ctx):
     afternoon 15-18. "good morning" is a greeting."""
     rel = (m.group("rel") or "").lower()
     p = m.group("p").lower()
-    if p == "lunch":
+    if p == "day":
+        p = "daytime"  # 6-18: the morning and the afternoon
+    elif p == "lunch":
         if not (m.group().lower().endswith("time") or _MEAL_PREP.search(m.string, max(0, m.start() - 8), m.start())):
             return None  # "we will have lunch": the meal
         p = "noon"
     else:
         mod = (m.group("m1") or m.group("m2") or "").lower()
-        if mod:
+        if mod and p != "daytime":
             p = ("early " if mod.startswith("early") else "late ") + p
     c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
     if rel:
@@ -1498,6 +1517,6 @@ def for_the_unit(m, ctx):
     return cal(m.start(), m.end(), s, e, u)
 
 
-RULES = (holiday, the_unit, day_half, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, the_unit, day_half, day_edge, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)

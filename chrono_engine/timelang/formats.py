@@ -121,13 +121,22 @@ def numeric_date_range(m, ctx):
     return range_cand(pre.start() if pre else m.start(), m.end(), s, e, "day")
 
 
-@rule(r"(?<![\w$€£#.:/-])(?P<mo>1[0-2]|0?[1-9])/(?P<d>1[3-9]|2\d|3[01])(?![\d/]|\.\d|\s+of\b|\s*(?:%|percent))",
+@rule(r"(?<![\w$€£#.:/-])(?P<a>[12]\d|3[01]|0?[1-9])/(?P<b>[12]\d|3[01]|0?[1-9])(?![\d/]|\.\d|\s+of\b|\s*(?:%|percent))"
+      r"(?P<t>(?=\s+(?:at|between|from|by|before|after|until)\s+\d|\s+\d{1,2}(?:[:.][0-5]\d)?\s*[ap]\.?m\b))?",
       _IA, lead=r"\d", shapes="9/9")
 def month_slash_day(m, ctx):
-    """11/20, 2/29: a month then a day past 12, with no year and nothing before it (words
-    that introduce a date admit any day: en.month_slash_day); "3/7" and "24/7" stay what
-    they are. This year's; Feb 29 the latest leap year's."""
-    mo, d = int(m.group("mo")), int(m.group("d"))
+    """11/20, 2/29, 6/4 at 5pm, 23/12 before 5pm: a month then a day past 12, or with a
+    clock time after it any day, or a day past 12 then a month, with no year and nothing
+    before it (words that introduce a date admit any day: en.month_slash_day); "3/7" and
+    "24/7" alone stay what they are. This year's; Feb 29 the latest leap year's."""
+    a, b = int(m.group("a")), int(m.group("b"))
+    timed = m.group("t") is not None
+    if a <= 12 and (b > 12 or timed):
+        mo, d = a, b
+    elif a > 12 and b <= 12 and timed:
+        mo, d = b, a
+    else:
+        return None
     tz = ctx.tz
     s, e = P.day_span(leap_year_before(ctx.year) if (mo, d) == (2, 29) else ctx.year, mo, d, tz)
     return cal(m.start(), m.end(), s, e, "day", lambda yy, mm: P.day_span(yy, mo, d, tz))

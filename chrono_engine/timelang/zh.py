@@ -53,7 +53,7 @@ PART_HOURS = {"凌晨": (0, 6), "早上": (6, 12), "早晨": (6, 12), "清晨": 
               "下午": (12, 18), "傍晚": (18, 24), "晚上": (18, 24), "晚间": (18, 24),
               "夜里": (18, 24), "夜间": (18, 24), "深夜": (18, 24), "半夜": (18, 24),
               "morning": (6, 12), "noon": (11, 13), "afternoon": (12, 18),
-              "evening": (18, 24), "night": (18, 24), "tonight": (18, 24)}
+              "evening": (18, 24), "night": (18, 24), "tonight": (18, 24), "daytime": (6, 18)}
 #: "early morning", "late afternoon": the first / second half of the part's hours
 for _p in ("morning", "afternoon", "evening", "night"):
     _h0, _h1 = PART_HOURS[_p]
