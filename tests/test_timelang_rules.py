@@ -786,6 +786,10 @@ def test_a_part_of_the_day_alone_is_no_constraint_and_no_fact():
     ("3/7", []), ("open 24/7", []), ("scored 15/20", []), ("$3/20", []), ("2/30", []),
     # a number dashed to a year is not a date, nor the year alone
     ("Is this a valid date? 32 - 2015", []), ("2015 - 32", []),
+    # years dashed to years, to a date, or to an ordinal keep their readings
+    ("1862 - 1863", [("1862 - 1863", "1862-01-01T00:00:00", "1864-01-01T00:00:00")]),
+    ("( 1658 – 2 December 1730 )", [("1658 – 2 December 1730", "1658-01-01T00:00:00", "1730-12-03T00:00:00")]),
+    ("Pula 1997 - 3rd place", [("1997", "1997-01-01T00:00:00", "1998-01-01T00:00:00")]),
     ("from 2015 - 2016", [("2015 - 2016", "2015-01-01T00:00:00", "2017-01-01T00:00:00")]),
 ])
 def test_month_slash_day_alone_and_dashed_numbers(text, want):

@@ -25,16 +25,25 @@ Units
   * Weeks are ISO weeks, Monday first: 上周 / last week is the previous Monday–Sunday;
     "week 10 2024", 2024-W10 and 2024年第10周 are ISO week numbers.
   * A clock time is one unit of its grain: 下午3点 = [15:00, 16:00), 10:30 = [10:30, 10:31).
-    Parts of the day (fuzzy): 凌晨 0–6, 上午 / morning 6–12, 中午 / noon 11–13,
-    下午 / afternoon 12–18, 晚上 / evening / night / tonight 18–24. A part of the day
-    counts only with its day (明天下午, 今晚, this morning): alone, 中午 / 下午 are too often
-    not times ("中午休息制度"). A bare "10点" counts when nothing noun-like follows
+    Parts of the day (fuzzy): 凌晨 0–6, 上午 / morning 6–12, 中午 / noon / lunchtime 11–13,
+    下午 / afternoon 12–18, 晚上 / evening / night / tonight 18–24, daytime 6–18; "early" /
+    "late" (or "earlier" / "later") take the first / second half of the part ("early
+    morning" 6–9, "later this afternoon" 15–18), "today pm" / "tomorrow am" the afternoon /
+    morning. A part of the day said without a day ("in the morning", "afternoon classes",
+    下午) is today's to ``parse_time``, but ``parse_temporal_intent`` (so ``Engine.query``)
+    and ``ground`` leave it out: it says when in a day, not which day. "good morning" is a
+    greeting and "have lunch" the meal. "early / mid / later today" (and tomorrow,
+    yesterday) are the day's first half 0–12, its middle 11–13 and its second half 12–24.
+    A bare "10点" counts when nothing noun-like follows
     ("10点开会", "10点前"), not in "三点建议". In ranges and bounds a clock time is an
     instant: 3点到5点 = [15:00, 17:00), "until 2pm" ends at 14:00, "11:30-1:30" wraps to
     13:30. A weekday right after its date (2024年3月7日星期四) is absorbed, unchecked.
 Missing fields
   * A date or month without a year is in ``now``'s year (3月7日, March, 三季度, H1) — no
-    past or future preference. Inside a range the written year is lent to the other side
+    past or future preference — except that a day that has passed this year is next
+    year's in a clause that speaks of the future (will, shall, 'll, going to: "I will see
+    you on March 3", "we will meet 5 days before new year"), and "next / last / this" before
+    a day make it next / last / this year's ("next 6th of April"). Inside a range the written year is lent to the other side
     ("2024年3月至5月", "from March to May 2024"); a right side that would fall before the
     left moves one year on ("12月至2月").
   * Two-digit years are in the current century unless that is more than ten years ahead.
@@ -48,8 +57,11 @@ Missing fields
     number exceeds 12; dotted ones are day first (07.03.2024 = 7 March); "2/2013" is a
     month. A slash date without a year (5/12; 22/04 day first) counts only after a word that
     introduces a date (on, this, next, from, to, between, ...), a weekday, a comma or a dash,
-    and not before "of" or "%": "3/7" alone and "3/4 of the runs" stay fractions.
-    Bare numbers 1500–2100 are years unless a unit follows (2000 元, 2023版).
+    and not before "of" or "%": "3/7" alone and "3/4 of the runs" stay fractions. Alone, a
+    month then a day past 12 is a date ("11/20", "2/29": the latest leap year's), and so is
+    any slash date with a clock time after it ("6/4 at 5pm", "23/12 before 5pm"); "24/7"
+    alone is not. Bare numbers 1500–2100 are years unless a unit follows (2000 元, 2023版)
+    or another number is dashed to them ("32 - 2015" is no date and no year).
     Earlier years count where written as years: in explicit ranges ("from 1136 to 1348",
     "between 800 AD and 900 AD", 从1136年到1348年), "the year 1066", "1066 AD".
   * Tokenised dates read whole: "August 24 , 2017", "Dec31 , 1994".
@@ -70,19 +82,28 @@ Relative expressions
   * Weekdays: 周三 / Wednesday / this Wednesday = that day of the current ISO week; 上周三 /
     下周三 = that day of the previous / next week; "last Wednesday" = the most recent
     Wednesday before today, "next Wednesday" = the first one after today. 周末 / weekend =
-    Saturday and Sunday of the week.
+    Saturday and Sunday of the week. "Mon 13th", "tues the 4th" = the date nearest today
+    whose day of the month falls on that weekday (the next one in a clause that speaks of
+    the future). "the third Tuesday of September 2014", "the last Friday of next month",
+    "the first Monday evening of next month": that weekday of that month (a fifth one the
+    month lacks gives nothing).
   * N units ago / in N units / N天前 / N天后: the calendar unit of that grain holding
     ``now ∓ N units`` (3 days ago = that whole day; 2 weeks ago = that ISO week).
   * Rolling ranges end (or start) at ``now`` exactly: 过去90天 / 近三个月 / 最近一周 / 前N天 /
     N天内 / N天以来 / past 90 days / last 2 months / within 3 days / the past week =
-    ``[now - N units, now)``; 未来N天 / next 3 days = ``[now, now + N units)``. Months and
+    ``[now - N units, now)``; 未来N天 / next 3 days = ``[now, now + N units)``; "within N
+    units" in a clause that speaks of the future runs forward ("I'll be back within 5
+    minutes"). Months and
     years are calendar months and years (近三个月 from 2025-06-18 12:00 starts 2025-03-18
     12:00), clamped to the month's end. "last month" (no number) stays the calendar month;
     "past week" (no number) is rolling. 半年 = 6 months, 半个月 = 15 days, 一个半小时 = 90 min.
   * year-to-date / YTD and 年初至今: from the unit's start to ``now``; "to date" / "till
     date" = until ``now`` (not "up to date"); "current date", "the present time" = now;
     "the rest / remainder of the week" = [now, the week's end); "for the day / week /
-    month / year" = the current unit, "for the hour" an hour.
+    month / year" = the current unit, "for the hour" an hour; "at this time", "at the
+    minute" = now; "otd" = today. "the year" / "the week" / "the month" / "the day" at the
+    end of a clause ("partner of the year.") is the current unit, left out of a query's
+    intent and of ``ground`` as a lone part of the day is.
   * "next hour", "the last minute", "13 last minutes": rolling (not "at the last minute").
     "last" after a modal or a negation is the verb ("did not last two years": a duration);
     "a second" before a noun is the ordinal ("a second term").
@@ -120,10 +141,11 @@ Fuzzy edges (``fuzzy=True``)
   * "a few days ago", 几天前 and parts of the day are fuzzy too; 几 and "a few" count 3,
     an approximate Chinese pair (两三天, 三五年) counts as the larger number.
 Hours without am / pm
-  * "3-8", "from 10-4", "between 3 and 5" count only next to a day ("Monday 3-8", "between
-    3 and 5 on 1/1/2015"); the second hour is in the afternoon when it would come before
-    the first ("Monday 11-4" = 11:00–16:00). Alone they are scores or pages. "at 6.45" is a
-    clock time.
+  * "3-8", "from 10-4", "between 3 and 5" count only next to a day or a part of the day
+    ("Monday 3-8", "between 3 and 5 on 1/1/2015", "next Monday morning 6-8"); the second
+    hour is in the afternoon when it would come before the first ("Monday 11-4" =
+    11:00–16:00). Alone they are scores or pages, unless a side has minutes and "from" /
+    "between" precedes them ("between 9 to 10:30": today's). "at 6.45" is a clock time.
 Clock times in words
   * "half past seven", "quarter to nine", "20 min past eight in the evening", "7 in the
     evening", "11 at night", "in the afternoon at 7", "11ish" (fuzzy). "N to M" with N up to
@@ -162,7 +184,11 @@ Combined atoms
     offset's week ("Monday two weeks from now"); the bare first hour
     of a clock range takes the second's half of the day unless it would come after it
     ("5 to 6pm" = 17–18, "11-1pm" = 11–13); a part of the day right before a clock time sets
-    its half (下午5:00 = 17:00). Units written onto digits (3h, 1d, 2w, 3.5years)
+    its half (下午5:00 = 17:00). A clock time after "for" is the day's ("on Monday for
+    8pm"); a weekday with its time of day then a week is that day of the week ("Wednesday
+    evening next week"); a time dashed to the week holding it is no range ("3pm - this
+    week"). Amounts of calendar units in a row add up on the calendar, one after the other
+    from ``now`` ("one year and a quarter" = 15 months on, as "1.25 years"). Units written onto digits (3h, 1d, 2w, 3.5years)
     count; a one-letter one needs for / in / within / ago ("the 3d model" is no time).
 Kinds and durations
   * ``point``: one calendar unit; ``span``: ranges, bounds and rolling ranges;
@@ -179,8 +205,8 @@ Invalid input
 Not covered (no expression is produced)
   * Festivals of the lunar calendar (春节, 中秋节, 端午节), zone abbreviations ("4pm CET": the
     clock is read in ``tz``), recurring times (每周一, every
-    Monday), and bare "3/7" or "3.7" without a word that introduces a date (fractions and
-    decimals as often as dates).
+    Monday), and bare "3/7" or "3.7" without a word that introduces a date or a clock after
+    it (fractions and decimals as often as dates).
 
 Implementation and the library decision
 ---------------------------------------

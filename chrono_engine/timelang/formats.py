@@ -234,13 +234,15 @@ def year_range(m, ctx):
     return years_cand(m.start(), m.end(), a, b, ctx.tz)
 
 
-@rule(r"(?<![\w$€£¥.,:/#])(?<!\d-)(?<!\d\s[-–]\s)(?:(?:the\s+)?year\s+)?(?P<y>1[5-9]\d\d|20\d\d|2100)"
-      r"(?![\w%$€£¥'’]|[.,:/-]\d|\s[-–]\s\d|\s*(?:版|款|型|届|号|元|人|个|份|件|次|条|页|万|亿|千|百|米|克|年"
+@rule(r"(?<![\w$€£¥.,:/#])(?<!\d-)(?<!\b\d\s[-–]\s)(?<!\b\d\d\s[-–]\s)(?<!\b\d\d\d\s[-–]\s)"
+      r"(?:(?:the\s+)?year\s+)?(?P<y>1[5-9]\d\d|20\d\d|2100)"
+      r"(?![\w%$€£¥'’]|[.,:/-]\d|\s[-–]\s\d{1,3}\b(?![^\S\n]*(?:[A-Za-z]|[-–]))|\s*(?:版|款|型|届|号|元|人|个|份|件|次|条|页|万|亿|千|百|米|克|年"
       r"|(?:dollars?|usd|eur|rmb|yuan|people|persons|employees|users|units|items|pages|words"
       r"|rows|records|km|kg|miles|meters)\b))", _IA, lead=r"\dty", shapes="9999")
 def bare_year(m, ctx):
     """A year written alone (2024, in 2024), unless a unit follows (2000 元, 2023版) or
-    another number is dashed to it ("32 - 2015": not a date, and not this year)."""
+    a number of one to three digits standing alone is dashed to it ("32 - 2015": not a
+    date, and not this year; "1658 – 2 December 1730" and "1997 - 3rd place" keep theirs)."""
     y = int(m.group("y"))
     s, e = P.month_span(y, 1, ctx.tz, 12)
     return cal(m.start(), m.end(), s, e, "year")
