@@ -895,3 +895,23 @@ def test_halves_of_a_day_hours_and_slash_dates_with_clocks(text, want):
 ])
 def test_amounts_of_calendar_units_add_up_on_the_calendar(text, days):
     assert [e.duration.days for e in parse_time(text, now=NOW)] == [days]
+
+
+def test_every_spec_input_reads_at_the_calendars_ends():
+    """The composition passes move days and years (a future clause, "next 6th of April",
+    a weekday of a week or month, hours on today): at the first and last days datetime
+    holds, every Recognizers input and every table row still reads without an error."""
+    import json
+    from pathlib import Path
+
+    from chrono_engine.timelang import ground
+    data = Path(__file__).parent / "data"
+    texts = [json.loads(line)["input"] for name in ("en_datetime.jsonl", "zh_datetime.jsonl")
+             for line in (data / "recognizers" / name).read_text(encoding="utf-8").splitlines() if line]
+    texts += [line.split("\t")[0] for line in (data / "time_expressions.tsv").read_text(encoding="utf-8").splitlines()
+              if line and not line.startswith("#")]
+    for now in ("9999-12-31T23:59:59", "0001-01-01T00:00:00"):
+        for t in texts:
+            for e in parse_time(t, now=now):
+                assert e.start is None or e.end is None or e.start < e.end
+            ground(t, now)

@@ -13,7 +13,7 @@ from bisect import bisect_left
 from datetime import datetime, timedelta
 
 from . import periods as P
-from .grammar import GRAIN_ORDER, Cand, Ctx, clock_on_day, future_said, fuzzy_part, range_cand
+from .grammar import GRAIN_ORDER, Cand, Ctx, clock_on_day, day_at, future_said, fuzzy_part, range_cand
 from .zh import NIGHT_PARTS, PM_PARTS, attach_clock_to_day
 
 __all__ = ["compose", "select"]
@@ -880,7 +880,7 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 out.append(c)  # "next Monday morning 6-8": the part finds its day first (compose)
             elif (m1 or m2) and _FROM_BETWEEN_AT.match(text, c.b):
                 # "between 9 to 10:30": minutes and a range word make it a time; today's
-                ds = ctx.period("day")[0]
+                ds = day_at(ctx.today, ctx.tz)
                 r = range_cand(c.b, c.e, clock_on_day(ds, h1, m1, 0), clock_on_day(ds, h2, m2, 0), c.grain)
                 r.floating = True
                 out.append(r)
@@ -1144,12 +1144,15 @@ def _future_days(text: str, sel: list[Cand], ctx: Ctx) -> None:
                 and c.end is not None):
             continue
         m = _REL_YEAR_BEFORE.search(text, max(0, c.b - 6), c.b)
-        if m is not None:
-            y = ctx.year + {"next": 1, "last": -1, "this": 0}[m.group("r").lower()]
-            c.start, c.end = c.rebuild(y, c.start.month)
-            c.b, c.rebuild = m.start(), None
-        elif c.end <= ctx.now and future_said(text, c.b):
-            c.start, c.end = c.rebuild(c.start.year + 1, c.start.month)
+        try:
+            if m is not None:
+                y = ctx.year + {"next": 1, "last": -1, "this": 0}[m.group("r").lower()]
+                c.start, c.end = c.rebuild(y, c.start.month)
+                c.b, c.rebuild = m.start(), None
+            elif c.end <= ctx.now and future_said(text, c.b):
+                c.start, c.end = c.rebuild(c.start.year + 1, c.start.month)
+        except (ValueError, OverflowError):
+            pass  # no such day that year (Feb 29, year 10000): the day as written
 
 
 def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
