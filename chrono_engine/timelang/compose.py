@@ -1178,13 +1178,14 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
     if len(sel) > 1:
         sel = _durations(text, sel, ctx)
         sel = _lend_years(text, sel)
-    _future_days(text, sel, ctx)
+    if any(c.rebuild is not None for c in sel):
+        _future_days(text, sel, ctx)
     if any(c.role == "year words" for c in sel):  # a year in words: lent, or after a preposition
         sel = [c for c in sel if c.role != "year words" or _YEAR_WORDS_PREP.search(text, max(0, c.b - 16), c.b)]
     sel = _fuzzy(text, sel)
     if any(c.cls in ("clock", "weakclock") for c in sel):
         sel = _clocks(text, sel, ctx)
-    if len(sel) > 1:
+    if len(sel) > 1 and any(c.grain == "month" for c in sel):
         sel = _nth_weekday_of(text, sel)
     if len(sel) > 1 and any(c.grain == "week" for c in sel):
         sel = _timed_weekday_in_week(text, sel)
@@ -1194,7 +1195,7 @@ def compose(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         sel = _clock_spans(text, sel)
     if len(sel) > 1:
         sel = _ranges(text, sel, ctx)
-        if len(sel) > 1:  # "the first Monday 1pm to 3pm of next month": a range of clocks
+        if len(sel) > 1 and any(c.grain == "month" for c in sel):  # "the first Monday 1pm to 3pm of next month"
             sel = _nth_weekday_of(text, sel)
         sel = _to_written_day(text, sel)
         sel = _offsets(text, sel)

@@ -941,8 +941,9 @@ _MEAL_PREP = re.compile(r"\b(?:at|before|after|around|during|over|until|till|by)
 
 @rule(r"(?<!\bgood\s)\b(?:(?P<m1>early|late|earlier|later)\s+(?:in\s+(?=this\s|the\s))?)?"
       r"(?:(?P<rel>this|yesterday|tomorrow|today|last|next)\s+)?(?:(?P<m2>early|late)\s+)?"
-      r"(?:in\s+the\s+|the\s+)?(?P<p>morning|afternoon|evening|night|lunch|day(?=\s*time))(?:s|\s*time)?\b", _I,
-      lead="tydlimaenel", words='mor aft eve nig lun day')
+      r"(?:in\s+the\s+|the\s+)?(?P<p>morning|afternoon|evening|night|lunch|day(?=time))(?:s|\s*time)?\b", _I,
+      lead="tydlimaenel", words='mor aft eve nig lun day',
+      exact="morning mornings afternoon afternoons evening evenings night nights lunch lunchtime daytime")
 def day_part(m, ctx):
     """this evening, tomorrow morning, next evening (tomorrow's), last night, last morning
     (yesterday's), lunchtime (11:00-13:00); alone, a part is today's, and a query's intent
