@@ -86,6 +86,15 @@ def test_counts_and_skip_reasons():
         assert len(cases) == len(applicable) + sum(reasons.values())
 
 
+def test_pass_rates_meet_the_goal():
+    """Issue 24's goal: 90% of the applicable cases in each language. test_spec_case keeps
+    the failures exactly the known ones (strict xfail), so the rate is fixed by the list."""
+    for lang in LANGS:
+        applicable = {c.id for c in CASES[lang] if skip_reason(c) is None}
+        failing = KNOWN & applicable
+        assert (len(applicable) - len(failing)) / len(applicable) >= 0.90, (lang, len(failing), len(applicable))
+
+
 def test_known_failures_name_applicable_cases():
     applicable = {c.id for lang in LANGS for c in CASES[lang] if skip_reason(c) is None}
     stray = sorted(KNOWN - applicable)
