@@ -792,6 +792,14 @@ def hour_after_at(m, ctx):
     return clock_cand(m.start(), m.end(), int(m.group("h")), 0, 0, "hour", cls="weakclock")
 
 
+@rule(r"(?:(?<=\d[ap]m-)|(?<=\d[ap]m–)|(?<=\d[ap]m\s-\s)|(?<=\d[ap]m\s–\s)|(?<=\d[ap]m\sto\s))"
+      r"(?P<h>1[0-2]|0?[1-9])(?![\w:./]|\s*(?:[ap]\.?m\b|o'?clock|%))", _I, lead=r"\d", need=r"\d[ap]m\s?(?:[-–]|to)\s?\d")
+def hour_after_clock_range(m, ctx):
+    """"8am-3", "10am to 2": the bare end of a range whose start says am / pm, a clock of
+    that hour (the range's composition puts it after the start: 3 = 15:00)."""
+    return clock_cand(m.start(), m.end(), int(m.group("h")), 0, 0, "hour")
+
+
 @rule(r"(?:(?<=\bat\s)|(?<![\w.])(?=(?:[01]?\d|2[0-3])\.[0-5]\d\s*[-–]\s*(?:[01]?\d|2[0-3])[.:][0-5]\d\s*[ap]\.?m\b))"
       r"(?P<h>[01]?\d|2[0-3])\.(?P<mi>[0-5]\d)(?![\d.]\d|\s*(?:%|percent|per\s+cent|x\b|times\b))",
       _I, lead=r"\d", shapes="9.9")
@@ -1518,6 +1526,6 @@ def for_the_unit(m, ctx):
     return cal(m.start(), m.end(), s, e, u)
 
 
-RULES = (holiday, the_unit, day_half, day_edge, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
+RULES = (holiday, the_unit, day_half, day_edge, hour_after_clock_range, year_then_month, hour_range_words, fraction_amount, day_next_to, sub_span, century, month_slash_day, day_of_month, on_day_of_month, week_beginning, old_year_range, old_year, old_year_after_preposition, ordinal_day, month_name_numeric, day_range_words, day_words_month, year_words, weekday_of_week, weekday_day_of_month, month_day, month_day_words, day_month, day_range, month, relative_day,
          now_word, relative_unit, weekday, relative_month_name, quarter_words, half_words,
          week_number, decade, clock, hour_after_at, dotted_clock, clock_for_amount, military_range, hour_range, clock_words, clock_hour_minute_words, clock_with_part, clock_range_start, day_part, rolling, amount, duration_words, end_of_day, earlier_later, fuzzy_current, to_date, calendar_year, rest_of, ctime, for_the_unit)
