@@ -321,7 +321,9 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             elif c.cls == "clock":
                 w = (_WORD_BEFORE.search(text, max(0, c.b - 24), c.b)
                      if c.clock[3] == "hour" and c.clock[4] is None and c.role != "range start" else None)
-                if w is not None and w.group("w").lower() not in _LONE_CLOCK_CUES:
+                ranged = (nxt is not None and nxt.cls == "clock" and nxt.b - c.e <= 6
+                          and _CONNECT.match(text, c.e, nxt.b) is not None)  # "10am to 12pm": a time
+                if w is not None and not ranged and w.group("w").lower() not in _LONE_CLOCK_CUES:
                     i += 1
                     continue  # "Which label signed 2AM in 2010": not a time of day
                 out.append(attach_clock_to_day(c, ctx.today, ctx))
