@@ -883,6 +883,10 @@ def test_nth_weekday_of_a_month_and_clocks_after_for(text, want):
     ("Are you available 10am to 12pm Monday morning", [("10am to 12pm Monday morning", "2016-11-07T10:00:00",
                                                         "2016-11-07T12:00:00")]),
     ("Which label signed 2AM in 2010", [("2010", "2010-01-01T00:00:00", "2011-01-01T00:00:00")]),
+    # 早 / 晚 right after a date's 日 and before no other character: its morning / evening
+    ("7月25日早", [("7月25日早", "2016-07-25T06:00:00", "2016-07-25T12:00:00")]),
+    ("7月25日晚", [("7月25日晚", "2016-07-25T18:00:00", "2016-07-26T00:00:00")]),
+    ("7月25日晚会", [("7月25日", "2016-07-25T00:00:00", "2016-07-26T00:00:00")]),
     # a slash date with a clock after it, either order when the first number is past 12
     ("book 6/4 between 9.30-4.30pm", [("6/4 between 9.30-4.30pm", "2016-06-04T09:30:00", "2016-06-04T16:30:00")]),
     ("I'll be back 23/12 before 5pm", [("23/12 before 5pm", None, "2016-12-23T17:00:00")]),

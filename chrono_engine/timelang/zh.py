@@ -376,8 +376,14 @@ def clock(m, ctx):
     return c
 
 
-@rule(rf"(?:{_DP}|{_PART})", lead="今昨前明凌早清上中午下傍晚夜深半", chars='晚早晨夜午凌傍')
+@rule(rf"(?:{_DP}|{_PART}|(?<=[日号])(?P<one>早|晚)(?![\u4e00-\u9fff]))", lead="今昨前明凌早清上中午下傍晚夜深半",
+      chars='晚早晨夜午凌傍')
 def day_part(m, ctx):
+    """今晚, 明早, 下午 ...; right after a date's 日 / 号 and before no other character, 早 / 晚
+    are its morning / evening ("7月25日早")."""
+    if m.group("one"):
+        part = "早上" if m.group("one") == "早" else "晚上"
+        return clock_cand(m.start(), m.end(), None, 0, 0, "hour", part, cls="weakclock", fuzzy=True)
     dp = m.group("dp")
     if dp:
         off, part = _DAY_PARTS[dp]
