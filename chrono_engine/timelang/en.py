@@ -446,7 +446,8 @@ def day_next_to(m, ctx):
       r"|(?:at\s+)?the\s+present\s+time|current\s+date)\b"
       r"|(?:(?<=[–—-])|(?<=[–—-]\s)|(?<=\bto\s)|(?<=\btill\s)|(?<=\buntil\s))present\b"
       r"|(?:(?<=\btill\s)|(?<=\buntil\s))date\b|(?<!\bup\s)\b(?P<todate>to\s+date)\b(?!\s*\d)", _I,
-      lead="rnapctd", words='now pre mom cur dat min tim')
+      lead="rnapctd", words='now pre mom cur dat min tim',
+      exact="now present presently moment current date minute time")
 def now_word(m, ctx):
     """now, at present, presently, at the minute, at this time (not "at this time last
     year"), the present time, current date; "present" as a range's
@@ -793,7 +794,8 @@ def hour_after_at(m, ctx):
 
 
 @rule(r"(?:(?<=\d[ap]m-)|(?<=\d[ap]m–)|(?<=\d[ap]m\s-\s)|(?<=\d[ap]m\s–\s)|(?<=\d[ap]m\sto\s))"
-      r"(?P<h>1[0-2]|0?[1-9])(?![\w:./]|\s*(?:[ap]\.?m\b|o'?clock|%))", _I, lead=r"\d", need=r"\d[ap]m\s?(?:[-–]|to)\s?\d")
+      r"(?P<h>1[0-2]|0?[1-9])(?![\w:./]|\s*(?:[ap]\.?m\b|o'?clock|%))", _I, lead=r"\d", words="am pm",
+      exact="am pm")
 def hour_after_clock_range(m, ctx):
     """"8am-3", "10am to 2": the bare end of a range whose start says am / pm, a clock of
     that hour (the range's composition puts it after the start: 3 = 15:00)."""
