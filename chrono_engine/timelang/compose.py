@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from . import periods as P
 from .grammar import GRAIN_ORDER, Cand, Ctx, clock_on_day, day_at, future_said, fuzzy_part, range_cand
+from .en import _WEEKDAYS
 from .zh import NIGHT_PARTS, PM_PARTS, attach_clock_to_day
 
 __all__ = ["compose", "select"]
@@ -850,7 +851,7 @@ _NEXT_DAY_PARTS = frozenset({"凌晨", "早上", "早晨", "清晨", "上午", "
                              "late morning"})
 _AM_SAID = re.compile(r"(?:\b|(?<=\d))a\.?\s?m\b", _IA)
 _PM_PARTS = PM_PARTS - {"pm", "晚间", "深夜", "半夜"}
-_EN_NIGHT = frozenset({"night", "tonight", "early night", "late night"})
+_EN_NIGHT = NIGHT_PARTS - {"夜里", "夜间", "半夜"}  # the English ones: small hours of "last night" stay small
 
 
 def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
@@ -1063,77 +1064,80 @@ _NTH_BEFORE = re.compile(r"\b(?:the\s+)?(?P<o>first|second|third|fourth|fifth|la
 _LAST_AT = re.compile(r"last\s+", _IA)
 _WEEKDAY_AT = re.compile(r"(?:on\s+)?(?P<w>mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?(?![a-z])", _IA)
 _OF_GAP = re.compile(r"\s+(?:of|in)\s+(?:the\s+)?", _IA)
+_WEEK_GAP = re.compile(r"\s*,?\s*(?:(?:of|in)\s+)?(?:the\s+)?", _IA)
 _NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
         "fifth": 5, "5th": 5, "last": -1}
-_WD_INDEX = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+
+def _join_next(sel: list[Cand], join) -> list[Cand]:
+    """Walk ``sel`` in pairs: ``join(c, nxt)`` returns None to leave ``c`` as it is, True
+    when ``c`` took ``nxt`` in (``nxt`` is dropped), False when both are dropped."""
+    out: list[Cand] = []
+    i, n = 0, len(sel)
+    while i < n:
+        c = sel[i]
+        took = join(c, sel[i + 1]) if i + 1 < n else None
+        if took is None:
+            out.append(c)
+            i += 1
+            continue
+        if took:
+            out.append(c)
+        i += 2
+    return out
+
+
+def _weekday_said_at(text: str, c: Cand, b: int) -> bool:
+    """Whether a weekday word is written at ``b`` and ``c`` falls on that weekday."""
+    w = _WEEKDAY_AT.match(text, b)
+    return w is not None and c.start.weekday() == _WEEKDAYS[w.group("w").lower()]
 
 
 def _nth_weekday_of(text: str, sel: list[Cand]) -> list[Cand]:
     """"the third Tuesday of September 2014", "the last Friday of next month", "the first
     Monday evening of next month": that weekday of that month (with the time of day said
     with it); a fifth one the month does not have is dropped."""
-    out: list[Cand] = []
-    i = 0
-    while i < len(sel):
-        c = sel[i]
-        nxt = sel[i + 1] if i + 1 < len(sel) else None
-        if (nxt is not None and nxt.kind == "point" and nxt.grain == "month" and nxt.start is not None
+    def join(c: Cand, nxt: Cand) -> bool | None:
+        if not (nxt.kind == "point" and nxt.grain == "month" and nxt.start is not None
                 and c.start is not None and c.end is not None and _OF_GAP.fullmatch(text, c.e, nxt.b)):
-            b = c.b
-            last = _LAST_AT.match(text, b)
-            if last is not None:
-                o, wb = "last", last.end()
-            else:
-                om = _NTH_BEFORE.search(text, max(0, b - 12), b)
-                o, wb = (om.group("o").lower(), b) if om is not None else (None, b)
-            w = _WEEKDAY_AT.match(text, wb) if o is not None else None
-            if w is not None and c.start.weekday() == _WD_INDEX[w.group("w").lower()]:
-                wd = c.start.weekday()
-                first = nxt.start.date()
-                k = _NTH[o]
-                if k > 0:
-                    day = first + timedelta(days=(wd - first.weekday()) % 7 + 7 * (k - 1))
-                else:
-                    end = (nxt.end - timedelta(days=1)).date()
-                    day = end - timedelta(days=(end.weekday() - wd) % 7)
-                if day.month == first.month and _move_days(c, day - c.start.date()):
-                    if last is None:
-                        c.b = om.start()
-                    c.e, c.rebuild, c.role = nxt.e, None, None
-                    out.append(c)
-                i += 2
-                continue
-        out.append(c)
-        i += 1
-    return out
-
-
-_WEEK_GAP = re.compile(r"\s*,?\s*(?:(?:of|in)\s+)?(?:the\s+)?", _IA)
+            return None
+        last = _LAST_AT.match(text, c.b)
+        om = None if last is not None else _NTH_BEFORE.search(text, max(0, c.b - 12), c.b)
+        if last is None and om is None:
+            return None
+        if not _weekday_said_at(text, c, last.end() if last is not None else c.b):
+            return None
+        wd, first = c.start.weekday(), nxt.start.date()
+        k = _NTH["last" if last is not None else om.group("o").lower()]
+        if k > 0:
+            day = first + timedelta(days=(wd - first.weekday()) % 7 + 7 * (k - 1))
+        else:
+            end = (nxt.end - timedelta(days=1)).date()
+            day = end - timedelta(days=(end.weekday() - wd) % 7)
+        if day.month != first.month or not _move_days(c, day - c.start.date()):
+            return False
+        if om is not None:
+            c.b = om.start()
+        c.e, c.rebuild, c.role = nxt.e, None, None
+        return True
+    return _join_next(sel, join)
 
 
 def _timed_weekday_in_week(text: str, sel: list[Cand]) -> list[Cand]:
     """A weekday said with its time of day, then a week: "Wednesday evening next week",
     "Friday 3pm the week after next": that weekday of that week, at that time."""
-    out: list[Cand] = []
-    i = 0
-    while i < len(sel):
-        c = sel[i]
-        nxt = sel[i + 1] if i + 1 < len(sel) else None
-        if (nxt is not None and nxt.grain == "week" and nxt.kind == "point" and nxt.start is not None
+    def join(c: Cand, nxt: Cand) -> bool | None:
+        if not (nxt.grain == "week" and nxt.kind == "point" and nxt.start is not None
                 and nxt.end is not None and (nxt.end.date() - nxt.start.date()).days == 7
                 and c.grain in _SHORT and c.start is not None and c.end is not None
-                and _WEEK_GAP.fullmatch(text, c.e, nxt.b)):
-            w = _WEEKDAY_AT.match(text, c.b)
-            if w is not None and c.start.weekday() == _WD_INDEX[w.group("w").lower()]:
-                day = nxt.start.date() + timedelta(days=c.start.weekday())
-                if _move_days(c, day - c.start.date()):
-                    c.e = nxt.e
-                    out.append(c)
-                    i += 2
-                    continue
-        out.append(c)
-        i += 1
-    return out
+                and _WEEK_GAP.fullmatch(text, c.e, nxt.b) and _weekday_said_at(text, c, c.b)):
+            return None
+        day = nxt.start.date() + timedelta(days=c.start.weekday())
+        if not _move_days(c, day - c.start.date()):
+            return None
+        c.e = nxt.e
+        return True
+    return _join_next(sel, join)
 
 
 def _future_days(text: str, sel: list[Cand], ctx: Ctx) -> None:

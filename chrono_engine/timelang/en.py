@@ -20,6 +20,7 @@ from .grammar import (
     cal,
     clock_cand,
     clock_on_day,
+    day_at,
     fuzzy_part,
     future_said,
     range_cand,
@@ -927,11 +928,9 @@ def day_edge(m, ctx):
     """later today, early tomorrow, mid today: the first half of the day (0-12), its middle
     (11-13) or its second half (12-24); fuzzy. With a clock after it ("later today at 5pm")
     the day takes the clock instead."""
-    off = {"today": 0, "yesterday": -1, "tomorrow": 1}[m.group("rel").lower()]
     f = m.group("f").lower()
     h0, h1 = (0, 12) if f.startswith("early") else (11, 13) if f == "mid" else (12, 24)
-    d = ctx.today + timedelta(days=off)
-    ds = P.day_span(d.year, d.month, d.day, ctx.tz)[0]
+    ds = day_at(ctx.today + timedelta(days=_DAYWORD[m.group("rel").lower()]), ctx.tz)
     return Cand(m.start(), m.end(), clock_on_day(ds, h0, 0, 0), clock_on_day(ds, h1, 0, 0), "hour", "point",
                 "cal", None, True)
 
@@ -940,10 +939,9 @@ def day_edge(m, ctx):
       exact="am pm")
 def day_half(m, ctx):
     """today pm, tomorrow am: that day's afternoon / morning."""
-    off = {"today": 0, "yesterday": -1, "tomorrow": 1}[m.group("rel").lower()]
     p = "afternoon" if m.group("ap").lower() == "p" else "morning"
     c = clock_cand(m.start(), m.end(), None, 0, 0, "hour", p, cls="weakclock", fuzzy=True)
-    return attach_clock_to_day(c, ctx.today + timedelta(days=off), ctx)
+    return attach_clock_to_day(c, ctx.today + timedelta(days=_DAYWORD[m.group("rel").lower()]), ctx)
 
 
 _MEAL_PREP = re.compile(r"\b(?:at|before|after|around|during|over|until|till|by)\s+$", _I)

@@ -55,9 +55,9 @@ PART_HOURS = {"凌晨": (0, 6), "早上": (6, 12), "早晨": (6, 12), "清晨": 
               "morning": (6, 12), "noon": (11, 13), "afternoon": (12, 18),
               "evening": (18, 24), "night": (18, 24), "tonight": (18, 24), "daytime": (6, 18)}
 #: "early morning", "late afternoon": the first / second half of the part's hours
-for _p in ("morning", "afternoon", "evening", "night"):
-    _h0, _h1 = PART_HOURS[_p]
-    PART_HOURS["early " + _p], PART_HOURS["late " + _p] = (_h0, (_h0 + _h1) // 2), ((_h0 + _h1) // 2, _h1)
+PART_HOURS.update({f"{edge} {p}": ((a, (a + b) // 2) if edge == "early" else ((a + b) // 2, b))
+                   for p, (a, b) in list(PART_HOURS.items()) if p in ("morning", "afternoon", "evening", "night")
+                   for edge in ("early", "late")})
 #: Parts of the day after which "3点" means 15:00.
 PM_PARTS = frozenset({"下午", "傍晚", "晚上", "晚间", "夜里", "夜间", "深夜", "半夜",
                       "afternoon", "evening", "night", "tonight", "pm", "early afternoon",
