@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,11 @@ from ._state import StoreState, _string_array
 from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
 from .errors import ConfigError, QueryError, SchemaError
 from .schema import _check_and_normalise, format_version, parse_version
+
+try:  # np.einsum's kernel without its Python wrapper (half of a lone query's einsum cost)
+    from numpy._core.multiarray import c_einsum as _c_einsum
+except ImportError:  # pragma: no cover - a NumPy without it
+    _c_einsum = np.einsum
 
 __all__ = ["SearchOptions", "QueryResult", "MODES", "FUSIONS", "OUT_OF_FORCE", "SCAN_ORDERS"]
 
@@ -234,14 +240,15 @@ def query_vector_one(vector: Any, dim: int, metric: str) -> np.ndarray | None:
     if type(vector) is not np.ndarray or vector.dtype != np.float32 or vector.shape != (dim,):
         return None
     b = vector[None, :]
-    sq = np.einsum("ij,ij->i", b, b)
-    if not 1e-30 <= sq[0] <= 1e30:  # also NaN / inf: the general path names the problem
+    sq = float(_c_einsum("ij,ij->i", b, b)[0])  # np.einsum's own kernel, without its Python wrapper
+    if not 1e-30 <= sq <= 1e30:  # also NaN / inf: the general path names the problem
         return None
     if metric != "cosine":
         return vector.copy()
-    out = np.empty_like(b)
-    np.multiply(b, (1.0 / np.sqrt(sq)).astype(np.float32)[:, None], out=out)
-    return out[0]
+    # (1 / np.sqrt(sq)).astype(np.float32) in float32 arithmetic: float32's sqrt, then 1 over
+    # it rounded to float32; each is the double result rounded to float32 (double rounding
+    # is exact for a square root and a quotient of float32 values), so the same bits
+    return vector * np.float32(1.0 / float(np.float32(math.sqrt(sq))))
 
 
 #: search options by their non-time arguments: a single search() builds and checks its
@@ -376,8 +383,25 @@ def planner_args(planner: dict) -> tuple:
     """The planner settings (an Engine's ``_planner()``) checked, as the core takes them:
     ef, ef_max, scan_limit, seed_ef, seed_min, group, the scan order's code; a bad one is a
     ConfigError naming it."""
+    key = tuple(planner.items())
+    kinds = tuple([type(v) for v in planner.values()])  # True == 1 and 64.0 == 64: types too
+    try:
+        hit = _PLANNER_CHECKED.get(key)
+    except TypeError:  # an unhashable setting: checked below (and refused)
+        key = hit = None
+    if hit is not None and hit[0] == kinds:
+        return hit[1]
     args = tuple(count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items())
-    return args + (choice(planner["scan"], SCAN_ORDERS, "scan"),)
+    args += (choice(planner["scan"], SCAN_ORDERS, "scan"),)
+    if key is not None:
+        if len(_PLANNER_CHECKED) >= 64:
+            _PLANNER_CHECKED.clear()
+        _PLANNER_CHECKED[key] = (kinds, args)
+    return args
+
+
+#: planner settings already checked (:func:`planner_args`): by their items, with their types
+_PLANNER_CHECKED: dict = {}
 
 
 def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,

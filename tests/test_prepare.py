@@ -8,7 +8,7 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine import search as S
-from chrono_engine.errors import QueryError
+from chrono_engine.errors import ConfigError, QueryError
 
 
 @pytest.mark.parametrize("metric", ["cosine", "ip", "l2"])
@@ -19,6 +19,34 @@ def test_one_vector_has_the_bits_of_the_general_path(metric):
         fast = S.query_vector_one(v, 384, metric)
         assert fast is not None and fast is not v
         assert np.array_equal(fast.view(np.uint32), S.query_vectors(v[None, :], 384, metric)[0].view(np.uint32))
+
+
+def test_one_vector_scale_rounds_as_numpy_does():
+    """The fast path's scale (float32's sqrt, then 1 over it in float32, computed in double
+    and rounded) has NumPy's bits for vectors across the accepted range of sums of squares
+    (1e-30 to 1e30), where double rounding is where a difference would show."""
+    rng = np.random.default_rng(7)
+    for i in range(3000):
+        v = (rng.standard_normal(1 + i % 64) * 10.0 ** rng.uniform(-14, 14)).astype(np.float32)
+        fast = S.query_vector_one(v, v.shape[0], "cosine")
+        if fast is None:  # past the fast path's range: the general path's
+            continue
+        assert np.array_equal(fast.view(np.uint32), S.query_vectors(v[None, :], v.shape[0], "cosine")[0].view(np.uint32))
+
+
+def test_planner_settings_are_checked_by_value_and_type():
+    """The planner settings are checked once per distinct set (search.planner_args keeps
+    the checked tuple), by value and type: True or 1.0 after 1 are still refused."""
+    eng = ce.Engine(2)
+    eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01"}])
+    for good, bad in ((1, True), (1, 1.0), (64, np.float64(64)), (4096, [4096])):
+        eng.ef = good
+        assert eng.search([1, 0], 1).num_rows == 1
+        eng.ef = bad
+        with pytest.raises(ConfigError, match="ef must be an integer"):
+            eng.search([1, 0], 1)
+    eng.ef = np.int64(7)  # a NumPy integer is an integer
+    assert eng.search([1, 0], 1).num_rows == 1
 
 
 @pytest.mark.parametrize("v", [np.zeros(4, np.float32), np.array([np.nan, 1, 1, 1], np.float32),
