@@ -173,6 +173,11 @@ class Store:
         """What a result table reads of ``rows``: valid_from, valid_to as known at
         ``known_at`` (one value or one per row), valid_to's validity (False where open; None
         when none is) and the stem codes (-1: none); IndexError for a row out of range."""
+    def validities(self, rows: _U32, t: int, variant: str = "") -> tuple[_F64, _F64]:
+        """Kernels::validities of ``rows`` at ``t`` (the lone scan's, kernel ``variant``;
+        "": the dispatched one) and the same rows' reliability x decay by Kernels::decay one
+        at a time (the exact path); equal bit for bit. Rows out of range: IndexError."""
+        ...
     def bound_rows(self, rows: _U32, t: _F64, known_at: _I64, x1: _I64, x2: _I64, theta: _F64,
                    a: _F64, b: _F64, tau: float, out_pen: float, latest: bool,
                    mask: _U8 | None = None, variant: str = "", fut_pen: float | None = None) -> _BoundRows:

@@ -150,3 +150,42 @@ def test_bound_rows_rejects_bad_groups(store):
                              0.0, 0.0, False)
     with pytest.raises(ValueError, match="theta: expected 1 values"):
         eng._state.core.bound_rows(rows, one, *(np.zeros(1, np.int64),) * 3, np.zeros(2), one, one, 0.0, 0.0, False)
+
+
+def _exp_only_store():
+    """Rows whose families are all exponential and asymmetric (the validities kernel's
+    vector loop): rates, offsets and units that differ per type, ages before and after T."""
+    rng = np.random.default_rng(9)
+    n = 700
+    fams = [ce.Exponential(half_life=30), ce.Exponential(half_life=60, unit="hours"),
+            ce.Exponential(half_life=2, offset=10), ce.Exponential(half_life=0.01), ce.Exponential(half_life=3652)]
+    names = [f"e{i}" for i in range(len(fams))]
+    eng = ce.Engine(4, decay=ce.DecayPolicy(dict(zip(names, fams)), default=None))
+    t0 = 1_600_000_000 * 1_000_000
+    vf = t0 + rng.integers(-4000, 400, n) * DAY + rng.integers(0, DAY, n)
+    eng.ingest({"vector": rng.standard_normal((n, 4)).astype(np.float32),
+                "valid_from": vf.astype("datetime64[us]"), "observed_at": vf.astype("datetime64[us]"),
+                "reliability": rng.uniform(0.05, 1.0, n).astype(np.float32),
+                "fact_type": np.array(names)[rng.integers(0, len(names), n)]})
+    return eng, t0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("which", ["mixed", "exponential"])
+def test_validities_equal_the_exact_path_bit_for_bit(store, variant, which):
+    """The lone scan's validities (Kernels::validities: blocks of exponential, asymmetric
+    rows in one vectorised loop, any other family row by row) equal reliability x decay
+    by Kernels::decay one row at a time, the exact path every score takes, bit for bit:
+    the scan's tau test reads them. Blocks of 1 to 700 rows, T before, among and after
+    the rows' observation times."""
+    eng, t0 = store if which == "mixed" else _exp_only_store()
+    core = eng._state.core
+    n = len(eng)
+    rng = np.random.default_rng(11)
+    for t in (t0 - 5000 * DAY, t0 - 17, t0, t0 + 123_456_789, t0 + 900 * DAY):
+        for m in (1, 7, 63, 64, 65, 129, n):
+            rows = rng.choice(n, m, replace=False).astype(np.uint32)
+            got, exact = core.validities(rows, int(t), variant)
+            assert np.array_equal(got.view(np.uint64), exact.view(np.uint64)), (variant, which, t, m)
+    with pytest.raises(IndexError):
+        core.validities(np.array([n], np.uint32), int(t0), variant)

@@ -309,6 +309,28 @@ struct PyStore {
     return out;
   }
 
+  // The lone scan's validities (Kernels::validities) of `rows` at t, and the same rows'
+  // reliability times their decay by Kernels::decay one row at a time (the exact path,
+  // Searcher::score): the two must agree bit for bit (the scan's tau test reads the first).
+  py::tuple validities(carray<std::uint32_t> rows, std::int64_t t, const std::string& which) {
+    const std::size_t n = static_cast<std::size_t>(rows.size());
+    std::shared_lock<std::shared_mutex> g(s->mutex());
+    const MetaTable& meta = s->meta();
+    for (std::size_t i = 0; i < n; ++i)
+      if (rows.data()[i] >= meta.size()) throw std::out_of_range("row out of range");
+    const Kernels& k = variant(which);
+    py::array_t<double> got(static_cast<py::ssize_t>(n)), exact(static_cast<py::ssize_t>(n));
+    k.validities(s->decay_specs().data(), &meta, rows.data(), n, t, got.mutable_data());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t r = rows.data()[i];
+      const double age = age_days(t, meta.observed_at(r));
+      double d;
+      k.decay(s->decay_specs()[meta.fact_type(r)], &age, &d, 1);
+      exact.mutable_data()[i] = static_cast<double>(meta.reliability(r)) * d;
+    }
+    return py::make_tuple(got, exact);
+  }
+
   py::dict columns_at(carray<std::uint32_t> rows, std::optional<carray<std::int64_t>> known_at) {
     std::shared_lock<std::shared_mutex> g(s->mutex());
     for (py::ssize_t i = 0; i < rows.size(); ++i)
@@ -578,6 +600,7 @@ void bind_store(py::module_& m) {
       .def("bound_rows", &PyStore::bound_rows, py::arg("rows"), py::arg("t"), py::arg("known_at"), py::arg("x1"),
            py::arg("x2"), py::arg("theta"), py::arg("a"), py::arg("b"), py::arg("tau"), py::arg("out_pen"),
            py::arg("latest"), py::arg("mask") = py::none(), py::arg("variant") = "", py::arg("fut_pen") = py::none())
+      .def("validities", &PyStore::validities, py::arg("rows"), py::arg("t"), py::arg("variant") = "")
       .def("vectors", &PyStore::vectors, py::arg("rows"))
       .def("vector_hashes", &PyStore::vector_hashes, py::arg("weights"), py::arg("threads"))
       .def("set_partition", [](PyStore& p, carray<float> centroids, double delta) {
