@@ -133,17 +133,18 @@ static void decay_batch(const DecaySpec& s, const double* __restrict age, double
   else decay_loop<false>(s.code, p0, p1, scale, age, out, n);
 }
 
-// See Kernels::validities: decay_batch's operations for one row at a time, each row with
-// its own family (no vectorisation across rows of different types; no call per row).
-// Blocks of rows whose families are all exponential and asymmetric (the common policy)
-// gather their parameters first and then run one branch-free loop that vectorises
-// across rows (each row its own rate, offset and scale): the same operations as
-// clamp_age<false> and decay_one's exponential case, so the same bits.
+// See Kernels::validities: decay_batch's operations (clamp_age, decay_one) per row, each
+// row with its own family, in blocks of kBlock rows whose metadata is gathered first. A
+// block whose families are all exponential and asymmetric (the common policy) runs one
+// loop over the gathered rates, offsets and scales that vectorises across rows (decay_one
+// with a constant family is selects only); any other block goes row by row. Both are
+// decay_one's operations, so the same bits as Kernels::decay (tests/test_bound_pass.py).
 static void validities(const DecaySpec* specs, const MetaTable* meta, const std::uint32_t* rows, std::size_t n,
                        std::int64_t t, double* out) {
   const double td = static_cast<double>(t);
   constexpr std::size_t kBlock = 64;
   alignas(64) double AGE[kBlock], P0[kBlock], P1[kBlock], SC[kBlock], REL[kBlock];
+  const DecaySpec* SP[kBlock];
   for (std::size_t b = 0; b < n; b += kBlock) {
     const std::size_t m = n - b < kBlock ? n - b : kBlock;
     bool exp_only = true;
@@ -152,25 +153,17 @@ static void validities(const DecaySpec* specs, const MetaTable* meta, const std:
       const DecaySpec& s = specs[meta->fact_type(r)];
       exp_only = exp_only && s.code == DecayCode::Exponential && !s.symmetric;
       AGE[i] = (td - static_cast<double>(meta->observed_at(r))) / kMicrosPerDay;
-      P0[i] = s.p0; P1[i] = s.p1; SC[i] = s.scale;
+      P0[i] = s.p0; P1[i] = s.p1; SC[i] = s.scale; SP[i] = &s;
       REL[i] = static_cast<double>(meta->reliability(r));
     }
     double* __restrict o = out + b;
     if (exp_only) {
-      for (std::size_t i = 0; i < m; ++i) {
-        const double age = AGE[i];
-        double a = age > 0.0 ? age : 0.0;
-        a = age != age ? age : a;
-        a = a * SC[i];
-        double x = a - P1[i];
-        x = x > 0.0 ? x : 0.0;
-        x = a != a ? a : x;
-        o[i] = REL[i] * vexp(-P0[i] * x);
-      }
+      for (std::size_t i = 0; i < m; ++i)
+        o[i] = REL[i] * decay_one(DecayCode::Exponential, P0[i], P1[i], clamp_age<false>(SC[i], AGE[i]));
       continue;
     }
     for (std::size_t i = 0; i < m; ++i) {
-      const DecaySpec& s = specs[meta->fact_type(rows[b + i])];
+      const DecaySpec& s = *SP[i];
       const double a = s.symmetric ? clamp_age<true>(s.scale, AGE[i]) : clamp_age<false>(s.scale, AGE[i]);
       o[i] = REL[i] * decay_one(s.code, s.p0, s.p1, a);
     }

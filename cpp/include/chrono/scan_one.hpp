@@ -45,7 +45,7 @@ inline void scan_one(GroupContext& c, int stage) {
   Searcher& q = c.qs[0];
   // Rows in storage order, for sequential reads where they are dense (at least one row in
   // kDense); sparser rows each cost their own cache lines in any order, and the bitmap walk
-  // over the whole store was ~7% of a lone 1% call (200k rows, ~2,000 in force). The stage's
+  // over the whole store was 5-11% of a lone 1% call's core (200k rows, ~2,000 in force). The stage's
   // rows come once each (group_rows), and the answer does not depend on the order.
   constexpr std::size_t kDense = 32;
   if (c.buf.rows.size() * kDense >= c.meta.size()) storage_order(c.buf.rows, c.meta.size(), c.buf.bits);
