@@ -246,10 +246,14 @@ def take_strings(columns: Sequence[Sequence[tuple[_I32, _U8, _U8 | None, int]]],
     (per column, one (int32 offsets, uint8 data, uint8 validity bitmap or None, its first
     bit) tuple per part; ``starts``: each part's first row, then the row count): per column,
     (offsets, data, valid or None when every row taken is valid), the rows in order."""
-def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]]) -> tuple[Any, Any]:
+def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]],
+                 schema: bool = True) -> tuple[Any, Any]:
     """(name, format, values, valid) columns as one Arrow record batch, as the PyCapsules
     ("arrow_schema", "arrow_array") of the Arrow C data interface; formats i, l, L, g, f,
-    b, tsu:<tz>, and u with (int32 offsets, uint8 data) or a list of str."""
+    b, tsu:<tz>, and u with (int32 offsets, uint8 data) or a list of str. ``schema=False``:
+    (the "arrow_array" capsule, the address of its ArrowArray) without the schema, for
+    ``pa.RecordBatch._import_from_c(address, schema)`` with a schema imported before (the
+    capsule must outlive the import; the struct is freed with the capsule)."""
 def list_f32(values: Any) -> npt.NDArray[np.float32] | None:
     """A list of Python floats (and ints of magnitude at most 2**24) as float32, bit for bit
     as ``np.asarray(values).astype(np.float32)``; None for anything else."""

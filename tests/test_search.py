@@ -616,6 +616,15 @@ def test_record_batch_builds_what_pyarrow_builds():
     rb = pa.RecordBatch._import_from_c_capsule(*_core.record_batch([("w", "u", ["abc", "d"], None),
                                                                      ("q", "i", np.array([1, 2], np.int32), None)]))
     assert rb.to_pydict() == {"w": ["abc", "d"], "q": [1, 2]}
+    # the array alone (schema=False), imported against a schema imported before: the same batch
+    full = pa.RecordBatch._import_from_c_capsule(*_core.record_batch(cols))
+    capsule, address = _core.record_batch(cols, False)
+    alone = pa.RecordBatch._import_from_c(address, full.schema)
+    alone.validate(full=True)
+    assert alone.equals(full) and alone.schema.equals(full.schema)
+    del capsule
+    capsule, address = _core.record_batch(cols, schema=False)
+    del capsule  # never imported: the capsule frees the struct and its buffers (ASan: no leak)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -637,6 +646,7 @@ def test_native_result_table_equals_the_arrow_path(lang):
         eng.ingest(rows[a:b])
     eng.retract(ids=[3])
     st, pl = eng._state, eng._planner()
+    S._NATIVE_SCHEMAS.clear()  # the first tables import their schema, the later ones reuse it
     for i in range(20):
         opts = ce.SearchOptions(mode="as_of", as_of=f"2024-{1 + i % 12:02d}-15", lang=lang, arbitrate=i % 3 > 0)
         raw = rng.standard_normal((1 + i % 3, 8)).astype(np.float32)

@@ -224,7 +224,7 @@ void drop_capsule(PyObject* cap) {
 }
 
 // columns: a sequence of (name, format, values, valid or None), all of one length.
-py::tuple record_batch(const py::sequence& columns) {
+py::tuple record_batch(const py::sequence& columns, bool with_schema) {
   const std::size_t nc = static_cast<std::size_t>(columns.size());
   auto sd = std::make_unique<SchemaData>();
   auto bd = std::make_unique<BatchData>();
@@ -251,10 +251,12 @@ py::tuple record_batch(const py::sequence& columns) {
     }
     std::int64_t nulls = 0, n_buffers = 0;
     std::unique_ptr<ColumnData> c = column(name, fmt, col[2], col[3], n, nulls, n_buffers);
-    auto* cs = new SchemaData;
-    cs->format = fmt;
-    cs->name = name;
-    init_schema(&sd->children[i], cs, ARROW_FLAG_NULLABLE);
+    if (with_schema) {
+      auto* cs = new SchemaData;
+      cs->format = fmt;
+      cs->name = name;
+      init_schema(&sd->children[i], cs, ARROW_FLAG_NULLABLE);
+    }
     ArrowArray& a = bd->children[i];
     a.length = static_cast<std::int64_t>(n);
     a.null_count = nulls;
@@ -271,8 +273,6 @@ py::tuple record_batch(const py::sequence& columns) {
     sd->child_ptrs.push_back(&sd->children[i]);
     bd->child_ptrs.push_back(&bd->children[i]);
   }
-  auto* schema = new ArrowSchema;
-  init_schema(schema, sd.release(), 0);
   auto* array = new ArrowArray;
   array->length = static_cast<std::int64_t>(n);
   array->null_count = 0;
@@ -285,6 +285,16 @@ py::tuple record_batch(const py::sequence& columns) {
   array->dictionary = nullptr;
   array->release = &release_private<ArrowArray, BatchData>;
   array->private_data = b;
+  if (!with_schema) {  // the array alone, and its address for pyarrow's _import_from_c
+    PyObject* a = PyCapsule_New(array, "arrow_array", &drop_capsule<ArrowArray>);
+    if (a == nullptr) {
+      drop(array);
+      throw py::error_already_set();
+    }
+    return py::make_tuple(py::reinterpret_steal<py::object>(a), reinterpret_cast<std::uintptr_t>(array));
+  }
+  auto* schema = new ArrowSchema;
+  init_schema(schema, sd.release(), 0);
   PyObject* s = PyCapsule_New(schema, "arrow_schema", &drop_capsule<ArrowSchema>);
   if (s == nullptr) {
     drop(schema);
@@ -492,6 +502,6 @@ py::list json_rows(const py::sequence& columns, py::array_t<std::int64_t, py::ar
 }  // namespace
 
 void bind_arrow(py::module_& m) {
-  m.def("record_batch", &record_batch, py::arg("columns"));
+  m.def("record_batch", &record_batch, py::arg("columns"), py::arg("schema") = true);
   m.def("json_rows", &json_rows, py::arg("columns"), py::arg("starts"), py::arg("key"));
 }
