@@ -1,6 +1,8 @@
 // chrono_engine._core.record_batch: a small Arrow record batch from NumPy columns, exported
 // through the Arrow C data interface as the two PyCapsules of the Arrow PyCapsule
-// interface ("arrow_schema", "arrow_array"; pyarrow imports them in one call). A lone
+// interface ("arrow_schema", "arrow_array"; pyarrow imports them in one call), or the
+// array alone with its address (schema=False: search.result_table imports it against a
+// schema it kept, so pyarrow parses no schema per call). A lone
 // search's result table costs ~15 pyarrow calls otherwise, each a few µs and several times
 // that with the caches cold after the core's scan (chrono_engine/search.py, to_table).
 // The builder copies what it is given (the result tables it is for are small) and knows
