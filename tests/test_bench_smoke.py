@@ -286,6 +286,34 @@ def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     assert json.loads(out.read_text())["in_process"]["search_batch_qps"] > 0
 
 
+def test_serve_replicas_bench_runs_end_to_end(tmp_path, monkeypatch):
+    """benches/bench_serve_replicas.py on a tiny corpus: one and two ``chrono serve``
+    processes on copies of one store, the clients split between them; every answer reaches
+    the oracle's recall, the second process serves its own copy, and the JSON has every row."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    import importlib.util
+    import os
+    import pathlib
+    import sys
+    root = pathlib.Path(ce.__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    spec = importlib.util.spec_from_file_location("bench_serve_replicas", root / "benches" / "bench_serve_replicas.py")
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_serve_replicas", mod)  # its client processes find it by name
+    spec.loader.exec_module(mod)
+    out, work = tmp_path / "rep.json", tmp_path / "w"
+    rep = mod.main(["--n", "3000", "--dim", "16", "--queries", "40", "--processes", "1,2", "--clients", "4",
+                    "--seconds", "1", "--max-requests", "100", "--work", str(work), "--json", str(out)])
+    rows = rep["rows"]
+    assert [r["processes"] for r in rows] == [1, 2] and [len(r["server_cores"]) for r in rows] == [1, 2]
+    assert all(r["requests"] > 0 and r["errors"] == 0 and r["recall"] >= 0.95 for r in rows)
+    assert (work / "steep-3000x16.copy1" / "CURRENT").exists()
+    assert json.loads(out.read_text())["search_batch_qps"] > 0
+    with pytest.raises(SystemExit):  # more processes than clients is refused by name
+        mod.main(["--processes", "8", "--clients", "4", "--work", str(work)])
+
+
 def test_planner_sweep_bench_runs_and_reuses_its_store(tmp_path, capsys):
     """benches/bench_planner_sweep.py on a tiny store: every point's default search reaches
     recall 1 against exact=True here (no point is approximate at this size), the JSON has
