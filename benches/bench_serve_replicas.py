@@ -28,14 +28,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import chrono_engine as ce
-from chrono_engine import synthetic as syn
 from chrono_engine.bench import machine_info, write_json
-from chrono_engine.bench.corpus import KNOWN_ALL, Queries, policy_for, workload_from_corpus
-from chrono_engine.bench.peers import NumpyExact
-from chrono_engine.bench.serve_load import closed_loop, free_port, recall, start
+from chrono_engine.bench.serve_load import closed_loop, free_port, recall, start, workload
 
 _BODIES: list = []  # the request bodies, set before the client processes fork
 
@@ -58,29 +53,22 @@ def main(argv=None) -> dict:
     p.add_argument("--work", default="bench_out/replicas")
     p.add_argument("--json", default="bench_out/bench_serve_replicas.json")
     ns = p.parse_args(argv)
-    counts = [int(x) for x in ns.processes.split(",")]
+    try:
+        counts = [int(x) for x in ns.processes.split(",")]
+    except ValueError:
+        counts = []
     if not counts or min(counts) < 1 or max(counts) > ns.clients:
         p.error(f"--processes must be counts from 1 to --clients ({ns.clients})")
+    if not 1 <= ns.clients <= 256 or not 0 < ns.seconds <= 120 or not 1 <= ns.max_requests <= 1_000_000:
+        p.error("--clients 1-256, --seconds up to 120, --max-requests 1-1e6 (every loop is bounded)")
     cores = os.cpu_count() or 1
     work = Path(ns.work)
     work.mkdir(parents=True, exist_ok=True)
 
-    corpus = syn.make_corpus(ns.n, ns.dim, half_lives=syn.STEEP_HALF_LIVES, seed=0)
-    pol = policy_for(corpus.half_lives)
-    base = work / f"steep-{ns.n}x{ns.dim}"
-    if not (base / "CURRENT").exists():
-        print(f"building the store {base} ...", flush=True)
-        eng = ce.Engine.create(base, ns.dim, decay=pol)
-        eng.ingest(corpus.to_dict())
-        eng.save()
-        eng.close()
-    qv = corpus.queries(ns.queries, seed=1)
-    T = syn.times_for_selectivity(corpus, ns.selectivity, ns.queries, seed=2)
-    oracle = NumpyExact(workload_from_corpus(corpus, pol)).search(
-        Queries(qv, T, np.full(ns.queries, KNOWN_ALL, np.int64), mode="as_of", fusion="product", k=10))
+    base, qv, T, fusion, oracle = workload("steep", ns.n, ns.dim, ns.selectivity, ns.queries, work)
 
     eng = ce.Engine.open(base, read_only=True)
-    kw = dict(mode="as_of", fusion="product")
+    kw = dict(mode="as_of", fusion=fusion)
     eng.search_batch(qv[:8], 10, as_of=T[:8], **kw)
     t0 = time.perf_counter()
     eng.search_batch(qv, 10, as_of=T, **kw)

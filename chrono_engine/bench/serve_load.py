@@ -175,6 +175,26 @@ def closed_loop(url: str, bodies: list, conc: int, seconds: float, max_requests:
             "server_cores": cpu / wall, "answers": answers}
 
 
+def workload(regime: str, n: int, dim: int, selectivity: float, queries: int, work: Path) -> tuple:
+    """The load benches' corpus (synthetic, seed 0) as a store under ``work`` (built once,
+    then reused), ``queries`` as_of queries with ``selectivity`` of it in force and their
+    exact answers: (store path, query vectors, T, fusion, NumPy oracle answers)."""
+    hl_name, fusion = REGIMES[regime]
+    corpus = syn.make_corpus(n, dim, half_lives=getattr(syn, hl_name), seed=0)
+    pol = policy_for(corpus.half_lives)
+    store = work / f"{regime}-{n}x{dim}"
+    if not (store / "CURRENT").exists():
+        print(f"building the store {store} ...", flush=True)
+        eng = ce.Engine.create(store, dim, decay=pol)
+        eng.ingest(corpus.to_dict())
+        eng.save()
+        eng.close()
+    qv = corpus.queries(queries, seed=1)
+    T = syn.times_for_selectivity(corpus, selectivity, queries, seed=2)
+    q = Queries(qv, T, np.full(queries, KNOWN_ALL, np.int64), mode="as_of", fusion=fusion, k=10)
+    return store, qv, T, fusion, NumpyExact(workload_from_corpus(corpus, pol)).search(q)
+
+
 def recall(answers: dict, oracle) -> float:
     r = [len(set(ids) & set(int(x) for x in oracle.ids[i])) / len(oracle.ids[i]) for i, ids in answers.items()
          if len(oracle.ids[i])]
@@ -200,20 +220,7 @@ def main(argv=None) -> dict:
         p.error("--seconds 1-120, --max-requests 1-1e6, --concurrency 1-256 (every loop is bounded)")
     work = Path(ns.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    hl_name, fusion = REGIMES[ns.regime]
-    corpus = syn.make_corpus(ns.n, ns.dim, half_lives=getattr(syn, hl_name), seed=0)
-    pol = policy_for(corpus.half_lives)
-    store = work / f"{ns.regime}-{ns.n}x{ns.dim}"
-    if not (store / "CURRENT").exists():
-        print(f"building the store {store} ...", flush=True)
-        eng = ce.Engine.create(store, ns.dim, decay=pol)
-        eng.ingest(corpus.to_dict())
-        eng.save()
-        eng.close()
-    qv = corpus.queries(ns.queries, seed=1)
-    T = syn.times_for_selectivity(corpus, ns.selectivity, ns.queries, seed=2)
-    q = Queries(qv, T, np.full(ns.queries, KNOWN_ALL, np.int64), mode="as_of", fusion=fusion, k=10)
-    oracle = NumpyExact(workload_from_corpus(corpus, pol)).search(q)
+    store, qv, T, fusion, oracle = workload(ns.regime, ns.n, ns.dim, ns.selectivity, ns.queries, work)
     report: dict = {"config": vars(ns), "machine": machine_info(), "in_process": {}, "services": {}}
 
     # in-process figures on the same queries
