@@ -1,20 +1,19 @@
-"""Read scale-out on one machine: N ``chrono serve`` processes, each on its own copy of one
-store (docs/serve.md, "Threads, processes, cores": one process serves ~5 k requests/s
-whatever the core count, its event loop's Python under one GIL), against in-process
-``search_batch`` over the same queries, in the same run.
+"""Read scale-out on one machine: N ``chrono serve --read-only`` processes (read replicas)
+on one store, against in-process ``search_batch`` over the same queries, in the same run
+(docs/serve.md, "Threads, processes, cores": one process serves ~5 k requests/s whatever
+the core count, its event loop's Python under one GIL).
 
-For each N, N servers (each with ``cores // N`` engine threads) and N client processes, each
-client holding ``--clients // N`` keep-alive connections to its own server (the closed-loop
-HTTP clients of :mod:`chrono_engine.bench.serve_load`); reported: the summed QPS, its share
-of ``search_batch``, the worst p99, recall@10 against the NumPy oracle and each server's CPU
-use. Copies are what a reader fleet needs today: a store has one writer, and each copy
-sees the store as it was copied (a copy is not kept up to date)::
+For each N, N replicas (each with ``cores // N`` engine threads; each holds its own copy of
+the vectors and graph in memory) and N client processes, each client holding ``--clients //
+N`` keep-alive connections to its own replica (the closed-loop HTTP clients of
+:mod:`chrono_engine.bench.serve_load`); reported: the summed QPS, its share of
+``search_batch``, the worst p99, recall@10 against the NumPy oracle and each server's CPU
+use::
 
     python benches/bench_serve_replicas.py                        # 200k x 384 steep, as_of 10%
     python benches/bench_serve_replicas.py --processes 1,2,4,8 --seconds 5
 
-The store and its copies are kept under ``--work`` (default ``bench_out/replicas``): about
-N times the store's size on disk.
+The store is built once under ``--work`` (default ``bench_out/replicas``) and reused.
 """
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -77,11 +75,6 @@ def main(argv=None) -> dict:
     del eng
     print(f"in process: search_batch {batch_qps:.0f} QPS on {cores} cores", flush=True)
 
-    copies = [base] + [work / f"{base.name}.copy{i}" for i in range(1, max(counts))]
-    for c in copies[1:]:
-        if not (c / "CURRENT").exists():
-            shutil.rmtree(c, ignore_errors=True)
-            shutil.copytree(base, c)
     _BODIES[:] = [json.dumps({"vector": qv[i].tolist(), "k": 10, **kw, "as_of": int(T[i])}).encode()
                   for i in range(ns.queries)]
 
@@ -92,7 +85,7 @@ def main(argv=None) -> dict:
         try:
             for i in range(n_proc):
                 port = free_port()
-                cmd = [sys.executable, "-m", "chrono_engine.cli", "serve", str(copies[i]), "--no-auth",
+                cmd = [sys.executable, "-m", "chrono_engine.cli", "serve", str(base), "--read-only", "--no-auth",
                        "--port", str(port), "--name", "c", "--threads", str(threads)]
                 procs.append(start(cmd, f"http://127.0.0.1:{port}", work / f"server{i}.log"))
                 urls.append(f"http://127.0.0.1:{port}/v1/collections/c/search")

@@ -66,6 +66,19 @@ def _int_in(lo: int, hi: int | None = None, what: str = ""):
     return parse
 
 
+def _seconds_in(lo: float, hi: float):
+    """An argparse type: seconds, a number in (lo, hi], else a usage error saying the range."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+        if not lo < v <= hi:  # NaN too
+            raise argparse.ArgumentTypeError(f"must be more than {lo:g} and at most {hi:g} seconds, got {text}")
+        return v
+    return parse
+
+
 def _text(text: str) -> str:
     """An argparse type for a name or text stored or searched (a stem id, a version, a
     question): arguments that are not valid UTF-8 reach Python as lone surrogates, which no
@@ -452,7 +465,8 @@ def cmd_serve(args) -> int:
                     timeout=args.timeout)
     try:
         serve(args.store, host=args.host, port=args.port, name=args.name, keys_file=args.keys_file,
-              allow_anonymous=args.no_auth, limits=limits, threads=args.threads, snapshots=args.snapshots)
+              allow_anonymous=args.no_auth, limits=limits, threads=args.threads, snapshots=args.snapshots,
+              read_only=args.read_only, refresh=args.refresh)
     except ImportError as e:
         raise CliError(f"the service needs its extra: pip install 'chrono_engine[serve]' ({e})", EXIT_REFUSED) from None
     return EXIT_OK
@@ -687,6 +701,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-k", type=_int_in(1, 10_000, ""), default=1000)
     p.add_argument("--timeout", type=float, default=30.0, help="seconds a read may take (504 after)")
     p.add_argument("--snapshots", metavar="DIR", help="where named snapshots go (default: STORE.snapshots beside it)")
+    p.add_argument("--read-only", action="store_true",
+                   help="a read replica: no writer lock (serve beside the store's writer), writes answer 403")
+    p.add_argument("--refresh", type=_seconds_in(0.0, 86400.0), metavar="SECONDS",
+                   help="with --read-only: open the store again when it has changed, checked this often")
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("plot-decay", help="draw the decay curves of a store's policy, of --decay flags, "

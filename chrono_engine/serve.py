@@ -51,6 +51,14 @@ a restore runs; reads go on, on the old state until the restored one is open.
 
 Limits (:class:`Limits`): request body size (413), vectors per batch, rows per ingest, ``k``
 (422), and a timeout for reads (504). Every refusal names the field and changes nothing.
+
+Read replicas (``--read-only``): the store opened read-only (no writer lock, so any number of
+processes can serve one store beside its writer); every write endpoint answers 403
+``read_only``. With ``--refresh SECONDS`` the replica checks the store every that many
+seconds and, when the writer has logged a write or checkpointed since, opens it again and
+serves the new state (the old one answers the requests already under way; two copies are
+in memory while it opens). One process's event loop serves ~5 k requests/s whatever the
+core count; replicas are how reads scale past that on one machine (docs/serve.md).
 """
 from __future__ import annotations
 
@@ -363,11 +371,15 @@ _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, limits: Limits | None = None,
              allow_anonymous: bool = False, save_on_shutdown: bool = True, log: Any = None,
-             snapshots: str | os.PathLike | None = None) -> Any:
+             snapshots: str | os.PathLike | None = None, read_only: bool = False,
+             refresh: tuple[str | os.PathLike, float] | None = None) -> Any:
     """The ASGI app serving ``engine`` as collection ``name`` (see the module docstring).
     ``log``: a writable text stream for the JSON-lines request log (default stderr; None
     after ``log=False``), written in batches at most 50 ms apart and at shutdown. ``snapshots``: the directory of named snapshots (default
-    ``<store>.snapshots`` beside the engine's store; none for an engine without a store)."""
+    ``<store>.snapshots`` beside the engine's store; none for an engine without a store).
+    ``read_only``: every write endpoint answers 403 ``read_only``. ``refresh``: (store path,
+    seconds): a read replica that opens the store again (read-only) when it has changed,
+    checked every that many seconds (:func:`store_version`)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -379,8 +391,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         raise ConfigError("no API keys (set CHRONO_API_KEYS / CHRONO_READ_KEYS or a keys file); "
                           "pass allow_anonymous=True (--no-auth) for a loopback-only development server")
     log = sys.stderr if log is None else (None if log is False else log)
+    if refresh is not None and not (read_only and 0 < float(refresh[1]) <= 86400):
+        raise ConfigError("refresh is for a read-only service, every 0 to 86400 seconds")
     metrics = _Metrics()
-    state = {"ready": True}
+    state = {"ready": True, "refreshes": 0}
     from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(max_workers=max(1, int(engine.coalesce_group)), thread_name_prefix="chrono-serve")
     # single searches coalesced on the loop, groups on one worker thread, a lone one on the loop
@@ -746,6 +760,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                 raise _HTTPError(401, "authorization", "a valid API key is required")
             if role == _WRITE and have != _WRITE:
                 raise _HTTPError(403, "authorization", "this key may only read")
+        if role == _WRITE and read_only:
+            raise _HTTPError(403, "read_only", "this service is a read replica (chrono serve --read-only): "
+                                               "send writes to the store's writer")
 
     def refusal(e: Exception, endpoint: str) -> tuple[int, bytes]:
         """A failed request's status and JSON body (as Starlette's JSONResponse writes it);
@@ -836,8 +853,39 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                     "headers": headers + [(b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
+    def reopen(root: Path, threads: int) -> Any:
+        """The store opened again (read-only), with the served engine's settings."""
+        from .engine import Engine
+        new = Engine.open(root, read_only=True, threads=threads)
+        for a in ("coalesce_group", "coalesce_wait", "partition_min"):
+            setattr(new, a, getattr(engine, a))
+        return new
+
+    async def refresher(root: Path, every: float) -> None:
+        """A replica's loop: every ``every`` seconds, the store opened again if it changed
+        (a failed open is logged and tried again at the next change check)."""
+        nonlocal engine
+        loop = asyncio.get_running_loop()
+        seen = await loop.run_in_executor(None, store_version, root)
+        while True:
+            await asyncio.sleep(every)
+            now = await loop.run_in_executor(None, store_version, root)
+            if now == seen:
+                continue
+            try:
+                engine = await loop.run_in_executor(None, reopen, root, engine.threads)
+                seen = now
+                state["refreshes"] += 1
+            except Exception as e:  # noqa: BLE001 - the old state is served on; logged, tried again
+                if log is not None:
+                    print(json.dumps({"event": "refresh failed", "type": type(e).__name__,
+                                      "message": str(e)[:500]}), file=log, flush=True)
+
     async def lifespan(app: Any):
+        task = asyncio.create_task(refresher(Path(refresh[0]), float(refresh[1]))) if refresh else None
         yield
+        if task is not None:
+            task.cancel()
         state["ready"] = False
         flush_log()
         if save_on_shutdown and engine.path is not None and getattr(engine, "_store", None) is not None:
@@ -856,8 +904,27 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         else:
             await routed(scope, receive, send)
     app.state = routed.state  # type: ignore[attr-defined]
-    app.state.engine = lambda: engine  # the engine served now (a restore replaces it)
+    app.state.engine = lambda: engine  # the engine served now (a restore or a refresh replaces it)
+    app.state.refreshes = lambda: state["refreshes"]
     return app
+
+
+def store_version(root: Path) -> tuple:
+    """What changes when the store's writer logs a write or checkpoints: the live snapshot
+    its seal names (``CURRENT``, read as :func:`storage.current` reads it) and that
+    snapshot's log's size and modification time; None parts where a file is missing or
+    unreadable (between a checkpoint's steps, a damaged seal: the open then says why)."""
+    from . import _wal, storage
+    from .errors import ChronoError
+    try:
+        snap = storage.current(root)["snapshot"]
+    except (ChronoError, OSError):
+        return (None, None)
+    try:
+        st = (root / snap / _wal.LOG_NAME).stat()
+        return (snap, (st.st_size, st.st_mtime_ns))
+    except OSError:
+        return (snap, None)
 
 
 def _presented(auth: str, key: str | None) -> bytes | None:
@@ -945,18 +1012,24 @@ def openapi_spec(name: str) -> dict:
 
 def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | None = None,
           keys_file: str | None = None, allow_anonymous: bool = False, limits: Limits | None = None,
-          threads: int | None = None, snapshots: str | None = None) -> None:
+          threads: int | None = None, snapshots: str | None = None, read_only: bool = False,
+          refresh: float | None = None) -> None:
     """Open the store at ``path`` for writing and serve it until SIGINT/SIGTERM (uvicorn,
-    one process, one engine; graceful: in-flight requests finish, then a checkpoint)."""
+    one process, one engine; graceful: in-flight requests finish, then a checkpoint).
+    ``read_only``: a read replica (no writer lock; writes answer 403), opening the store
+    again every ``refresh`` seconds when it has changed."""
     import uvicorn
 
     from .engine import Engine
     if allow_anonymous and host not in ("127.0.0.1", "::1", "localhost"):
         raise ConfigError("--no-auth serves only a loopback address (127.0.0.1, ::1)")
+    if refresh is not None and not read_only:
+        raise ConfigError("--refresh is for a read replica (--read-only)")
     keys = Keys.from_env(keys_file)
-    engine = Engine.open(path, threads=threads)
+    engine = Engine.open(path, threads=threads, read_only=read_only)
     app = make_app(engine, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
-                   snapshots=snapshots)
+                   snapshots=snapshots, read_only=read_only,
+                   refresh=(path, refresh) if refresh is not None else None)
     # proxy_headers off: nothing here reads the client's address (the log has none), so
     # uvicorn's X-Forwarded-For middleware would only cost every request a pass
     server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,

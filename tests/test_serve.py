@@ -765,3 +765,72 @@ def test_the_search_fast_path_answers_as_the_routes_do():
     ep = "/v1/collections/{c}/search"
     for code, n in ((200, 1), (400, 2), (413, 2), (401, 1)):
         assert f'chrono_requests_total{{endpoint="{ep}",status="{code}"}} {n}' in text.decode()
+
+
+# ----------------------------------------------------------------------------- read replicas
+
+def _wait_for(fn, what, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not fn():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_read_replica_refuses_writes_and_follows_its_writer(tmp_path):
+    """A read replica (``read_only``, ``refresh``) beside the store's writer, over HTTP: every
+    write endpoint is refused (401 / 403 authorization / 403 read_only) with nothing changed;
+    reads answer as the replica's engine; writes the writer logs, and its checkpoints, are
+    served after a refresh, with the writer's own answers."""
+    path = tmp_path / "s"
+    writer = ce.Engine.create(path, DIM, threads=1)
+    writer.ingest(_rows(60))
+    replica = ce.Engine.open(path, read_only=True, threads=1)  # no lock: beside the writer
+    keys = Keys([ADMIN.encode()], [READ.encode()])
+    app = make_app(replica, name="s", keys=keys, log=False, read_only=True, refresh=(path, 0.05))
+    srv = Server(app)
+    try:
+        writes = [("/ingest", {"rows": _rows(1, start=70)}), ("/retract", {"ids": [3]}),
+                  ("/deprecate", {"ids": [4]}), ("/snapshots", {}), ("/snapshots/x/restore", {}),
+                  ("/supersede", {"stem_id": "s1", "rows": [{"vector": [1.0] * DIM}], "effective_at": "2025-06-01",
+                                  "version": "2"})]
+        for p, body in writes:
+            for key, status, field in ((None, 401, "authorization"), (READ, 403, "authorization"),
+                                       (ADMIN, 403, "read_only")):
+                with _client(srv, key) as c:
+                    r = c.post(C + p, json=body)
+                assert (r.status_code, r.json()["error"]) == (status, field), (p, key, r.text)
+        assert len(writer) == 60 and len(app.state.engine()) == 60 and writer.history("s1").num_rows == 6
+        q = np.random.default_rng(3).normal(size=DIM).astype(np.float32)
+        with _client(srv, READ) as c:
+            def hits():
+                r = c.post(f"{C}/search", json={"vector": q.tolist(), "k": 5})
+                assert r.status_code == 200, r.text
+                return [h["id"] for h in r.json()["hits"]]
+            assert hits() == replica.search(q, 5).column("id").to_pylist()
+            writer.ingest(_rows(5, seed=9, start=60))  # logged, not checkpointed
+            _wait_for(lambda: c.get(C).json()["items"] == 65, "the logged writes")
+            writer.retract([0, 1])
+            writer.save()  # a checkpoint: a new live snapshot
+            writer.ingest(_rows(1, seed=11, start=65))
+            _wait_for(lambda: c.get(C).json()["items"] == 66, "the checkpoint and the write after it")
+            _wait_for(lambda: hits() == writer.search(q, 5).column("id").to_pylist(), "the writer's answers")
+        assert app.state.refreshes() >= 2
+    finally:
+        srv.stop()
+        writer.close()
+
+
+def test_read_replica_settings_are_checked(tmp_path):
+    from chrono_engine import cli
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(3))
+    for kw in ({"refresh": (tmp_path / "s", 1.0)}, {"read_only": True, "refresh": (tmp_path / "s", 0.0)},
+               {"read_only": True, "refresh": (tmp_path / "s", float("nan"))}):
+        with pytest.raises(ConfigError, match="refresh"):
+            make_app(eng, name="s", allow_anonymous=True, log=False, **kw)
+    eng.close()
+    for bad in ("0", "-1", "nan", "soon", "86401"):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["serve", str(tmp_path / "s"), "--no-auth", "--read-only", "--refresh", bad])
+        assert e.value.code == 2
+    assert cli.main(["serve", str(tmp_path / "s"), "--no-auth", "--refresh", "1"]) == cli.EXIT_REFUSED
