@@ -391,8 +391,13 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         raise ConfigError("no API keys (set CHRONO_API_KEYS / CHRONO_READ_KEYS or a keys file); "
                           "pass allow_anonymous=True (--no-auth) for a loopback-only development server")
     log = sys.stderr if log is None else (None if log is False else log)
-    if refresh is not None and not (read_only and 0 < float(refresh[1]) <= 86400):
-        raise ConfigError("refresh is for a read-only service, every 0 to 86400 seconds")
+    if refresh is not None:
+        try:
+            every = float(refresh[1])
+        except (TypeError, ValueError, IndexError):
+            every = math.nan
+        if not (read_only and 0 < every <= 86400):
+            raise ConfigError("refresh is (store path, seconds) for a read-only service, every 0 to 86400 seconds")
     metrics = _Metrics()
     state = {"ready": True, "refreshes": 0}
     from concurrent.futures import ThreadPoolExecutor
@@ -882,7 +887,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                                       "message": str(e)[:500]}), file=log, flush=True)
 
     async def lifespan(app: Any):
-        task = asyncio.create_task(refresher(Path(refresh[0]), float(refresh[1]))) if refresh else None
+        task = asyncio.create_task(refresher(Path(refresh[0]), every)) if refresh else None
         yield
         if task is not None:
             task.cancel()

@@ -825,7 +825,8 @@ def test_read_replica_settings_are_checked(tmp_path):
     eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
     eng.ingest(_rows(3))
     for kw in ({"refresh": (tmp_path / "s", 1.0)}, {"read_only": True, "refresh": (tmp_path / "s", 0.0)},
-               {"read_only": True, "refresh": (tmp_path / "s", float("nan"))}):
+               {"read_only": True, "refresh": (tmp_path / "s", float("nan"))},
+               {"read_only": True, "refresh": (tmp_path / "s", "soon")}, {"read_only": True, "refresh": (tmp_path / "s",)}):
         with pytest.raises(ConfigError, match="refresh"):
             make_app(eng, name="s", allow_anonymous=True, log=False, **kw)
     eng.close()
