@@ -23,12 +23,11 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import chrono_engine as ce
 from chrono_engine.bench import machine_info, write_json
-from chrono_engine.bench.serve_load import closed_loop, free_port, recall, start, workload
+from chrono_engine.bench.serve_load import closed_loop, free_port, recall, search_batch_qps, start, workload
 
 _BODIES: list = []  # the request bodies, set before the client processes fork
 
@@ -67,10 +66,7 @@ def main(argv=None) -> dict:
 
     eng = ce.Engine.open(base, read_only=True)
     kw = dict(mode="as_of", fusion=fusion)
-    eng.search_batch(qv[:8], 10, as_of=T[:8], **kw)
-    t0 = time.perf_counter()
-    eng.search_batch(qv, 10, as_of=T, **kw)
-    batch_qps = ns.queries / (time.perf_counter() - t0)
+    batch_qps = search_batch_qps(eng, qv, T, kw)
     eng.close()
     del eng
     print(f"in process: search_batch {batch_qps:.0f} QPS on {cores} cores", flush=True)

@@ -41,7 +41,7 @@ import numpy as np
 
 import chrono_engine as ce
 from chrono_engine import synthetic as syn
-from chrono_engine.bench import machine_info, write_json
+from chrono_engine.bench import best_time, machine_info, write_json
 from chrono_engine.bench.corpus import KNOWN_ALL, REGIMES, Queries, policy_for, workload_from_corpus
 from chrono_engine.bench.peers import NumpyExact
 
@@ -195,6 +195,14 @@ def workload(regime: str, n: int, dim: int, selectivity: float, queries: int, wo
     return store, qv, T, fusion, NumpyExact(workload_from_corpus(corpus, pol)).search(q)
 
 
+def search_batch_qps(eng: Any, qv: np.ndarray, T: np.ndarray, kw: dict) -> float:
+    """In-process ``search_batch`` over all the queries, QPS: the best of three calls (the
+    first call after an open also pays for touching the store's pages), the services'
+    yardstick."""
+    seconds, _ = best_time(lambda: eng.search_batch(qv, 10, as_of=T, **kw), 0.0, min_repeat=3)
+    return len(qv) / seconds
+
+
 def recall(answers: dict, oracle) -> float:
     r = [len(set(ids) & set(int(x) for x in oracle.ids[i])) / len(oracle.ids[i]) for i, ids in answers.items()
          if len(oracle.ids[i])]
@@ -226,10 +234,7 @@ def main(argv=None) -> dict:
     # in-process figures on the same queries
     eng = ce.Engine.open(store, read_only=True, threads=ns.threads)
     kw = dict(mode="as_of", fusion=fusion)
-    eng.search_batch(qv[:8], 10, as_of=T[:8], **kw)
-    t0 = time.perf_counter()
-    eng.search_batch(qv, 10, as_of=T, **kw)
-    batch_qps = ns.queries / (time.perf_counter() - t0)
+    batch_qps = search_batch_qps(eng, qv, T, kw)
     lat = []
     for i in range(ns.queries):
         t1 = time.perf_counter()
