@@ -298,7 +298,8 @@ def test_serve_replicas_bench_runs_end_to_end(tmp_path, monkeypatch):
     import sys
     root = pathlib.Path(ce.__file__).resolve().parents[1]
     monkeypatch.setenv("PYTHONPATH", str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    spec = importlib.util.spec_from_file_location("bench_serve_replicas", root / "benches" / "bench_serve_replicas.py")
+    bench = pathlib.Path(__file__).resolve().parents[1] / "benches" / "bench_serve_replicas.py"  # the checkout's
+    spec = importlib.util.spec_from_file_location("bench_serve_replicas", bench)
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "bench_serve_replicas", mod)  # its client processes find it by name
     spec.loader.exec_module(mod)
