@@ -95,6 +95,31 @@ class Coalescer:
                 return _outcome(req)
         return self._lead(req)
 
+    def alone(self) -> bool:
+        """Claim the engine for one call that finds it idle and unloaded (no group running,
+        none queued, the last group a lone call: :meth:`submit` would run it at once, alone,
+        without waiting for company): True, and the caller runs its call itself, then calls
+        :meth:`release` (a call arriving meanwhile queues and leads the next group, as it
+        would behind a lone leader of :meth:`submit`). False: the caller submits."""
+        with self._cond:
+            if self._busy or self._queue or self._last_size > 1:
+                return False
+            self._busy = True
+            self._prev_size, self._last_size = self._last_size, 1
+            self.groups += 1
+            self.calls += 1
+            return True
+
+    def release(self) -> None:
+        """The end of a call that :meth:`alone` let run: the next queued call leads."""
+        with self._cond:
+            if self._queue:
+                nxt = self._queue[0]
+                nxt.lead = True
+                nxt.done.set()
+            else:
+                self._busy = False
+
     def _lead(self, req: Request) -> Any:
         with self._cond:
             if self._last_size > 1:

@@ -114,6 +114,24 @@ class Names:
     def memory_bytes(self) -> int: ...
 
 
+class StringColumns:
+    """The title, version and content string columns of a store's Arrow table, viewed for
+    :meth:`Store.search_one`: per column, one (int32 offsets, uint8 data, uint8 bitmap or
+    None, bit offset) per record batch, the batches' first rows in ``starts`` (then the row
+    count); checked when made (ValueError), the arrays kept referenced."""
+
+    def __init__(self, columns: Sequence[Sequence[tuple]], starts: _I64) -> None: ...
+    @property
+    def rows(self) -> int:
+        """The rows the columns hold."""
+
+
+def citation(title: str | None, version: str | None, valid_from: int, zh: bool) -> str | None:
+    """One hit's citation as :meth:`Store.search_one` writes it (search.py's
+    ``_few_citations`` text); None where it defers to Python (a version string
+    ``parse_version`` refuses; a day outside years 1-9999)."""
+
+
 class Store:
     """Items' vectors (HNSW graph and compact int8 copy), bitemporal metadata, the interval
     and freshness indexes, and the planner that searches them."""
@@ -157,6 +175,16 @@ class Store:
         1 as_of, 2 window, 3 all; fusion 0 product, 1 linear; invalid (items no longer in
         force) and future (items not yet valid) 0 penalize, 1 exclude, 2 include; scan 0 auto,
         1 bounds, 2 similarity. Hits ordered by query, rank."""
+    def search_one(self, query: _F32, t: int, known_at: int, win_start: int, win_end: int, mode: int, fusion: int,
+                   alpha: float, tau: float, invalid: int, future: int, penalty: float, arbitrate: bool,
+                   type_mask: _U8 | None, k: int, exact: bool, ef: int, ef_max: int, scan_limit: int, seed_ef: int,
+                   seed_min: int, scan: int, strings: StringColumns, stems: Names, zh: bool,
+                   with_schema: bool) -> tuple[Any, Any] | None:
+        """One query (dim,) as :meth:`search_batch` answers it, and its result table (no query
+        column) as an Arrow record batch: (schema capsule, array capsule) ``with_schema``,
+        else (array capsule, its address). None where the Python path must answer: a
+        similarity that overflowed float32 (ip, l2), a hit row ``strings`` does not hold, a
+        citation :func:`citation` defers."""
     def update(self, rows: _U32, valid_to: _I64 | None = None, deprecated: _U8 | None = None,
                retracted_at: _I64 | None = None) -> None:
         """Edits in place, all or nothing: retract rows (retracted_at); valid_to and deprecated

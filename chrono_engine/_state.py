@@ -109,6 +109,10 @@ def _string_views(table: pa.Table, columns: tuple) -> tuple:
     return parts, starts
 
 
+#: the string columns a lone search reads natively, in Store.search_one's order
+_LONE_STRINGS = ("title", "version", "content")
+
+
 class StoreState:
     """Vectors, metadata, names and strings of one store, with the write path."""
 
@@ -129,6 +133,8 @@ class StoreState:
         self.parts: list[int] = []
         #: (table, columns, buffer views, part starts): see :meth:`hit_string_buffers`
         self._views: tuple | None = None
+        #: (table, _core.StringColumns of its title, version, content): see :meth:`hit_strings`
+        self._lone: tuple | None = None
         #: hit citations by language and row (chrono_engine.search._hit_citations)
         self.cited: dict[str, dict[int, str]] = {}
         self.write = threading.Lock()
@@ -193,6 +199,18 @@ class StoreState:
         if cached is None or cached[0] is not table or cached[1] != columns:
             cached = self._views = (table, columns) + _string_views(table, columns)
         return _core.take_strings(cached[2], cached[3], rows)
+
+    def hit_strings(self) -> Any:
+        """The title, version and content columns of the current string table as
+        ``_core.StringColumns`` (what ``Store.search_one`` reads a lone search's hits
+        from), viewed once per table snapshot; None before any ingest."""
+        table = self.table
+        if table is None:
+            return None
+        cached = self._lone
+        if cached is None or cached[0] is not table:
+            cached = self._lone = (table, _core.StringColumns(*_string_views(table, _LONE_STRINGS)))
+        return cached[1]
 
     def stem_code(self, stem_id: str) -> int:
         """The core's code of a stem name, or -1 when the store has no such stem (a name that

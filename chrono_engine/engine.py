@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
-from ._coalesce import AsyncCoalescer, Coalescer
+from ._coalesce import AsyncCoalescer, Coalescer, Request
 from ._embedder import declared_dim, embedder_dim
 from ._args import as_float32, count, id_array, shown, thread_count
 from ._state import ALL_KNOWN, StoreState, embed_content
@@ -232,7 +232,17 @@ class Engine:
         c = self._coalescer
         c.max_group = self._max_group()
         c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
-        return c.submit(key, payload, self._run_group)
+        if not c.alone():
+            return c.submit(key, payload, self._run_group)
+        try:  # the engine idle: this call runs now, alone, as the coalescer would run it
+            q, times, opts = payload
+            if opts.verify is None and not opts.explain:
+                table = _search.lone_table(self._state, q, key[0], opts, self._planner(), times)
+                if table is not None:
+                    return table
+            return self._run_group([Request(key, payload, None)])[0]
+        finally:
+            c.release()
 
     def _prepare(self, vector: Any, k: Any, options: SearchOptions | None, kwargs: dict) -> tuple:
         """One :meth:`search` call checked and resolved (its times, "now" included, fixed

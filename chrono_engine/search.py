@@ -379,6 +379,38 @@ def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, p
     return out, t
 
 
+def lone_table(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
+               times: tuple | None = None) -> pa.Table | None:
+    """One query's result table without its ``query`` column (no ``explain``, no gate) in
+    one native call (``Store.search_one``: the planner, the hits' metadata, strings and
+    citations, and the Arrow batch), the table :func:`core_search` then
+    :func:`result_table` make, column for column; None where that path must answer
+    instead (the core says which: an overflowed similarity, whose QueryError it raises; a
+    write that raced the search; a citation only Python writes) or before any ingest."""
+    strings = state.hit_strings()
+    if strings is None:
+        return None
+    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
+    ef, ef_max, scan_limit, seed_ef, seed_min, _, scan = planner_args(planner)
+    t, ka, ws, we = query_times(opts, 1, now_us()) if times is None else times
+    schema = _NATIVE_SCHEMAS.get(False)
+    got = state.core.search_one(
+        q, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
+        OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate),
+        state.type_mask(opts.fact_types), k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min,
+        scan, strings, state.stems, opts.lang == "zh", schema is None)
+    if got is None:
+        return None
+    if schema is None:  # the first table of its kind: its schema imported once, then kept
+        batch = pa.RecordBatch._import_from_c_capsule(*got)
+        _NATIVE_SCHEMAS[False] = batch.schema
+    else:
+        capsule, address = got
+        batch = pa.RecordBatch._import_from_c(address, schema)
+        del capsule  # after the import, which moved the array out of it
+    return pa.Table.from_batches([batch])
+
+
 def planner_args(planner: dict) -> tuple:
     """The planner settings (an Engine's ``_planner()``) checked, as the core takes them:
     ef, ef_max, scan_limit, seed_ef, seed_min, group, the scan order's code; a bad one is a
@@ -411,7 +443,12 @@ def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: 
     with ``table=False`` and no gate, as :func:`result_columns` (no Arrow); with
     ``table="json"``, each query's JSON body (:func:`result_json`) where it applies (no
     ``explain``, no gate, at most :data:`_NATIVE_MAX` hits), else as ``table=False``;
-    ``with_query=False``: without the ``query`` column (one query; no gate)."""
+    ``with_query=False``: without the ``query`` column (one query; no gate): the table of
+    :func:`lone_table` where it answers."""
+    if table is True and not with_query and opts.verify is None and not opts.explain and q.shape[0] == 1:
+        lone = lone_table(state, q[0], k, opts, planner, times)
+        if lone is not None:
+            return lone
     out, t = core_search(state, q, k, opts, planner, threads, times)
     if opts.verify is None:
         if table == "json" and not opts.explain:

@@ -181,6 +181,47 @@ def test_the_group_waits_and_sizes():
     assert res == [(i % 3, i) for i in range(30)]
 
 
+def test_a_lone_call_runs_itself_only_when_the_engine_is_idle():
+    """``alone()`` (the lone call's fast path of ``Engine.search``) claims the engine only
+    when no group runs, none is queued and the last group was a lone call (a leader that
+    saw company waits for it instead); a call that arrives meanwhile queues and leads the
+    next group once ``release()`` is called; the counters count the lone call."""
+    c = Coalescer(lambda b: [r.payload for r in b], max_group=8)
+    assert c.alone() and (c.groups, c.calls) == (1, 1)
+    assert not c.alone()  # busy
+    got = []
+    t = threading.Thread(target=lambda: got.append(c.submit("k", 7)))
+    t.start()
+    deadline = time.monotonic() + 10
+    while not c._queue and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert len(c._queue) == 1 and not got  # queued behind the lone call
+    c.release()
+    t.join(10)
+    assert got == [7] and (c.groups, c.calls) == (2, 2)
+    assert c.alone()
+    c.release()
+    c._last_size = 3  # the last group had company: the next call submits (and lets it come back)
+    assert not c.alone()
+    assert c.submit("k", 1) == 1 and c.alone()
+    c.release()
+
+
+def test_search_alone_equals_search_through_the_coalescer(eng, monkeypatch):
+    """A lone ``search()`` (the engine idle: run by the caller, natively where it can)
+    returns the table the coalescer's group path returns, with and without ``verify``."""
+    rng = np.random.default_rng(3)
+    for i in range(12):
+        v = rng.standard_normal(DIM).astype(np.float32)
+        kw = dict(as_of=T0 + i * 30 * DAY, known_at=T0 + 4000 * DAY, verify=0.2 if i % 3 == 0 else None,
+                  lang="zh" if i % 2 else "en")
+        fast = eng.search(v, 5, **kw)
+        with monkeypatch.context() as m:
+            m.setattr(Coalescer, "alone", lambda self: False)
+            slow = eng.search(v, 5, **kw)
+        assert fast.equals(slow) and fast.schema.equals(slow.schema)
+
+
 @pytest.mark.parametrize("name, value", [("coalesce_group", 0), ("coalesce_group", 10**6), ("coalesce_group", "8"),
                                          ("coalesce_wait", -1), ("coalesce_wait", 1.0), ("coalesce_wait", "0"),
                                          ("coalesce_wait", float("nan"))])

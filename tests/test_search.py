@@ -660,6 +660,162 @@ def test_native_result_table_equals_the_arrow_path(lang):
                             .drop_columns(["query"]))
 
 
+def _python_lone(eng, vector, k, opts):
+    """A lone search's table as the Python path makes it (core_search, then result_table)."""
+    from chrono_engine import search as S
+    st = eng._state
+    key, (q, times, o) = eng._prepare(vector, k, opts, {})
+    out, t = S.core_search(st, q[None, :], k, o, eng._planner(), 1, times)
+    return S.result_table(st, out, False, o.lang, t, S.MODES[o.mode], with_query=False)
+
+
+def _lone_rows(n, dim, rng):
+    rows = []
+    for i in range(n):
+        rows.append({"vector": rng.standard_normal(dim).astype(np.float32),
+                     "valid_from": int((i - 40) * 37 * US_PER_DAY + i * 1_000_003),
+                     "valid_to": None if i % 3 else int((i - 40) * 37 * US_PER_DAY + 400 * US_PER_DAY),
+                     "title": None if i % 5 == 0 else ("政策" if i % 2 else "T") + str(i),
+                     "version": None if i % 7 == 0 else ["2", "v01.002", "V1.2.3.4", "1.2.3.0", "v65535.0.9"][i % 5],
+                     "stem_id": None if i % 2 else f"s{i % 25}", "content": "内容" * (i % 4) if i % 6 else None,
+                     "fact_type": ["policy", "news"][i % 2]})
+    return rows
+
+
+@pytest.mark.parametrize("metric", ["cosine", "ip", "l2"])
+def test_search_one_equals_the_python_path_under_every_option(metric):
+    """``Store.search_one`` (one native call: the planner, the hits' metadata as known at
+    ``known_at``, strings, stems, citations and the Arrow batch) gives, column for column,
+    the table the Python path (``core_search`` then ``result_table``) gives: every mode,
+    both fusions, the out-of-force policies, arbitration, fact types, exact, both
+    languages, a string table in parts, after a retraction, a deprecation and a supersede
+    (valid_to as known then), and again after a write (a new string table)."""
+    rng = np.random.default_rng(11)
+    pol = ce.DecayPolicy({"policy": ce.Exponential(half_life=60), "news": ce.Gaussian(sigma=90)})
+    eng = ce.Engine(8, metric=metric, decay=pol)
+    rows = _lone_rows(240, 8, rng)
+    for a, b in ((0, 90), (90, 91), (91, 240)):
+        eng.ingest(rows[a:b])
+    eng.retract(ids=[4, 9], at="2031-01-01")
+    eng.deprecate(ids=[12], at="2031-02-01")
+    eng.supersede("s2", [{"vector": rng.standard_normal(8).astype(np.float32), "title": "new"}], "2026-05-01",
+                  version="v9")
+    from chrono_engine import search as S
+    calls = []
+    real = S.lone_table
+
+    def spy(*a, **kw):
+        got = real(*a, **kw)
+        calls.append(got is not None)
+        return got
+    S.lone_table = spy
+    try:
+        for i in range(160):
+            opts = ce.SearchOptions(
+                mode=["as_of", "latest", "window", "all"][i % 4],
+                as_of=int((i * 53 - 40) * 37 * US_PER_DAY // 3),  # not "now": both paths must ask the same
+                known_at=None if i % 3 else ["2030-06-01", "2031-01-15", "2032-01-01"][i % 9 // 3],
+                window=(f"{2022 + i % 5}-01-01", None if i % 2 else f"{2028 + i % 3}-06-01") if i % 4 == 2 else None,
+                fusion="linear" if i % 5 == 3 else "product", alpha=0.6, tau=0.05 if i % 6 == 0 else 0.0,
+                deprecated=["penalize", "exclude", "include"][i % 3], future=["exclude", "penalize", "include"][i % 7 % 3],
+                arbitrate=i % 4 != 1, fact_types=["news"] if i % 10 == 7 else None, exact=i % 9 == 4,
+                lang="zh" if i % 2 else "en")
+            v = rng.standard_normal(8).astype(np.float32)
+            want = _python_lone(eng, v, 1 + i % 12, opts)
+            got = eng.search(v, 1 + i % 12, options=opts)
+            assert got.schema.equals(want.schema)
+            assert got.equals(want), (i, got.to_pylist()[:2], want.to_pylist()[:2])
+            if i == 80:
+                eng.ingest(_lone_rows(30, 8, rng))  # a new string table: viewed again
+        assert all(calls) and len(calls) == 160  # every call took the native path
+    finally:
+        S.lone_table = real
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_search_one_defers_an_overflow_to_the_python_path(metric):
+    """A hit whose similarity overflows float32 makes ``search_one`` answer None, and the
+    search raises the Python path's QueryError naming it."""
+    from chrono_engine import search as S
+    eng = ce.Engine(4, metric=metric)
+    eng.ingest([{"vector": [3e19, 3e19, 0, 0], "valid_from": "2024-01-01"},
+                {"vector": [1, 0, 0, 0], "valid_from": "2024-01-01"}])
+    st = eng._state
+    key, (q, times, o) = eng._prepare(np.array([3e19, 3e19, 0, 0], np.float32) if metric == "ip"
+                                      else np.array([-3e19, -3e19, 0, 0], np.float32), 2, None, {})
+    assert S.lone_table(st, q, 2, o, eng._planner(), times) is None
+    with pytest.raises(ce.errors.QueryError, match="overflows float32"):
+        eng.search(q, 2)
+
+
+def test_search_one_defers_rows_its_strings_do_not_hold():
+    """Strings viewed before a write (a write that raced the search) do not hold the new
+    rows: ``search_one`` answers None (the Python path answers) instead of reading past
+    them; damaged string offsets are an error, not a read out of bounds."""
+    from chrono_engine import _core, search as S
+    rng = np.random.default_rng(2)
+    eng = ce.Engine(4)
+    eng.ingest([{"vector": rng.standard_normal(4), "valid_from": "2024-01-01", "title": "a"}])
+    old = eng._state.hit_strings()
+    assert old.rows == 1
+    eng.ingest([{"vector": [1, 0, 0, 0], "valid_from": "2024-01-01", "title": "b"}])
+    args = (np.array([1, 0, 0, 0], np.float32), 0, OPEN_END - 1, 0, 0, S.MODES["all"], 0, 0.5, 0.0, 0, 1, 0.1,
+            False, None, 2, True, 40, 1000, 0, 40, 8, 0)
+    assert eng._state.core.search_one(*args, old, eng._state.stems, False, True) is None
+    got = eng._state.core.search_one(*args, eng._state.hit_strings(), eng._state.stems, False, True)
+    assert pa.RecordBatch._import_from_c_capsule(*got).column("title").to_pylist() == ["b", "a"]
+    # hostile views: refused when made, or when a damaged offset is read
+    data = np.frombuffer(b"abcdef", np.uint8)
+    good = (np.array([0, 3, 6], np.int32), data, None, 0)
+    starts = np.array([0, 2], np.int64)
+    for cols, st, what in (([[good]] * 2, starts, "title, version, content"),
+                           ([[good]] * 3, np.array([1, 2], np.int64), "ascend"),
+                           ([[good]] * 3, np.array([0, 3], np.int64), "offsets"),
+                           ([[(good[0], data, np.zeros(0, np.uint8), 0)]] * 3, starts, "bitmap"),
+                           ([[good[:3]]] * 3, starts, "each part is"), ([[good, good]] * 3, starts, "one tuple")):
+        with pytest.raises(ValueError, match=what):
+            sc = _core.StringColumns(cols, st)
+            eng._state.core.search_one(*args, sc, eng._state.stems, False, True)
+    bad = _core.StringColumns([[(np.array([0, 3, 99], np.int32), data, None, 0)]] * 3, starts)
+    with pytest.raises(ValueError, match="damaged"):
+        eng._state.core.search_one(*args, bad, eng._state.stems, False, True)
+
+
+_VERSIONS = [None, "2", "v2", "V2.1", "1.2.3.4", "1.2.3.0", "0", "00000", "000000001", "v65535.65535.65535.65535",
+             "v01.002.0003", "99999", "65536", "123456", "1.2.3.4.5", "", "v", "1.", ".1", "1..2", "x1", "1.x",
+             "v-1", "1 ", " 1", "１", "v1.2.3.4.", "٣"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_native_citation_equals_the_python_one(lang):
+    """The native citation (``_core.citation``, what ``search_one`` writes) equals
+    ``_few_citations`` wherever it answers, and defers exactly where Python differs: a
+    version ``parse_version`` refuses, a day outside years 1-9999."""
+    from chrono_engine import search as S
+    from chrono_engine._time import MAX_TIME_US
+    from chrono_engine.errors import SchemaError
+    rng = np.random.default_rng(4)
+    days = [MIN_TIME_US, MAX_TIME_US, 0, -1, 1, US_PER_DAY - 1, US_PER_DAY, -US_PER_DAY, -US_PER_DAY - 1,
+            951_782_400 * 10**6, 4_107_542_399 * 10**6]  # 2000-02-29, 2100-02-28 23:59:59
+    days += rng.integers(MIN_TIME_US, MAX_TIME_US, 300).tolist()
+    titles = [None, "", "T", "差旅报销管理制度", "a\nb", "emoji 🙂", "untitled"]
+    n = 0
+    for vf in days:
+        for title in titles:
+            for version in _VERSIONS:
+                got = ce._core.citation(title, version, vf, lang == "zh")
+                try:
+                    want = S._few_citations([title], [version], np.array([vf], np.int64), lang)[0]
+                except SchemaError:
+                    assert got is None, (version, got)
+                    continue
+                assert got == want, (title, version, vf)
+                n += 1
+    assert n > 5000
+    for out in (MIN_TIME_US - 1, MAX_TIME_US + 1, -(2**63), 2**63 - 1):  # years 0 and 10000, the ends
+        assert ce._core.citation("T", None, out, lang == "zh") is None
+
+
 # ----------------------------------------------------------------------------- late records
 
 def _late_corpus(n, seed):

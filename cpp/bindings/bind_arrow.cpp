@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "arrow_export.hpp"
 
 namespace py = pybind11;
 
@@ -225,18 +226,49 @@ void drop_capsule(PyObject* cap) {
   drop(s);
 }
 
-// columns: a sequence of (name, format, values, valid or None), all of one length.
-py::tuple record_batch(const py::sequence& columns, bool with_schema) {
-  const std::size_t nc = static_cast<std::size_t>(columns.size());
-  auto sd = std::make_unique<SchemaData>();
-  auto bd = std::make_unique<BatchData>();
+// The schema and batch of nc children, every child released by its parent until built.
+void start_batch(std::unique_ptr<SchemaData>& sd, std::unique_ptr<BatchData>& bd, std::size_t nc) {
+  sd = std::make_unique<SchemaData>();
+  bd = std::make_unique<BatchData>();
   sd->format = "+s";
   sd->children.resize(nc);
   bd->children.resize(nc);
-  for (std::size_t i = 0; i < nc; ++i) {  // every child released by its parent until built
+  for (std::size_t i = 0; i < nc; ++i) {
     sd->children[i].release = nullptr;
     bd->children[i].release = nullptr;
   }
+}
+
+// Child i of the batch: column c of n rows (and its schema with_schema).
+void set_child(SchemaData& sd, BatchData& bd, std::size_t i, std::unique_ptr<ColumnData> c, const std::string& name,
+               const std::string& fmt, std::size_t n, std::int64_t nulls, std::int64_t n_buffers, bool with_schema) {
+  if (with_schema) {
+    auto* cs = new SchemaData;
+    cs->format = fmt;
+    cs->name = name;
+    init_schema(&sd.children[i], cs, ARROW_FLAG_NULLABLE);
+  }
+  ArrowArray& a = bd.children[i];
+  a.length = static_cast<std::int64_t>(n);
+  a.null_count = nulls;
+  a.offset = 0;
+  a.n_buffers = n_buffers;
+  a.n_children = 0;
+  a.buffers = c->buffers;
+  a.children = nullptr;
+  a.dictionary = nullptr;
+  a.private_data = c.release();
+  a.release = &release_private<ArrowArray, ColumnData>;
+}
+
+py::tuple finish_batch(std::unique_ptr<SchemaData> sd, std::unique_ptr<BatchData> bd, std::size_t n, bool with_schema);
+
+// columns: a sequence of (name, format, values, valid or None), all of one length.
+py::tuple record_batch(const py::sequence& columns, bool with_schema) {
+  const std::size_t nc = static_cast<std::size_t>(columns.size());
+  std::unique_ptr<SchemaData> sd;
+  std::unique_ptr<BatchData> bd;
+  start_batch(sd, bd, nc);
   std::size_t n = 0;
   for (std::size_t i = 0; i < nc; ++i) {
     const ColumnSpec spec = column_spec(columns[i], "record_batch");
@@ -253,24 +285,13 @@ py::tuple record_batch(const py::sequence& columns, bool with_schema) {
     }
     std::int64_t nulls = 0, n_buffers = 0;
     std::unique_ptr<ColumnData> c = column(name, fmt, col[2], col[3], n, nulls, n_buffers);
-    if (with_schema) {
-      auto* cs = new SchemaData;
-      cs->format = fmt;
-      cs->name = name;
-      init_schema(&sd->children[i], cs, ARROW_FLAG_NULLABLE);
-    }
-    ArrowArray& a = bd->children[i];
-    a.length = static_cast<std::int64_t>(n);
-    a.null_count = nulls;
-    a.offset = 0;
-    a.n_buffers = n_buffers;
-    a.n_children = 0;
-    a.buffers = c->buffers;
-    a.children = nullptr;
-    a.dictionary = nullptr;
-    a.private_data = c.release();
-    a.release = &release_private<ArrowArray, ColumnData>;
+    set_child(*sd, *bd, i, std::move(c), name, fmt, n, nulls, n_buffers, with_schema);
   }
+  return finish_batch(std::move(sd), std::move(bd), n, with_schema);
+}
+
+py::tuple finish_batch(std::unique_ptr<SchemaData> sd, std::unique_ptr<BatchData> bd, std::size_t n, bool with_schema) {
+  const std::size_t nc = bd->children.size();
   for (std::size_t i = 0; i < nc; ++i) {
     sd->child_ptrs.push_back(&sd->children[i]);
     bd->child_ptrs.push_back(&bd->children[i]);
@@ -502,6 +523,40 @@ py::list json_rows(const py::sequence& columns, py::array_t<std::int64_t, py::ar
 }
 
 }  // namespace
+
+namespace chrono_arrow {
+
+py::tuple export_batch(std::vector<OwnedColumn>& columns, std::size_t n, bool with_schema) {
+  std::unique_ptr<SchemaData> sd;
+  std::unique_ptr<BatchData> bd;
+  start_batch(sd, bd, columns.size());
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    OwnedColumn& oc = columns[i];
+    auto c = std::make_unique<ColumnData>();
+    std::int64_t nulls = 0;
+    if (!oc.valid.empty()) {
+      if (oc.valid.size() != n) throw std::logic_error("export_batch: column '" + oc.name + "' validity size");
+      const std::size_t zeros = pack_bits(oc.valid, c->validity);
+      if (zeros == 0) c->validity.clear();
+      nulls = static_cast<std::int64_t>(zeros);
+    }
+    const bool text = oc.format == "u";
+    if (oc.format == "b") {
+      if (oc.values.size() != n) throw std::logic_error("export_batch: column '" + oc.name + "' size");
+      pack_bits(oc.values, c->values);
+    } else {
+      c->values = std::move(oc.values);
+      c->data = std::move(oc.data);
+    }
+    c->buffers[0] = c->validity.empty() ? nullptr : c->validity.data();
+    c->buffers[1] = buf(c->values);
+    c->buffers[2] = buf(c->data);
+    set_child(*sd, *bd, i, std::move(c), oc.name, oc.format, n, nulls, text ? 3 : 2, with_schema);
+  }
+  return finish_batch(std::move(sd), std::move(bd), n, with_schema);
+}
+
+}  // namespace chrono_arrow
 
 void bind_arrow(py::module_& m) {
   m.def("record_batch", &record_batch, py::arg("columns"), py::arg("schema") = true);

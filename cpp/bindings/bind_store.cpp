@@ -1,9 +1,14 @@
 // Bindings of the store and the planner: array conversion, GIL release, thread pool.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <optional>
 #include <pybind11/stl.h>
 #include "chrono/names.hpp"
 #include "chrono/planner.hpp"
+#include "arrow_export.hpp"
 #include "common.hpp"
+#include "result_text.hpp"
 
 using namespace chrono;
 
@@ -27,6 +32,111 @@ py::object validity(std::size_t n, bool any_null, Valid&& valid) {
   py::array_t<bool> v(static_cast<py::ssize_t>(n));
   for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = valid(i);
   return std::move(v);
+}
+
+// The string columns a lone search's result reads by row (title, version, content: the
+// store's Arrow table, chrono_engine/_state.py), viewed once per table snapshot: per
+// column, one (int32 offsets, uint8 data, uint8 bitmap or None, bit offset) per record
+// batch (the batches split every column at the same rows, `starts`), checked here once
+// as take_strings checks them per call; the arrays are kept referenced. Store.search_one
+// reads rows through it.
+struct StringColumns {
+  struct Part {
+    const std::int32_t* off; const std::uint8_t* data; std::size_t bytes;
+    const std::uint8_t* bits; std::size_t bit0;  // bits == nullptr: no null
+  };
+  std::vector<std::vector<Part>> cols;
+  std::vector<std::int64_t> starts;
+  std::vector<py::object> keep;
+
+  StringColumns(const py::sequence& columns, carray<std::int64_t> st) {
+    using Offsets = py::array_t<std::int32_t, py::array::c_style>;
+    using Bytes = py::array_t<std::uint8_t, py::array::c_style>;
+    if (st.ndim() != 1 || st.size() < 1 || st.data()[0] != 0)
+      throw std::invalid_argument("StringColumns: part starts must ascend from 0");
+    starts.assign(st.data(), st.data() + st.size());
+    for (std::size_t p = 0; p + 1 < starts.size(); ++p)
+      if (starts[p] > starts[p + 1]) throw std::invalid_argument("StringColumns: part starts must ascend from 0");
+    const std::size_t n_parts = starts.size() - 1;
+    for (py::handle col : columns) {
+      const py::sequence parts = py::reinterpret_borrow<py::sequence>(col);
+      if (static_cast<std::size_t>(parts.size()) != n_parts) throw std::invalid_argument("StringColumns: one tuple per part");
+      std::vector<Part> ps(n_parts);
+      for (std::size_t p = 0; p < n_parts; ++p) {
+        if (!py::isinstance<py::tuple>(parts[p])) throw std::invalid_argument("StringColumns: each part is a tuple");
+        const py::tuple t = py::reinterpret_borrow<py::tuple>(parts[p]);
+        if (t.size() != 4 || !py::isinstance<Offsets>(t[0]) || !py::isinstance<Bytes>(t[1]) ||
+            !(t[2].is_none() || py::isinstance<Bytes>(t[2])))
+          throw std::invalid_argument("StringColumns: each part is (int32 offsets, uint8 data, uint8 bitmap or None, "
+                                      "bit offset), C-contiguous");
+        auto o = py::reinterpret_borrow<Offsets>(t[0]);
+        auto d = py::reinterpret_borrow<Bytes>(t[1]);
+        const std::size_t len = static_cast<std::size_t>(starts[p + 1] - starts[p]);
+        if (o.ndim() != 1 || d.ndim() != 1 || static_cast<std::size_t>(o.size()) != len + 1)
+          throw std::invalid_argument("StringColumns: part " + std::to_string(p) + " has the wrong number of offsets");
+        ps[p] = Part{o.data(), d.data(), static_cast<std::size_t>(d.size()), nullptr, 0};
+        keep.push_back(o);
+        keep.push_back(d);
+        if (!t[2].is_none()) {
+          auto b = py::reinterpret_borrow<Bytes>(t[2]);
+          const auto bit0 = t[3].cast<std::int64_t>();
+          if (b.ndim() != 1 || bit0 < 0 || static_cast<std::size_t>(b.size()) * 8 < static_cast<std::size_t>(bit0) + len)
+            throw std::invalid_argument("StringColumns: part " + std::to_string(p) + " has a bitmap too short");
+          ps[p].bits = b.data();
+          ps[p].bit0 = static_cast<std::size_t>(bit0);
+          keep.push_back(b);
+        }
+      }
+      cols.push_back(std::move(ps));
+    }
+  }
+
+  std::int64_t rows() const { return starts.back(); }
+
+  // Column c's value at row r (0 <= r < rows()): false when null; damaged offsets throw.
+  bool get(std::size_t c, std::int64_t r, std::string_view& out) const {
+    const std::size_t p = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), r) - starts.begin()) - 1;
+    const Part& x = cols[c][p];
+    const std::size_t j = static_cast<std::size_t>(r - starts[p]);
+    const std::int32_t a = x.off[j], b = x.off[j + 1];
+    if (a < 0 || b < a || static_cast<std::size_t>(b) > x.bytes)
+      throw std::invalid_argument("search_one: damaged string offsets at row " + std::to_string(r));
+    out = std::string_view(reinterpret_cast<const char*>(x.data) + a, static_cast<std::size_t>(b - a));
+    if (x.bits == nullptr) return true;
+    const std::size_t bit = x.bit0 + j;
+    return (x.bits[bit >> 3] >> (bit & 7)) & 1u;
+  }
+};
+
+// A string column being built: offsets (n + 1), bytes, one validity byte per row.
+struct TextColumn {
+  std::vector<std::int32_t> off{0};
+  std::string data;
+  std::vector<std::uint8_t> valid;
+  bool any_null = false;
+  void add(bool ok, std::string_view v) {
+    if (ok) data.append(v);
+    if (data.size() > 0x7fffffffu) throw std::length_error("search_one: the strings exceed 2 GiB");
+    off.push_back(static_cast<std::int32_t>(data.size()));
+    valid.push_back(ok ? 1 : 0);
+    any_null |= !ok;
+  }
+  chrono_arrow::OwnedColumn column(const char* name) {
+    chrono_arrow::OwnedColumn c{name, "u", {}, {}, {}};
+    c.values.resize(off.size() * sizeof(std::int32_t));
+    std::memcpy(c.values.data(), off.data(), c.values.size());
+    c.data.assign(data.begin(), data.end());
+    if (any_null) c.valid = std::move(valid);
+    return c;
+  }
+};
+
+template <class T>
+chrono_arrow::OwnedColumn fixed_column(const char* name, const char* fmt, const std::vector<T>& v) {
+  chrono_arrow::OwnedColumn c{name, fmt, {}, {}, {}};
+  c.values.resize(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(c.values.data(), v.data(), c.values.size());
+  return c;
 }
 
 struct PyStore {
@@ -132,19 +242,108 @@ struct PyStore {
     s->restore(path, c, n_stems.value_or(Store::kAnyStem));
   }
 
-  py::dict search_batch(carray<float> queries, carray<std::int64_t> t, carray<std::int64_t> known_at,
-                        carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
-                        double alpha, double tau, int invalid, int future, double penalty, bool arbitrate,
-                        std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
-                        std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
-                        std::size_t seed_min, std::size_t group, int scan, int threads) {
-    if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
-      throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
-    const std::size_t nq = static_cast<std::size_t>(queries.shape(0));
-    const std::int64_t* T = checked(t, nq, "as_of");
-    const std::int64_t* K = checked(known_at, nq, "known_at");
-    const std::int64_t* WS = checked(win_start, nq, "window start");
-    const std::int64_t* WE = checked(win_end, nq, "window end");
+  // One query through the planner and its result table in one call, built here as
+  // search.py's lone path builds it (rank, id, score, similarity, validity, stem_id,
+  // version, valid_from, valid_to as known at known_at, title, content, citation,
+  // certified): (schema and array capsules) with `with_schema`, else (array capsule, its
+  // address). None where the Python path must answer instead: a hit whose similarity
+  // overflowed float32 (ip, l2: the Python path raises the QueryError), a row the string
+  // columns do not hold yet (a write raced the search) or a citation it would write
+  // otherwise (a version string that does not parse, a day outside years 1-9999).
+  py::object search_one(carray<float> query, std::int64_t t, std::int64_t known_at, std::int64_t win_start,
+                        std::int64_t win_end, int mode, int fusion, double alpha, double tau, int invalid, int future,
+                        double penalty, bool arbitrate, std::optional<carray<std::uint8_t>> type_mask, std::size_t k,
+                        bool exact, std::size_t ef, std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
+                        std::size_t seed_min, int scan, const StringColumns& strings,
+                        const NameTable& stems, bool zh, bool with_schema) {
+    if (query.ndim() != 1 || static_cast<std::size_t>(query.shape(0)) != s->dim())
+      throw std::invalid_argument("query must have shape (" + std::to_string(s->dim()) + ",)");
+    if (strings.cols.size() != 3) throw std::invalid_argument("search_one: strings are title, version, content");
+    SearchParams p = params(mode, fusion, alpha, tau, invalid, future, penalty, arbitrate, type_mask, k, exact, ef,
+                            ef_max, scan_limit, seed_ef, seed_min, scan);
+    p.time.t = t;
+    p.time.known_at = known_at;
+    p.time.win_start = win_start;
+    p.time.win_end = win_end;
+    std::vector<QueryResult> results(1);
+    std::vector<micros> vf, vt;
+    std::vector<std::int32_t> stem;
+    std::vector<std::uint64_t> ids;
+    {
+      py::gil_scoped_release nogil;
+      std::shared_lock<std::shared_mutex> g(s->mutex());
+      std::vector<Searcher> qs;
+      qs.emplace_back(*s, p, query.data());
+      run_group(qs, *s, results, std::vector<std::size_t>{0});
+      const auto& m = s->meta();
+      for (const Hit& x : results[0].hits) {
+        micros end, from;
+        m.known(x.row, known_at, end, from);
+        vf.push_back(m.valid_from(x.row));
+        vt.push_back(end);
+        stem.push_back(m.stem(x.row));
+        ids.push_back(s->id_of(x.row));
+      }
+    }
+    const QueryResult& r = results[0];
+    const std::size_t n = r.hits.size();
+    const Metric metric = s->metric();
+    std::vector<std::int32_t> rank(n);
+    std::vector<double> score(n);
+    std::vector<float> sim(n), val(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Hit& x = r.hits[i];
+      if ((metric == Metric::InnerProduct && (!std::isfinite(x.similarity) || !std::isfinite(x.score))) ||
+          (metric == Metric::L2 && x.similarity == 0.0f))
+        return py::none();
+      if (static_cast<std::int64_t>(x.row) >= strings.rows()) return py::none();
+      if (stem[i] >= 0 && static_cast<std::size_t>(stem[i]) >= stems.size()) return py::none();
+      rank[i] = static_cast<std::int32_t>(i + 1);
+      score[i] = x.score;
+      sim[i] = x.similarity;
+      val[i] = x.validity;
+    }
+    TextColumn stem_id, version, title, content, citation;
+    std::vector<std::uint8_t> to_valid(n), cert(n, r.certified ? 1 : 0);
+    bool open = false;
+    std::string cite;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t row = r.hits[i].row;
+      stem_id.add(stem[i] >= 0, stem[i] >= 0 ? stems.name(static_cast<std::size_t>(stem[i])) : std::string_view());
+      std::string_view ti, ve, co;
+      const bool has_title = strings.get(0, row, ti), has_version = strings.get(1, row, ve);
+      const bool has_content = strings.get(2, row, co);
+      title.add(has_title, ti);
+      version.add(has_version, ve);
+      content.add(has_content, co);
+      cite.clear();
+      if (!chrono_text::append_citation(cite, zh, has_title, ti, has_version, ve, vf[i])) return py::none();
+      citation.add(true, cite);
+      to_valid[i] = vt[i] != kOpenEnd;
+      open |= vt[i] == kOpenEnd;
+    }
+    std::vector<chrono_arrow::OwnedColumn> cols;
+    cols.push_back(fixed_column("rank", "i", rank));
+    cols.push_back(fixed_column("id", "L", ids));
+    cols.push_back(fixed_column("score", "g", score));
+    cols.push_back(fixed_column("similarity", "f", sim));
+    cols.push_back(fixed_column("validity", "f", val));
+    cols.push_back(stem_id.column("stem_id"));
+    cols.push_back(version.column("version"));
+    cols.push_back(fixed_column("valid_from", "tsu:UTC", vf));
+    cols.push_back(fixed_column("valid_to", "tsu:UTC", vt));
+    if (open) cols.back().valid = std::move(to_valid);
+    cols.push_back(title.column("title"));
+    cols.push_back(content.column("content"));
+    cols.push_back(citation.column("citation"));
+    cols.push_back(fixed_column("certified", "b", cert));
+    return chrono_arrow::export_batch(cols, n, with_schema);
+  }
+
+  SearchParams params(int mode, int fusion, double alpha, double tau, int invalid, int future, double penalty,
+                      bool arbitrate, const std::optional<carray<std::uint8_t>>& type_mask, std::size_t k, bool exact,
+                      std::size_t ef, std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
+                      std::size_t seed_min, int scan) {
     if (mode < 0 || mode > 3) throw std::invalid_argument("bad mode code");
     SearchParams base;
     base.time.mode = static_cast<Mode>(mode);
@@ -166,6 +365,24 @@ struct PyStore {
     base.seed_min = seed_min;
     if (scan < 0 || scan > 2) throw std::invalid_argument("bad scan order code");
     base.scan = static_cast<ScanOrder>(scan);
+    return base;
+  }
+
+  py::dict search_batch(carray<float> queries, carray<std::int64_t> t, carray<std::int64_t> known_at,
+                        carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
+                        double alpha, double tau, int invalid, int future, double penalty, bool arbitrate,
+                        std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
+                        std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
+                        std::size_t seed_min, std::size_t group, int scan, int threads) {
+    if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
+      throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
+    const std::size_t nq = static_cast<std::size_t>(queries.shape(0));
+    const std::int64_t* T = checked(t, nq, "as_of");
+    const std::int64_t* K = checked(known_at, nq, "known_at");
+    const std::int64_t* WS = checked(win_start, nq, "window start");
+    const std::int64_t* WE = checked(win_end, nq, "window end");
+    const SearchParams base = params(mode, fusion, alpha, tau, invalid, future, penalty, arbitrate, type_mask, k, exact,
+                                     ef, ef_max, scan_limit, seed_ef, seed_min, scan);
     std::vector<QueryResult> results(nq);
     const float* Q = queries.data();
     const std::size_t d = s->dim();
@@ -570,6 +787,20 @@ void bind_store(py::module_& m) {
       })
       .def("memory_bytes", &NameTable::memory_bytes);
 
+  py::class_<StringColumns>(m, "StringColumns")
+      .def(py::init<const py::sequence&, carray<std::int64_t>>(), py::arg("columns"), py::arg("starts"))
+      .def_property_readonly("rows", &StringColumns::rows);
+
+  m.def("citation", [](std::optional<std::string> title, std::optional<std::string> version, std::int64_t valid_from,
+                       bool zh) -> py::object {
+    // one citation as Store.search_one writes it (None where it defers to Python), for tests
+    std::string out;
+    if (!chrono_text::append_citation(out, zh, title.has_value(), title ? *title : std::string(), version.has_value(),
+                                      version ? *version : std::string(), valid_from))
+      return py::none();
+    return py::str(out);
+  }, py::arg("title"), py::arg("version"), py::arg("valid_from"), py::arg("zh"));
+
   py::class_<PyStore>(m, "Store")
       .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t>(), py::arg("dim"),
            py::arg("metric"), py::arg("M"), py::arg("ef_construction"), py::arg("seed"))
@@ -591,6 +822,12 @@ void bind_store(py::module_& m) {
            py::arg("tau"), py::arg("invalid"), py::arg("future"), py::arg("penalty"), py::arg("arbitrate"), py::arg("type_mask"),
            py::arg("k"), py::arg("exact"), py::arg("ef"), py::arg("ef_max"), py::arg("scan_limit"),
            py::arg("seed_ef"), py::arg("seed_min"), py::arg("group"), py::arg("scan"), py::arg("threads"))
+      .def("search_one", &PyStore::search_one, py::arg("query"), py::arg("t"), py::arg("known_at"),
+           py::arg("win_start"), py::arg("win_end"), py::arg("mode"), py::arg("fusion"), py::arg("alpha"),
+           py::arg("tau"), py::arg("invalid"), py::arg("future"), py::arg("penalty"), py::arg("arbitrate"),
+           py::arg("type_mask"), py::arg("k"), py::arg("exact"), py::arg("ef"), py::arg("ef_max"),
+           py::arg("scan_limit"), py::arg("seed_ef"), py::arg("seed_min"), py::arg("scan"),
+           py::arg("strings"), py::arg("stems"), py::arg("zh"), py::arg("with_schema"))
       .def("update", &PyStore::update, py::arg("rows"), py::arg("valid_to") = py::none(),
            py::arg("deprecated") = py::none(), py::arg("retracted_at") = py::none())
       .def("rows_of", &PyStore::rows_of, py::arg("ids"))
