@@ -285,6 +285,10 @@ def record_batch(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | 
 def list_f32(values: Any) -> npt.NDArray[np.float32] | None:
     """A list of Python floats (and ints of magnitude at most 2**24) as float32, bit for bit
     as ``np.asarray(values).astype(np.float32)``; None for anything else."""
+def unit_rows(m: _F32, cosine: bool) -> tuple[_F32, int, int]:
+    """Query vectors (n, d) as the search takes them: (a new array: under cosine each row
+    scaled to unit length in double and rounded, else a copy; the first bad row or -1;
+    1 for a non-finite component, 2 for a zero row under cosine)."""
 def json_rows(columns: Sequence[tuple[str, str, Any, npt.NDArray[np.bool_] | None]], starts: _I64,
               key: str) -> list[bytes]:
     """The columns (as ``record_batch`` takes them; timestamps UTC) written as JSON: per

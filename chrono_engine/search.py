@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,13 +28,8 @@ from ._args import K_MAX, as_float32, count, shown
 from ._embedder import is_temporal, text_vectors
 from ._state import StoreState, _string_array
 from ._time import MIN_TIME_US, OPEN_END, US_PER_DAY, array_us, errors_as, from_us, now_us, scalar_us
-from .errors import ConfigError, QueryError, SchemaError
-from .schema import _check_and_normalise, format_version, parse_version
-
-try:  # np.einsum's kernel without its Python wrapper (half of a lone query's einsum cost)
-    from numpy._core.multiarray import c_einsum as _c_einsum
-except ImportError:  # pragma: no cover - a NumPy without it
-    _c_einsum = np.einsum
+from .errors import ConfigError, QueryError
+from .schema import format_version, parse_version
 
 __all__ = ["SearchOptions", "QueryResult", "MODES", "FUSIONS", "OUT_OF_FORCE", "SCAN_ORDERS"]
 
@@ -207,11 +201,13 @@ def _names(value: Any, name: str) -> str | tuple[str, ...]:
 # ----------------------------------------------------------------------------- running one
 
 def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
-    """Query vectors as C-contiguous float32 (n, dim), unit length under cosine; bad ones
-    (not numbers, wrong shape, non-finite or beyond float32, zero under cosine) raise
-    QueryError naming the query. Norms are taken as ingest takes them (rows whose float32
-    sum of squares over- or underflows again in float64), so a query with components
-    near 1e19 or 1e-20 is normalised exactly, not to zero or infinity."""
+    """Query vectors as C-contiguous float32 (n, dim), a new array, unit length under
+    cosine; bad ones (not numbers, wrong shape, non-finite or beyond float32, zero under
+    cosine) raise QueryError naming the query. Each row is scaled natively
+    (``_core.unit_rows``: its sum of squares in double, where no float32 row over- or
+    underflows, each component times 1/sqrt of it in double, rounded to float32), the one
+    routine :func:`query_vector_one` calls too, so a lone ``search()`` and ``search_batch``
+    ask with the same bits."""
     try:
         q = np.ascontiguousarray(as_float32(vectors))
     except (TypeError, ValueError) as e:
@@ -219,12 +215,11 @@ def query_vectors(vectors: Any, dim: int, metric: str) -> np.ndarray:
                          f"{shown(vectors)} ({shown(str(e))})") from None
     if q.ndim != 2 or q.shape[1] != dim:
         raise QueryError(f"vectors must have shape (n, {dim}), got {q.shape}")
-    try:
-        return _check_and_normalise(q, metric == "cosine")
-    except SchemaError as e:
-        what = "is a zero vector (cosine)" if e.rule == "zero vector" else \
-            "has a non-finite value (NaN, inf, or beyond float32)"
-        raise QueryError(f"query {e.row} {what}") from None
+    out, row, why = _core.unit_rows(q, metric == "cosine")
+    if row >= 0:
+        what = "is a zero vector (cosine)" if why == 2 else "has a non-finite value (NaN, inf, or beyond float32)"
+        raise QueryError(f"query {row} {what}")
+    return out
 
 
 #: a list of Python floats (and ints up to 2^24 in magnitude) as float32 with NumPy's bits
@@ -233,22 +228,16 @@ list_f32 = _core.list_f32
 
 
 def query_vector_one(vector: Any, dim: int, metric: str) -> np.ndarray | None:
-    """One search's query vector as :func:`query_vectors` makes it (the same operations, so
-    the same bits), for the common call — a float32 NumPy vector of length ``dim`` whose
-    sum of squares neither overflows nor underflows — without its checks' overhead (a few
-    µs instead of ~30); None for any other input (the caller takes the general path)."""
-    if type(vector) is not np.ndarray or vector.dtype != np.float32 or vector.shape != (dim,):
+    """One search's query vector as :func:`query_vectors` makes it (the same native
+    routine, so the same bits), for the common call — a C-contiguous float32 NumPy vector
+    of length ``dim`` — without the general path's checks (one native call); None for any
+    other input, and for a bad vector (the caller takes the general path, which names the
+    problem)."""
+    if type(vector) is not np.ndarray or vector.dtype != np.float32 or vector.shape != (dim,) \
+            or not vector.flags.c_contiguous:
         return None
-    b = vector[None, :]
-    sq = float(_c_einsum("ij,ij->i", b, b)[0])  # np.einsum's own kernel, without its Python wrapper
-    if not 1e-30 <= sq <= 1e30:  # also NaN / inf: the general path names the problem
-        return None
-    if metric != "cosine":
-        return vector.copy()
-    # (1 / np.sqrt(sq)).astype(np.float32) in float32 arithmetic: float32's sqrt, then 1 over
-    # it rounded to float32; each is the double result rounded to float32 (double rounding
-    # is exact for a square root and a quotient of float32 values), so the same bits
-    return vector * np.float32(1.0 / float(np.float32(math.sqrt(sq))))
+    out, row, _ = _core.unit_rows(vector[None, :], metric == "cosine")
+    return None if row >= 0 else out[0]
 
 
 #: search options by their non-time arguments: a single search() builds and checks its

@@ -261,6 +261,37 @@ PYBIND11_MODULE(_core, m) {
     k.dot_s8_1(xs.data(), R, q8.data(), q8_sum, d, 1, res.mutable_data());
     return res;
   }, py::arg("C"), py::arg("q8"), py::arg("variant") = "");
+  m.def("unit_rows", [](py::array_t<float, py::array::c_style> m, bool cosine) -> py::tuple {
+    // Query vectors as the search takes them (search.query_vectors, query_vector_one: both
+    // call this, so a lone search() and search_batch() ask with the same bits): (out, row,
+    // why): `out` a new (n, d) float32 array, under cosine each row scaled to unit length —
+    // its sum of squares in double (exact enough, and no float32 row over- or underflows
+    // it), each component times 1/sqrt of it in double, rounded to float32 — else a copy;
+    // `row` the first bad row (-1: none) and `why` 1 for a non-finite component, 2 for a
+    // zero row under cosine (out then unspecified).
+    if (m.ndim() != 2) throw std::invalid_argument("unit_rows: expected a 2-d array");
+    const auto n = static_cast<std::size_t>(m.shape(0)), d = static_cast<std::size_t>(m.shape(1));
+    py::array_t<float> out({m.shape(0), m.shape(1)});
+    const float* in = m.data();
+    float* o = out.mutable_data();
+    std::int64_t bad = -1;
+    int why = 0;
+    {
+      py::gil_scoped_release nogil;
+      for (std::size_t i = 0; i < n && bad < 0; ++i) {
+        const float* x = in + i * d;
+        double sq = 0.0;
+        for (std::size_t j = 0; j < d; ++j) sq += static_cast<double>(x[j]) * static_cast<double>(x[j]);
+        if (!std::isfinite(sq)) { bad = static_cast<std::int64_t>(i); why = 1; break; }
+        if (cosine && sq == 0.0) { bad = static_cast<std::int64_t>(i); why = 2; break; }
+        float* y = o + i * d;
+        if (!cosine) { std::copy(x, x + d, y); continue; }
+        const double inv = 1.0 / std::sqrt(sq);
+        for (std::size_t j = 0; j < d; ++j) y[j] = static_cast<float>(static_cast<double>(x[j]) * inv);
+      }
+    }
+    return py::make_tuple(out, bad, why);
+  }, py::arg("m"), py::arg("cosine"));
   m.def("list_f32", [](py::handle values) -> py::object {
     // a list of Python floats (and ints of magnitude at most 2^24) as float32, as NumPy's
     // asarray(...).astype(float32) gives it (a double rounded to nearest; beyond float32's
