@@ -124,6 +124,8 @@ class StringColumns:
     @property
     def rows(self) -> int:
         """The rows the columns hold."""
+    def take(self, rows: _I64) -> list[tuple[_I32, _U8, _Bool | None]]:
+        """Per column, the strings of ``rows`` as :func:`take_strings` gives them."""
 
 
 def citation(title: str | None, version: str | None, valid_from: int, zh: bool) -> str | None:

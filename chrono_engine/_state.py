@@ -86,8 +86,8 @@ def _string_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | Non
 
 
 def _string_views(table: pa.Table, columns: tuple) -> tuple:
-    """The buffers of the string ``columns`` of ``table`` as NumPy views, for
-    ``_core.take_strings``: per column, one (int32 offsets, uint8 data, uint8 validity
+    """The buffers of the string ``columns`` of ``table`` as NumPy views, as
+    ``_core.StringColumns`` takes them: per column, one (int32 offsets, uint8 data, uint8 validity
     bitmap or None, its first row's bit) tuple per record batch of the selection (the
     batches split every column at the same rows); and the batches' first rows, then the
     row count. O(batches): nothing is read row by row."""
@@ -109,8 +109,8 @@ def _string_views(table: pa.Table, columns: tuple) -> tuple:
     return parts, starts
 
 
-#: the string columns a lone search reads natively, in Store.search_one's order
-_LONE_STRINGS = ("title", "version", "content")
+#: the string columns a search reads of its hits, in Store.search_one's order
+HIT_STRINGS = ("title", "version", "content")
 
 
 class StoreState:
@@ -131,10 +131,8 @@ class StoreState:
         self.table: pa.Table | None = None
         #: row counts of the string table's parts, each one contiguous (see :func:`_appended`)
         self.parts: list[int] = []
-        #: (table, columns, buffer views, part starts): see :meth:`hit_string_buffers`
+        #: (table, columns, their _core.StringColumns): see :meth:`hit_strings`
         self._views: tuple | None = None
-        #: (table, _core.StringColumns of its title, version, content): see :meth:`hit_strings`
-        self._lone: tuple | None = None
         #: hit citations by language and row (chrono_engine.search._hit_citations)
         self.cited: dict[str, dict[int, str]] = {}
         self.write = threading.Lock()
@@ -184,33 +182,30 @@ class StoreState:
         """The string columns (:data:`STRING_COLUMNS`) of every row, or None before any ingest."""
         return self.table
 
-    def hit_string_buffers(self, rows: np.ndarray, columns: tuple) -> list[tuple]:
+    def hit_string_buffers(self, rows: np.ndarray, columns: tuple = HIT_STRINGS) -> list[tuple]:
         """The string ``columns`` of ``rows`` (int64, in range; read after the call that
         returned them, so the table holds them) as Arrow string buffers, per column
         (int32 offsets, uint8 data, bool validity or None when no row is null): one native
-        gather over the table's buffers (``_core.take_strings``), for a search's few hits
+        gather over the table's buffers (``StringColumns.take``), for a search's few hits
         or a batch's many (Arrow's ``take`` on a record batch cost ~2x more per lone search
-        in place, most of it in the calls around it). The buffers are viewed once per table
-        snapshot (zero-copy; a write makes a new table, hence new views)."""
-        table = self.table
-        if table is None or not len(rows):
+        in place, most of it in the calls around it)."""
+        strings = self.hit_strings(columns)
+        if strings is None or not len(rows):
             return [(np.zeros(1, np.int32), np.zeros(0, np.uint8), None) for _ in columns]
-        cached = self._views
-        if cached is None or cached[0] is not table or cached[1] != columns:
-            cached = self._views = (table, columns) + _string_views(table, columns)
-        return _core.take_strings(cached[2], cached[3], rows)
+        return strings.take(rows)
 
-    def hit_strings(self) -> Any:
-        """The title, version and content columns of the current string table as
-        ``_core.StringColumns`` (what ``Store.search_one`` reads a lone search's hits
-        from), viewed once per table snapshot; None before any ingest."""
+    def hit_strings(self, columns: tuple = HIT_STRINGS) -> Any:
+        """The string ``columns`` of the current string table as ``_core.StringColumns``
+        (what ``Store.search_one`` reads a lone search's hits from, :data:`HIT_STRINGS`;
+        :meth:`hit_string_buffers` gathers from it), viewed once per table snapshot
+        (zero-copy; a write makes a new table, hence new views); None before any ingest."""
         table = self.table
         if table is None:
             return None
-        cached = self._lone
-        if cached is None or cached[0] is not table:
-            cached = self._lone = (table, _core.StringColumns(*_string_views(table, _LONE_STRINGS)))
-        return cached[1]
+        cached = self._views
+        if cached is None or cached[0] is not table or cached[1] != columns:
+            cached = self._views = (table, columns, _core.StringColumns(*_string_views(table, columns)))
+        return cached[2]
 
     def stem_code(self, stem_id: str) -> int:
         """The core's code of a stem name, or -1 when the store has no such stem (a name that

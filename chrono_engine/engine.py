@@ -235,11 +235,8 @@ class Engine:
         if not c.alone():
             return c.submit(key, payload, self._run_group)
         try:  # the engine idle: this call runs now, alone, as the coalescer would run it
-            q, times, opts = payload
-            if opts.verify is None and not opts.explain:
-                table = _search.lone_table(self._state, q, key[0], opts, self._planner(), times)
-                if table is not None:
-                    return table
+            if payload[2].verify is None:
+                return self._run_lone(key[0], payload)
             return self._run_group([Request(key, payload, None)])[0]
         finally:
             c.release()
@@ -303,17 +300,29 @@ class Engine:
 
     def _run_group(self, batch: list) -> list:
         """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one
-        ``search_batch``, split back per call (:meth:`_answers`); a lone call's table is
-        made without the ``query`` column and the split."""
+        ``search_batch``, split back per call (:meth:`_answers`); a lone call without
+        ``verify``: :meth:`_run_lone`."""
         payloads = [r.payload for r in batch]
         if len(batch) == 1 and payloads[0][2].verify is None:
-            return self._answers(payloads, batch[0].key[0], lambda table, calls: [table], with_query=False)
+            return [self._run_lone(batch[0].key[0], payloads[0])]
 
         def split(table: pa.Table, calls: Any) -> list:
             cuts = query_cuts(table.column("query").to_numpy(), len(calls))
             table = table.drop_columns(["query"])
             return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
         return self._answers(payloads, batch[0].key[0], split)
+
+    def _run_lone(self, k: int, payload: tuple) -> pa.Table:
+        """One call prepared by :meth:`_prepare`, without ``verify``, run alone: its table
+        without the ``query`` column, in one native call
+        (:func:`~chrono_engine.search.lone_table`) without ``explain`` where that answers,
+        else by :meth:`_answers`. Raises the call's QueryError."""
+        q, times, opts = payload
+        if not opts.explain:
+            table = _search.lone_table(self._state, q, k, opts, self._planner(), times)
+            if table is not None:
+                return table
+        return self._answers([payload], k, lambda table, calls: [table], with_query=False)[0]
 
     def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool | str = True,
                  with_query: bool = True) -> list:

@@ -382,22 +382,12 @@ def lone_table(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, pl
     k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
     ef, ef_max, scan_limit, seed_ef, seed_min, _, scan = planner_args(planner)
     t, ka, ws, we = query_times(opts, 1, now_us()) if times is None else times
-    schema = _NATIVE_SCHEMAS.get(False)
-    got = state.core.search_one(
+    mask = state.type_mask(opts.fact_types)
+    return _native_table(False, lambda with_schema: state.core.search_one(
         q, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
         OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate),
-        state.type_mask(opts.fact_types), k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min,
-        scan, strings, state.stems, opts.lang == "zh", schema is None)
-    if got is None:
-        return None
-    if schema is None:  # the first table of its kind: its schema imported once, then kept
-        batch = pa.RecordBatch._import_from_c_capsule(*got)
-        _NATIVE_SCHEMAS[False] = batch.schema
-    else:
-        capsule, address = got
-        batch = pa.RecordBatch._import_from_c(address, schema)
-        del capsule  # after the import, which moved the array out of it
-    return pa.Table.from_batches([batch])
+        mask, k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min, scan, strings, state.stems,
+        opts.lang == "zh", with_schema))
 
 
 def planner_args(planner: dict) -> tuple:
@@ -432,12 +422,7 @@ def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: 
     with ``table=False`` and no gate, as :func:`result_columns` (no Arrow); with
     ``table="json"``, each query's JSON body (:func:`result_json`) where it applies (no
     ``explain``, no gate, at most :data:`_NATIVE_MAX` hits), else as ``table=False``;
-    ``with_query=False``: without the ``query`` column (one query; no gate): the table of
-    :func:`lone_table` where it answers."""
-    if table is True and not with_query and opts.verify is None and not opts.explain and q.shape[0] == 1:
-        lone = lone_table(state, q[0], k, opts, planner, times)
-        if lone is not None:
-            return lone
+    ``with_query=False``: without the ``query`` column (one query; no gate)."""
     out, t = core_search(state, q, k, opts, planner, threads, times)
     if opts.verify is None:
         if table == "json" and not opts.explain:
@@ -463,10 +448,6 @@ NUMERIC_COLUMNS = {"query": pa.int32(), "rank": pa.int32(), "id": pa.uint64(), "
                    "decay": pa.float32(), "penalty": pa.float32()}
 
 
-#: the string columns of a hit read by row, in this order (:meth:`StoreState.hit_string_buffers`)
-_HIT_STRINGS = ("title", "version", "content")
-
-
 def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.ndarray, mode: int,
                  *, with_query: bool = True) -> pa.Table:
     """The core's hits as the documented Arrow table (see Engine.search_batch); without
@@ -480,12 +461,23 @@ def result_table(state: StoreState, out: dict, explain: bool, lang: str, t: np.n
         table = to_table(result_columns(state, out, explain, lang, t, mode))
         return table if with_query else table.drop_columns(["query"])
     columns = _native_columns(state, out, lang, with_query)
+    return _native_table(with_query, lambda with_schema: _core.record_batch(columns, with_schema))
+
+
+def _native_table(with_query: bool, export: Callable[[bool], tuple | None]) -> pa.Table | None:
+    """The table of a natively built record batch: ``export(with_schema)`` gives its two
+    capsules, or (array capsule, address) without the schema, or None (no table). The first
+    table of its kind (:data:`_NATIVE_SCHEMAS`) imports its schema, which is kept; later
+    ones import the array alone against it (pyarrow parses no schema: ~8 µs a call)."""
     schema = _NATIVE_SCHEMAS.get(with_query)
-    if schema is None:  # the first table of its kind: its schema imported once, then kept
-        batch = pa.RecordBatch._import_from_c_capsule(*_core.record_batch(columns))
+    got = export(schema is None)
+    if got is None:
+        return None
+    if schema is None:
+        batch = pa.RecordBatch._import_from_c_capsule(*got)
         _NATIVE_SCHEMAS[with_query] = batch.schema
-    else:  # the array alone against the kept schema (pyarrow parses no schema: ~8 µs a call)
-        capsule, address = _core.record_batch(columns, False)
+    else:
+        capsule, address = got
         batch = pa.RecordBatch._import_from_c(address, schema)
         del capsule  # after the import, which moved the array out of it
     return pa.Table.from_batches([batch])
@@ -554,7 +546,7 @@ def _hits(state: StoreState, out: dict, lang: str) -> tuple:
     ka = out["known_at"]  # per query; one query's is the one time of all its hits
     cols = state.hit_meta(out["row"], ka if len(ka) == 1 else ka[out["query"]])
     rows = out["row"].astype(np.int64)
-    title, version, content = state.hit_string_buffers(rows, _HIT_STRINGS)
+    title, version, content = state.hit_string_buffers(rows)
     text = {"stem_id": state.stem_buffers(cols["stem"]), "version": version, "title": title, "content": content}
     return rows, cols, text, _hit_citations(state, rows, title, version, cols["valid_from"], lang)
 

@@ -9,6 +9,7 @@
 #include "arrow_export.hpp"
 #include "common.hpp"
 #include "result_text.hpp"
+#include "string_columns.hpp"
 
 using namespace chrono;
 
@@ -34,88 +35,16 @@ py::object validity(std::size_t n, bool any_null, Valid&& valid) {
   return std::move(v);
 }
 
-// The string columns a lone search's result reads by row (title, version, content: the
-// store's Arrow table, chrono_engine/_state.py), viewed once per table snapshot: per
-// column, one (int32 offsets, uint8 data, uint8 bitmap or None, bit offset) per record
-// batch (the batches split every column at the same rows, `starts`), checked here once
-// as take_strings checks them per call; the arrays are kept referenced. Store.search_one
-// reads rows through it.
-struct StringColumns {
-  struct Part {
-    const std::int32_t* off; const std::uint8_t* data; std::size_t bytes;
-    const std::uint8_t* bits; std::size_t bit0;  // bits == nullptr: no null
-  };
-  std::vector<std::vector<Part>> cols;
-  std::vector<std::int64_t> starts;
-  std::vector<py::object> keep;
-
-  StringColumns(const py::sequence& columns, carray<std::int64_t> st) {
-    using Offsets = py::array_t<std::int32_t, py::array::c_style>;
-    using Bytes = py::array_t<std::uint8_t, py::array::c_style>;
-    if (st.ndim() != 1 || st.size() < 1 || st.data()[0] != 0)
-      throw std::invalid_argument("StringColumns: part starts must ascend from 0");
-    starts.assign(st.data(), st.data() + st.size());
-    for (std::size_t p = 0; p + 1 < starts.size(); ++p)
-      if (starts[p] > starts[p + 1]) throw std::invalid_argument("StringColumns: part starts must ascend from 0");
-    const std::size_t n_parts = starts.size() - 1;
-    for (py::handle col : columns) {
-      const py::sequence parts = py::reinterpret_borrow<py::sequence>(col);
-      if (static_cast<std::size_t>(parts.size()) != n_parts) throw std::invalid_argument("StringColumns: one tuple per part");
-      std::vector<Part> ps(n_parts);
-      for (std::size_t p = 0; p < n_parts; ++p) {
-        if (!py::isinstance<py::tuple>(parts[p])) throw std::invalid_argument("StringColumns: each part is a tuple");
-        const py::tuple t = py::reinterpret_borrow<py::tuple>(parts[p]);
-        if (t.size() != 4 || !py::isinstance<Offsets>(t[0]) || !py::isinstance<Bytes>(t[1]) ||
-            !(t[2].is_none() || py::isinstance<Bytes>(t[2])))
-          throw std::invalid_argument("StringColumns: each part is (int32 offsets, uint8 data, uint8 bitmap or None, "
-                                      "bit offset), C-contiguous");
-        auto o = py::reinterpret_borrow<Offsets>(t[0]);
-        auto d = py::reinterpret_borrow<Bytes>(t[1]);
-        const std::size_t len = static_cast<std::size_t>(starts[p + 1] - starts[p]);
-        if (o.ndim() != 1 || d.ndim() != 1 || static_cast<std::size_t>(o.size()) != len + 1)
-          throw std::invalid_argument("StringColumns: part " + std::to_string(p) + " has the wrong number of offsets");
-        ps[p] = Part{o.data(), d.data(), static_cast<std::size_t>(d.size()), nullptr, 0};
-        keep.push_back(o);
-        keep.push_back(d);
-        if (!t[2].is_none()) {
-          auto b = py::reinterpret_borrow<Bytes>(t[2]);
-          const auto bit0 = t[3].cast<std::int64_t>();
-          if (b.ndim() != 1 || bit0 < 0 || static_cast<std::size_t>(b.size()) * 8 < static_cast<std::size_t>(bit0) + len)
-            throw std::invalid_argument("StringColumns: part " + std::to_string(p) + " has a bitmap too short");
-          ps[p].bits = b.data();
-          ps[p].bit0 = static_cast<std::size_t>(bit0);
-          keep.push_back(b);
-        }
-      }
-      cols.push_back(std::move(ps));
-    }
-  }
-
-  std::int64_t rows() const { return starts.back(); }
-
-  // Column c's value at row r (0 <= r < rows()): false when null; damaged offsets throw.
-  bool get(std::size_t c, std::int64_t r, std::string_view& out) const {
-    const std::size_t p = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), r) - starts.begin()) - 1;
-    const Part& x = cols[c][p];
-    const std::size_t j = static_cast<std::size_t>(r - starts[p]);
-    const std::int32_t a = x.off[j], b = x.off[j + 1];
-    if (a < 0 || b < a || static_cast<std::size_t>(b) > x.bytes)
-      throw std::invalid_argument("search_one: damaged string offsets at row " + std::to_string(r));
-    out = std::string_view(reinterpret_cast<const char*>(x.data) + a, static_cast<std::size_t>(b - a));
-    if (x.bits == nullptr) return true;
-    const std::size_t bit = x.bit0 + j;
-    return (x.bits[bit >> 3] >> (bit & 7)) & 1u;
-  }
-};
+using chrono_bind::StringColumns;
 
 // A string column being built: offsets (n + 1), bytes, one validity byte per row.
 struct TextColumn {
   std::vector<std::int32_t> off{0};
-  std::string data;
+  std::vector<std::uint8_t> data;
   std::vector<std::uint8_t> valid;
   bool any_null = false;
   void add(bool ok, std::string_view v) {
-    if (ok) data.append(v);
+    if (ok) data.insert(data.end(), v.begin(), v.end());
     if (data.size() > 0x7fffffffu) throw std::length_error("search_one: the strings exceed 2 GiB");
     off.push_back(static_cast<std::int32_t>(data.size()));
     valid.push_back(ok ? 1 : 0);
@@ -125,7 +54,7 @@ struct TextColumn {
     chrono_arrow::OwnedColumn c{name, "u", {}, {}, {}};
     c.values.resize(off.size() * sizeof(std::int32_t));
     std::memcpy(c.values.data(), off.data(), c.values.size());
-    c.data.assign(data.begin(), data.end());
+    c.data = std::move(data);
     if (any_null) c.valid = std::move(valid);
     return c;
   }
@@ -258,7 +187,7 @@ struct PyStore {
                         const NameTable& stems, bool zh, bool with_schema) {
     if (query.ndim() != 1 || static_cast<std::size_t>(query.shape(0)) != s->dim())
       throw std::invalid_argument("query must have shape (" + std::to_string(s->dim()) + ",)");
-    if (strings.cols.size() != 3) throw std::invalid_argument("search_one: strings are title, version, content");
+    if (strings.columns() != 3) throw std::invalid_argument("search_one: strings are title, version, content");
     SearchParams p = params(mode, fusion, alpha, tau, invalid, future, penalty, arbitrate, type_mask, k, exact, ef,
                             ef_max, scan_limit, seed_ef, seed_min, scan);
     p.time.t = t;
@@ -788,8 +717,11 @@ void bind_store(py::module_& m) {
       .def("memory_bytes", &NameTable::memory_bytes);
 
   py::class_<StringColumns>(m, "StringColumns")
-      .def(py::init<const py::sequence&, carray<std::int64_t>>(), py::arg("columns"), py::arg("starts"))
-      .def_property_readonly("rows", &StringColumns::rows);
+      .def(py::init([](const py::sequence& columns, carray<std::int64_t> starts) {
+        return StringColumns(columns, starts, "StringColumns");
+      }), py::arg("columns"), py::arg("starts"))
+      .def_property_readonly("rows", &StringColumns::rows)
+      .def("take", &StringColumns::take, py::arg("rows"));
 
   m.def("citation", [](std::optional<std::string> title, std::optional<std::string> version, std::int64_t valid_from,
                        bool zh) -> py::object {

@@ -12,6 +12,7 @@
 #include "chrono/ann_index.hpp"
 #include "chrono/kernels.hpp"
 #include "common.hpp"
+#include "string_columns.hpp"
 
 namespace py = pybind11;
 using namespace chrono;
@@ -72,103 +73,10 @@ py::array_t<double> decay_eval(py::array_t<double, py::array::c_style | py::arra
   return out;
 }
 
-// The strings of `rows` from columns stored as Arrow string arrays (int32 offsets), each
-// split in the same consecutive parts: `columns` holds, per column, one (offsets, data,
-// validity, bit offset) tuple per part (part p's offsets: its rows + 1 values into its data;
-// validity: the part's Arrow validity bitmap as uint8, or None when no row is null, and the
-// bit of its first row); `starts` the first row of every part, then the row count. Returns,
-// per column, (offsets, data, valid) for a new string array of the rows in order: valid is
-// a bool array, or None when every row taken is valid (a null slot's bytes, empty or not,
-// are copied as they are). Offsets not ascending within their data, a bitmap too short,
-// and rows out of range are errors, never a read out of bounds.
+// _core.take_strings: the strings of `rows` from string columns split in parts
+// (string_columns.hpp), viewed for this one call.
 py::list take_strings(const py::sequence& columns, carray<std::int64_t> starts, carray<std::int64_t> rows) {
-  using Offsets = py::array_t<std::int32_t, py::array::c_style>;
-  using Bytes = py::array_t<std::uint8_t, py::array::c_style>;
-  struct Part {
-    const std::int32_t* off; const std::uint8_t* data; std::size_t bytes;
-    const std::uint8_t* bits; std::size_t bit0;  // bits == nullptr: no null
-  };
-  const std::size_t n_parts = starts.size() > 0 ? static_cast<std::size_t>(starts.size()) - 1 : 0;
-  const std::int64_t* st = starts.data();
-  for (std::size_t p = 0; p < n_parts; ++p)
-    if (st[p] > st[p + 1] || st[0] != 0) throw std::invalid_argument("take_strings: part starts must ascend from 0");
-  const std::size_t nr = static_cast<std::size_t>(rows.size());
-  const std::int64_t* r = rows.data();
-  const std::int64_t n_rows = n_parts ? st[n_parts] : 0;
-  std::vector<std::size_t> part_of(nr);
-  for (std::size_t i = 0; i < nr; ++i) {
-    if (r[i] < 0 || r[i] >= n_rows) throw py::index_error("take_strings: row " + std::to_string(r[i]) + " out of range");
-    part_of[i] = static_cast<std::size_t>(std::upper_bound(st, st + n_parts + 1, r[i]) - st) - 1;
-  }
-  py::list out;
-  for (py::handle col : columns) {
-    const py::sequence parts = py::reinterpret_borrow<py::sequence>(col);
-    if (static_cast<std::size_t>(parts.size()) != n_parts) throw std::invalid_argument("take_strings: one tuple per part");
-    std::vector<Part> ps(n_parts);
-    std::vector<py::object> keep;  // the arrays stay referenced while their pointers are used
-    for (std::size_t p = 0; p < n_parts; ++p) {
-      const py::tuple t = py::reinterpret_borrow<py::tuple>(parts[p]);
-      if (!py::isinstance<py::tuple>(parts[p]) || t.size() != 4 || !py::isinstance<Offsets>(t[0]) ||
-          !py::isinstance<Bytes>(t[1]) || !(t[2].is_none() || py::isinstance<Bytes>(t[2])))
-        throw std::invalid_argument("take_strings: each part is (int32 offsets, uint8 data, uint8 bitmap or None, "
-                                    "bit offset), C-contiguous");
-      auto o = py::reinterpret_borrow<Offsets>(t[0]);
-      auto d = py::reinterpret_borrow<Bytes>(t[1]);
-      const std::size_t len = static_cast<std::size_t>(st[p + 1] - st[p]);
-      if (o.ndim() != 1 || d.ndim() != 1 || static_cast<std::size_t>(o.size()) != len + 1)
-        throw std::invalid_argument("take_strings: part " + std::to_string(p) + " has the wrong number of offsets");
-      ps[p] = Part{o.data(), d.data(), static_cast<std::size_t>(d.size()), nullptr, 0};
-      keep.push_back(o);
-      keep.push_back(d);
-      if (!t[2].is_none()) {
-        auto b = py::reinterpret_borrow<Bytes>(t[2]);
-        const auto bit0 = t[3].cast<std::int64_t>();
-        if (b.ndim() != 1 || bit0 < 0 || static_cast<std::size_t>(b.size()) * 8 < static_cast<std::size_t>(bit0) + len)
-          throw std::invalid_argument("take_strings: part " + std::to_string(p) + " has a bitmap too short");
-        ps[p].bits = b.data();
-        ps[p].bit0 = static_cast<std::size_t>(bit0);
-        keep.push_back(b);
-      }
-    }
-    Offsets offsets(static_cast<py::ssize_t>(nr + 1));
-    std::int32_t* oo = offsets.mutable_data();
-    std::size_t total = 0, nulls = 0;
-    std::vector<std::uint8_t> ok(nr, 1);
-    oo[0] = 0;
-    for (std::size_t i = 0; i < nr; ++i) {
-      const Part& p = ps[part_of[i]];
-      const std::size_t j = static_cast<std::size_t>(r[i] - st[part_of[i]]);
-      const std::int32_t a = p.off[j], b = p.off[j + 1];
-      if (a < 0 || b < a || static_cast<std::size_t>(b) > p.bytes)
-        throw std::invalid_argument("take_strings: damaged offsets at row " + std::to_string(r[i]));
-      total += static_cast<std::size_t>(b - a);
-      if (total > 0x7fffffffu) throw std::length_error("take_strings: the strings exceed 2 GiB");
-      oo[i + 1] = static_cast<std::int32_t>(total);
-      if (p.bits != nullptr) {
-        const std::size_t bit = p.bit0 + j;
-        ok[i] = (p.bits[bit >> 3] >> (bit & 7)) & 1u;
-        nulls += ok[i] == 0;
-      }
-    }
-    Bytes data(static_cast<py::ssize_t>(total));
-    std::uint8_t* dd = data.mutable_data();
-    {
-      py::gil_scoped_release nogil;
-      for (std::size_t i = 0; i < nr; ++i) {
-        const Part& p = ps[part_of[i]];
-        const std::size_t j = static_cast<std::size_t>(r[i] - st[part_of[i]]);
-        if (oo[i + 1] > oo[i]) std::memcpy(dd + oo[i], p.data + p.off[j], static_cast<std::size_t>(oo[i + 1] - oo[i]));
-      }
-    }
-    py::object valid = py::none();
-    if (nulls) {
-      py::array_t<bool> v(static_cast<py::ssize_t>(nr));
-      std::copy(ok.begin(), ok.end(), reinterpret_cast<std::uint8_t*>(v.mutable_data()));
-      valid = v;
-    }
-    out.append(py::make_tuple(offsets, data, valid));
-  }
-  return out;
+  return chrono_bind::StringColumns(columns, starts, "take_strings").take(rows);
 }
 
 }  // namespace
