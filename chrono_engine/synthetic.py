@@ -12,7 +12,7 @@ late one many. :func:`times_for_selectivity` picks query times that hit a target
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -71,6 +71,18 @@ class Corpus:
             "title": np.char.add("doc ", self.stem_id.astype(str)).astype(object),
             "content": np.full(n, "", dtype=object),
         }
+
+    #: the per-item columns (the rest describe the corpus as a whole)
+    ROW_COLUMNS = ("vector", "valid_from", "valid_to", "observed_at", "ingested_at", "reliability", "fact_type",
+                   "stem_id", "version", "deprecated")
+
+    def in_time_order(self) -> Corpus:
+        """The same items in ``valid_from`` order (ties in generated order), as a store
+        written while time passes holds them; the generated order spreads the items valid
+        at one time over the whole corpus. Queries and query times do not depend on the
+        order (:meth:`queries`, :func:`times_for_selectivity`)."""
+        order = np.argsort(self.valid_from, kind="stable")
+        return replace(self, **{name: getattr(self, name)[order] for name in self.ROW_COLUMNS})
 
     def queries(self, n: int, *, seed: int = 1, noise: float = 0.6) -> np.ndarray:
         """``n`` unit query vectors near random cluster centres."""

@@ -42,6 +42,7 @@ class Config:
     min_time: float = 0.3
     min_repeat: int = 1           # every timing runs at least this often (all contenders alike)
     seed: int = 0
+    order: str = "generated"      # the corpus's row order: "generated" (times spread), "time" (valid_from)
     json: str | None = "bench_out/bench_search.json"
     plot: str | None = "auto"     # "auto": beside the JSON, when matplotlib is importable
     quiet: bool = False
@@ -103,6 +104,9 @@ def parser(defaults: Config | None = None, prog: str = "python -m chrono_engine.
     p.add_argument("--min-repeat", type=int, default=d.min_repeat,
                    help="runs per timing at least (the best counts; the same for every contender)")
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--order", choices=["generated", "time"], default=d.order,
+                   help="the corpus's row order, for every contender: as generated (the items valid at one "
+                        "time spread over the corpus) or by valid_from, as a store written while time passes")
     p.add_argument("--json", default=d.json, help="where to write the JSON report ('' = nowhere)")
     p.add_argument("--plot", default=d.plot,
                    help="PNG of QPS vs recall (needs matplotlib); 'auto': beside the JSON; '' = none")
@@ -122,7 +126,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
                  ef_construction=ns.ef_construction, build_threads=ns.build_threads,
                  engine_exact=not ns.no_engine_exact, engine_ef=ns.engine_ef, scan_limit=ns.scan_limit,
                  engine_batch=ns.engine_batch,
-                 min_time=ns.min_time, min_repeat=ns.min_repeat, seed=ns.seed, json=ns.json or None,
+                 min_time=ns.min_time, min_repeat=ns.min_repeat, seed=ns.seed, order=ns.order, json=ns.json or None,
                  plot=ns.plot, quiet=ns.quiet)
     if BOTH in cfg.regimes:  # every regime, each once, in their order among the words given
         cfg.regimes = tuple(dict.fromkeys(x for r in cfg.regimes for x in (REGIMES if r == BOTH else (r,))))

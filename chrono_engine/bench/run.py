@@ -166,9 +166,12 @@ def build_corpus(cfg: Config, regime: str) -> RegimeCorpus:
     half_lives = getattr(syn, hl_name)
     log(cfg, f"\n== regime {regime}: half-lives {half_lives[0]:.0f}-{half_lives[-1]:.0f} days, "
              f"fusion {fusion}{f' (alpha={cfg.alpha})' if fusion == 'linear' else ''}; "
-             f"N={cfg.n}, d={cfg.dim}, {cfg.queries} queries")
+             f"N={cfg.n}, d={cfg.dim}, {cfg.queries} queries"
+             f"{'; rows in valid_from order' if cfg.order == 'time' else ''}")
     t0 = time.perf_counter()
     corpus = syn.make_corpus(cfg.n, cfg.dim, half_lives=half_lives, seed=cfg.seed)
+    if cfg.order == "time":  # every contender reads the same rows (workload_from_corpus below)
+        corpus = corpus.in_time_order()
     data = corpus.to_dict()
     gen_s = time.perf_counter() - t0
     pol = policy_for(corpus.half_lives)
