@@ -247,6 +247,11 @@ class Store:
         """Bytes held per structure."""
     @property
     def size(self) -> int: ...
+    def id_state(self) -> tuple[int, bool]:
+        """(the next automatic id, whether the automatic ids are exhausted)."""
+    @property
+    def id_map_mode(self) -> str:
+        """How ids are kept: "identity" (equal to rows), "dense" (arrays) or "hash"."""
     @property
     def dim(self) -> int: ...
     @property

@@ -30,6 +30,12 @@ from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
 from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
 
+#: with Engine.ingest's ``order="auto"``, a batch of at least this many rows whose
+#: valid_from is out of order is stored in valid_from order (docs/data-model.md)
+CLUSTER_MIN = 4096
+#: Engine.ingest's ``order`` values
+INGEST_ORDERS = ("auto", "valid_from", "input")
+
 __all__ = ["StoreState", "STRING_COLUMNS", "AMEND_FIELDS", "ALL_KNOWN", "embed_content", "strings_at"]
 
 #: String columns kept by row (fact_type and stem_id names are not: the core holds their codes).
@@ -295,6 +301,28 @@ class StoreState:
         """Validate user rows for this store (:func:`~chrono_engine.schema.normalize_rows`)."""
         return normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.policy.knows,
                               now_us=now_us() if now is None else now)
+
+    def time_ordered(self, batch: IngestBatch, order: str) -> tuple[IngestBatch, np.ndarray | None]:
+        """The batch as it is to be stored (``order``: "auto", "valid_from" or "input",
+        see :meth:`Engine.ingest`), and where each input row went (None: in input order).
+        Rows in ``valid_from`` order (ties in input order) keep their ids in input order:
+        automatic ids are assigned here, as the core would have. The caller holds ``write``."""
+        n = batch.n
+        if order == "input" or n < 2 or (order == "auto" and n < CLUSTER_MIN):
+            return batch, None
+        vf = batch.valid_from
+        if not (vf[1:] < vf[:-1]).any():
+            return batch, None  # already in order
+        ids = batch.ids
+        if ids is None:
+            nxt, exhausted = self.core.id_state()
+            if exhausted or n - 1 > np.iinfo(np.uint64).max - nxt:
+                return batch, None  # the core refuses it with its own message
+            ids = np.arange(n, dtype=np.uint64) + np.uint64(nxt)
+        perm = np.argsort(vf, kind="stable")
+        inv = np.empty(n, np.intp)
+        inv[perm] = np.arange(n)
+        return batch.take(perm, ids), inv
 
     def append(self, batch: IngestBatch, amend: dict | None = None) -> np.ndarray:
         """Add a validated batch, and apply ``amend`` (``rows`` and the :data:`AMEND_FIELDS`

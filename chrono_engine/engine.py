@@ -31,10 +31,10 @@ from . import _wal, lifecycle, search as _search, storage
 from ._coalesce import AsyncCoalescer, Coalescer, Request
 from ._embedder import declared_dim, embedder_dim
 from ._args import as_float32, count, id_array, shown, thread_count
-from ._state import ALL_KNOWN, StoreState, embed_content
+from ._state import ALL_KNOWN, INGEST_ORDERS as _INGEST_ORDERS, StoreState, embed_content
 from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
-from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, StorageError
+from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, SchemaError, StorageError
 from .search import QueryResult, SearchOptions, query_cuts
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
@@ -204,8 +204,8 @@ class Engine:
         return f"Engine(dim={self.dim}, metric={self.metric!r}, items={len(self)})"
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, rows: Any) -> np.ndarray:
-        """Add evidence items; returns their ids (uint64).
+    def ingest(self, rows: Any, *, order: str = "input") -> np.ndarray:
+        """Add evidence items; returns their ids (uint64), in the order of ``rows``.
 
         ``rows`` is a pyarrow Table/RecordBatch, a pandas DataFrame, a dict of arrays or a
         list of dicts with the columns of :mod:`chrono_engine.schema` (``vector`` and
@@ -213,11 +213,34 @@ class Engine:
         ``vector`` and is embedded). A rejected batch raises
         :class:`~chrono_engine.errors.SchemaError` naming the column, row and rule, and
         changes nothing.
+
+        ``order``: how the rows are laid out in the store. ``"input"`` (the default) as
+        given; ``"valid_from"`` in ``valid_from`` order (ties in input order), so that the
+        items in force at one time lie together and a search at that time reads them in
+        sequence (docs/data-model.md, "Storage order"); ``"auto"`` does so for a batch of at
+        least 4,096 rows whose ``valid_from`` is out of order. The ids are the same either
+        way (given, or the largest id so far + 1 onwards in input order); a reordered batch's
+        ids are then no longer its row numbers, which the store keeps in an id map (12 bytes
+        a row while they stay dense). Only the order in which :meth:`columns`,
+        :meth:`vectors` and the store's files list the rows differs.
         """
+        if not isinstance(order, str) or order not in _INGEST_ORDERS:
+            raise SchemaError(f"order must be one of {', '.join(map(repr, _INGEST_ORDERS))}, got {shown(order)}",
+                              rule="order")
         st = self._state
         rows = embed_content(self.embedder, rows)  # embedding runs before the write lock
         with st.write:
-            return st.commit(st.normalize(rows))
+            batch = st.normalize(rows)
+            stored, where = st.time_ordered(batch, order)
+            if where is None:
+                return st.commit(batch)
+            try:
+                return st.commit(stored)[where]
+            except SchemaError:
+                # the refusal names a row of the reordered batch; nothing was written:
+                # the batch as given names the caller's row (or, were the refusal about
+                # the order, is stored as given)
+                return st.commit(batch)
 
     # ------------------------------------------------------------------ search
     def search(self, vector: Any, k: int = 10, options: SearchOptions | None = None, **kwargs: Any) -> pa.Table:

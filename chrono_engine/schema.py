@@ -64,7 +64,7 @@ import itertools
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -660,6 +660,20 @@ def _stem_codes(arr: pa.Array) -> tuple[list, np.ndarray]:
 
 # --------------------------------------------------------------------------- the batch
 
+def _first_seen(names: list, codes: np.ndarray | None, order: np.ndarray) -> tuple[list, np.ndarray | None]:
+    """Dictionary ``names`` / ``codes`` (-1: none) of rows taken in ``order``, re-coded so
+    that the names are in their first-seen order there."""
+    if codes is None:
+        return names, None
+    codes = codes[order]
+    present = codes >= 0
+    old, first = np.unique(codes[present], return_index=True)
+    old = old[np.argsort(first, kind="stable")]  # the names' codes by first appearance
+    remap = np.full(len(names) + 1, -1, dtype=codes.dtype)
+    remap[old] = np.arange(len(old), dtype=codes.dtype)
+    return [names[i] for i in old], np.where(present, remap[codes], codes)
+
+
 @dataclass(eq=False, repr=False)
 class IngestBatch:
     """A validated batch, columnar, ready for the core.
@@ -697,6 +711,24 @@ class IngestBatch:
 
     def __len__(self) -> int:
         return self.n
+
+    #: the per-row arrays (``table`` and the codes are per row too)
+    ROW_ARRAYS = ("vector", "valid_from", "valid_to", "observed_at", "ingested_at", "retracted_at", "reliability",
+                  "fact_type", "stem_id", "version_key", "deprecated")
+
+    def take(self, order: np.ndarray, ids: np.ndarray | None = None) -> IngestBatch:
+        """The batch's rows in ``order`` (a permutation of its rows), every column alike;
+        ``ids``: the rows' ids, in the batch's own order, instead of :attr:`ids`. The
+        names of fact types and stems are listed in their first-seen order in ``order``, as
+        :func:`normalize_rows` lists them for the reordered rows (a store's codes then
+        follow its rows, whether the batch is written or replayed from the log)."""
+        ids = self.ids if ids is None else ids
+        ft_names, ft_codes = _first_seen(self.fact_type_names, self.fact_type_codes, order)
+        stem_names, stem_codes = _first_seen(self.stem_names, self.stem_codes, order)
+        return replace(self, **{name: getattr(self, name)[order] for name in self.ROW_ARRAYS},
+                       ids=None if ids is None else ids[order], table=self.table.take(order),
+                       fact_type_names=ft_names, fact_type_codes=ft_codes, stem_names=stem_names,
+                       stem_codes=stem_codes)
 
     def __repr__(self) -> str:
         return (f"IngestBatch(n={self.n}, dim={self.vector.shape[1]}, "

@@ -268,6 +268,18 @@ def test_time_ordered_run_answers_the_oracle_of_the_same_rows(capsys):
         assert r["peers"]["numpy"]["recall"] == 1.0 and r["peers"]["numba"]["recall"] == 1.0
 
 
+def test_engine_stored_by_valid_from_answers_as_before(capsys):
+    # --engine-order valid_from: the engine stores the corpus by valid_from (ids unchanged),
+    # the peers read it as generated; answers and recall are the oracle's
+    common = ["--n", str(N), "--dim", str(DIM), "--queries", "8", "--selectivity", "0.05", "--threads", "1",
+              "--min-time", "0", "--peers", "numpy", "--json", "", "--plot", "", "--engine-batch", "1"]
+    report = bench.main(common + ["--engine-order", "valid_from"])
+    assert "(stored by valid_from)" in capsys.readouterr().out
+    assert report["config"]["engine_order"] == "valid_from"
+    for r in report["results"]:
+        assert r["engine"]["recall"] == 1.0 and r["engine"]["certified_but_wrong"] == 0
+
+
 def _has(mod: str) -> bool:
     try:
         __import__(mod)

@@ -845,6 +845,9 @@ void bind_store(py::module_& m) {
         return d;
       })
       .def_property_readonly("size", [](PyStore& p) { return p.s->size(); })
+      // (next automatic id, exhausted): Python assigns a clustered batch's ids in input order
+      .def("id_state", [](PyStore& p) { auto st = p.s->id_state(); return py::make_tuple(st.first, st.second); })
+      .def_property_readonly("id_map_mode", [](PyStore& p) { return std::string(p.s->id_map_mode()); })
       .def_property_readonly("dim", [](PyStore& p) { return p.s->dim(); })
       .def_property_readonly("M", [](PyStore& p) { return p.s->ann().M(); })
       .def_property_readonly("ef_construction", [](PyStore& p) { return p.s->ann().ef_construction(); });

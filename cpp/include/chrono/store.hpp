@@ -19,6 +19,7 @@
 #include "columns.hpp"
 #include "decay.hpp"
 #include "freshness_index.hpp"
+#include "id_map.hpp"
 #include "interval_index.hpp"
 #include "partition.hpp"
 
@@ -209,16 +210,19 @@ class Store {
   void clear_partition() { std::unique_lock<std::shared_mutex> g(mu_); part_.clear(); }
 
   // Row of a user id, or -1.
-  std::int64_t lookup_row(std::uint64_t id) const {
-    if (identity_ids_) return id < meta_.size() ? static_cast<std::int64_t>(id) : -1;
-    auto it = id_to_row_.find(id);
-    return it == id_to_row_.end() ? -1 : static_cast<std::int64_t>(it->second);
+  std::int64_t lookup_row(std::uint64_t id) const { return ids_.row(id, meta_.size()); }
+  // The next automatic id, and whether the automatic ids are exhausted (id 2^64 - 1 taken).
+  std::pair<std::uint64_t, bool> id_state() const {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    return {next_id_, ids_exhausted_};
   }
+  // How the ids are kept: "identity" (ids equal rows), "dense" or "hash" (IdMap).
+  const char* id_map_mode() const { std::shared_lock<std::shared_mutex> g(mu_); return ids_.mode(); }
 
   // Unlocked accessors for code that already holds the lock (the planner, exports).
   const MetaTable& meta() const { return meta_; }
   // User id of a row (ids equal to rows are not stored).
-  std::uint64_t id_of(std::uint32_t row) const { return identity_ids_ ? row : ids_[row]; }
+  std::uint64_t id_of(std::uint32_t row) const { return ids_.id(row); }
   const StemRows& stems() const { return stems_; }
   const IntervalIndex& intervals() const { return intervals_; }
   const FreshnessIndex& freshness() const { return fresh_; }
@@ -281,9 +285,7 @@ class Store {
   std::size_t metadata_bytes() const {
     std::shared_lock<std::shared_mutex> g(mu_);
     const std::size_t stem_bytes = stems_.memory_bytes();
-    return meta_.memory_bytes() + ids_.capacity() * sizeof(std::uint64_t) +
-           id_to_row_.size() * (sizeof(std::uint64_t) + sizeof(std::uint32_t) + 2 * sizeof(void*)) +
-           stem_bytes;
+    return meta_.memory_bytes() + ids_.memory_bytes() + stem_bytes;
   }
   std::size_t interval_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return intervals_.memory_bytes(); }
   std::size_t freshness_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return fresh_.memory_bytes(); }
@@ -299,24 +301,10 @@ class Store {
   };
 
  private:
-  // While every id equals its row, neither ids_ nor id_to_row_ holds anything; the first
-  // other id materialises both for the rows before it.
+  // The ids of rows [first, first + n) (IdMap keeps them), and the next automatic id.
   void append_ids(const std::vector<std::uint64_t>& new_ids, std::size_t first) {
-    for (std::size_t i = 0; i < new_ids.size(); ++i) {
-      std::uint64_t id = new_ids[i];
-      std::size_t row = first + i;
-      if (identity_ids_ && id != row) {
-        identity_ids_ = false;
-        ids_.resize(row);
-        for (std::size_t r = 0; r < row; ++r) {
-          ids_[r] = r;
-          id_to_row_.emplace(r, static_cast<std::uint32_t>(r));
-        }
-      }
-      if (!identity_ids_) {
-        ids_.push_back(id);
-        id_to_row_.emplace(id, static_cast<std::uint32_t>(row));
-      }
+    ids_.append(new_ids, first);
+    for (std::uint64_t id : new_ids) {
       if (id == std::numeric_limits<std::uint64_t>::max()) ids_exhausted_ = true;
       else if (id + 1 > next_id_) next_id_ = id + 1;
     }
@@ -349,8 +337,6 @@ class Store {
     ann_.clear();
     meta_ = MetaTable();
     ids_.clear();
-    id_to_row_.clear();
-    identity_ids_ = true;
     next_id_ = 0;
     ids_exhausted_ = false;
     stems_ = StemRows();
@@ -365,9 +351,7 @@ class Store {
   mutable std::shared_mutex mu_;
   AnnIndex ann_;
   MetaTable meta_;
-  std::vector<std::uint64_t> ids_;  // empty while identity_ids_
-  std::unordered_map<std::uint64_t, std::uint32_t> id_to_row_;
-  bool identity_ids_ = true;
+  IdMap ids_;                     // rows by id and ids by row
   std::uint64_t next_id_ = 0;     // largest id + 1 (0 while empty)
   bool ids_exhausted_ = false;    // id 2^64 - 1 is taken: no automatic id is left
   StemRows stems_;
