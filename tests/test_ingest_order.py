@@ -173,6 +173,22 @@ def test_the_id_map_stays_right_from_identity_to_dense_to_hash():
     assert len(e) == len(known)
 
 
+def test_a_batch_larger_than_the_slack_keeps_its_ids_in_arrays():
+    # the first rows stored carry ids far beyond their row numbers: the map stays dense
+    # as long as every id is below 2 x the rows once the batch is in (plus 2^16)
+    n = 70_000
+    rng = np.random.default_rng(4)
+    e = ce.Engine(2, M=4, ef_construction=16, threads=2)
+    vf = rng.integers(0, 10**15, n)
+    vf[0] = 10**15  # the first input row is stored last, the last input row...
+    vf[-1] = 0      # ... first, with id n - 1
+    ids = e.ingest({"vector": rng.normal(size=(n, 2)), "valid_from": vf.astype("datetime64[us]")}, order="valid_from")
+    np.testing.assert_array_equal(ids, np.arange(n))
+    assert e._state.core.id_map_mode == "dense"
+    assert e.rows_of([n - 1, 0]).tolist() == [0, n - 1]
+    np.testing.assert_array_equal(e.columns(ids)["valid_from"], vf)
+
+
 @pytest.mark.parametrize("fsync", ["call", "off"])
 def test_the_log_and_the_saved_store_keep_the_stored_order(corpus, tmp_path, fsync):
     data = corpus.to_dict()

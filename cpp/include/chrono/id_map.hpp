@@ -49,7 +49,7 @@ class IdMap {
         dense_.assign(row, kNone);
         for (std::size_t r = 0; r < row; ++r) dense_[r] = static_cast<std::uint32_t>(r);
       }
-      if (mode_ == Mode::Dense && id >= dense_limit(row + 1)) to_hash();
+      if (mode_ == Mode::Dense && id >= dense_limit(end)) to_hash();  // end: the rows once appended
       ids_.push_back(id);
       if (mode_ == Mode::Dense) {
         // grown once to the batch's largest id that can stay dense (id is below that limit)
