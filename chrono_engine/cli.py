@@ -345,7 +345,7 @@ def cmd_ingest(args) -> int:
     with tqdm(total=table.num_rows, unit="rows", desc="ingest", disable=None, file=sys.stderr) as bar:
         for lo, part in rows_of:
             with _schema_errors(lo):
-                ids.extend(int(i) for i in eng.ingest(_rows_from_table(part)))
+                ids.extend(int(i) for i in eng.ingest(_rows_from_table(part), order=args.order))
             bar.update(part.num_rows)
     eng.save()  # a checkpoint: the next open reads a snapshot instead of replaying the rows
     eng.close()
@@ -640,6 +640,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decay", action="append", metavar="TYPE=DAYS",
                    help="new store's decay for one fact type ('none' for no decay; repeatable)")
     p.add_argument("--batch", type=_int_in(1), default=100_000, help="rows per ingest call (default 100000)")
+    p.add_argument("--order", choices=["input", "valid_from", "auto"], default="input",
+                   help="how each batch's rows are stored: as given (default), by valid_from (the items in "
+                        "force at one time together: faster time-filtered search; ids unchanged), or auto "
+                        "(by valid_from for a batch of >= 4096 rows out of order); see docs/data-model.md")
     p.add_argument("--threads", type=_int_in(0, THREADS_MAX), default=0,
                    help=f"index build threads, at most {THREADS_MAX} (0: all cores)")
     p.set_defaults(run=cmd_ingest)
