@@ -308,7 +308,7 @@ class StoreState:
         Rows in ``valid_from`` order (ties in input order) keep their ids in input order:
         automatic ids are assigned here, as the core would have. The caller holds ``write``."""
         n = batch.n
-        if order == "input" or n < 2 or (order == "auto" and n < CLUSTER_MIN):
+        if order == "input" or (order == "auto" and n < CLUSTER_MIN):
             return batch, None
         vf = batch.valid_from
         if not (vf[1:] < vf[:-1]).any():
