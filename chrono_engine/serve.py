@@ -22,7 +22,8 @@ Paths follow the vector databases' collection style; the one collection is the s
     POST /v1/collections/{c}/score                 [read]  {"candidates": {column: [...]}, "as_of", policy...}
     POST /v1/collections/{c}/verify                [read]  {"chains": [[[id, ...] per step] per chain], "at", "gamma"}
     GET  /v1/collections/{c}/history/{stem_id}     [read]  ?known_at=
-    POST /v1/collections/{c}/ingest                [write] {"rows": [...]} or an Arrow IPC stream
+    POST /v1/collections/{c}/ingest                [write] {"rows": [...], "order"?} or an Arrow IPC stream
+                                                            (?order=: input, valid_from or auto)
     POST /v1/collections/{c}/supersede             [write] {"stem_id", "rows", "effective_at", "version"?, ...}
     POST /v1/collections/{c}/retract               [write] {"ids", "at"?}
     POST /v1/collections/{c}/deprecate             [write] {"ids", "effective_at"?, "at"?}
@@ -85,6 +86,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ._coalesce import AsyncCoalescer
+from ._state import INGEST_ORDERS
 from ._time import OPEN_END
 from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
 from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
@@ -601,7 +603,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         t = await run(lambda: engine.history(request.path_params["stem_id"], known))
         return Response(_dumps({"rows": _records(t)}), media_type="application/json")
 
-    async def rows_of(request: Request) -> Any:
+    async def rows_of(request: Request) -> tuple[Any, str]:
+        """An ingest's rows (a JSON body's ``rows``, or an Arrow IPC stream) and its storage
+        order (``order``: the JSON body's field or the query string's, not both)."""
+        order = request.query_params.get("order")
         if request.headers.get("content-type", "").split(";")[0].strip() == ARROW:
             raw = await body_of(request)
             try:
@@ -614,17 +619,28 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         else:
             obj = await json_of(request)
             rows = require(obj, "rows")
+            unknown = sorted(set(obj) - {"rows", "order"})
+            if unknown:
+                raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
             if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
                 raise _HTTPError(422, "rows", "rows must be a list of row objects")
+            if "order" in obj:
+                if order is not None:
+                    raise _HTTPError(422, "order", "order given both in the body and in the query string")
+                order = obj["order"]
             n = len(rows)
         if n > limits.max_rows:
             raise _HTTPError(422, "rows", f"{n} rows exceed the limit of {limits.max_rows}")
-        return rows
+        if order is None:
+            order = "input"
+        if not isinstance(order, str) or order not in INGEST_ORDERS:
+            raise _HTTPError(422, "order", f"order must be one of {', '.join(INGEST_ORDERS)}")
+        return rows, order
 
     async def ingest(request: Request) -> Response:
         collection(request)
-        rows = await rows_of(request)
-        ids = await run(lambda: engine.ingest(rows), read=False)
+        rows, order = await rows_of(request)
+        ids = await run(lambda: engine.ingest(rows, order=order), read=False)
         return JSONResponse({"ids": [int(i) for i in ids]})
 
     async def supersede(request: Request) -> Response:
@@ -967,6 +983,7 @@ def openapi_spec(name: str) -> dict:
     batch = {"type": "object", "required": ["vectors"], "properties": {
         "vectors": {"type": "array", "items": vec}, "k": {"type": "integer", "minimum": 1}, **when}}
     rows = {"type": "object", "required": ["rows"], "properties": {"rows": {"type": "array", "items": obj}}}
+    order = {"type": "string", "enum": list(INGEST_ORDERS)}
     ids = {"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}},
                                                                  "at": {"type": "string"}}}
     c = "/v1/collections/{c}"
@@ -999,7 +1016,9 @@ def openapi_spec(name: str) -> dict:
             c + "/history/{stem_id}": {"get": op("a lineage's versions", None, [
                 {"name": "stem_id", "in": "path", "required": True, "schema": {"type": "string"}},
                 {"name": "known_at", "in": "query", "required": False, "schema": {"type": "string"}}])},
-            c + "/ingest": {"post": op("add rows (JSON or an Arrow IPC stream)", rows)},
+            c + "/ingest": {"post": op("add rows (JSON or an Arrow IPC stream); order: how they are stored", {
+                "type": "object", "required": ["rows"], "properties": {"rows": rows["properties"]["rows"], "order": order}},
+                [{"name": "order", "in": "query", "required": False, "schema": order}])},
             c + "/supersede": {"post": op("a new version of a lineage", {
                 "type": "object", "required": ["stem_id", "rows", "effective_at"], "properties": {
                     "stem_id": {"type": "string"}, "rows": {"type": "array", "items": obj},

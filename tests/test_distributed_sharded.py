@@ -179,6 +179,27 @@ def test_rejected_calls_change_nothing(local_ray, tmp_path):
         sh.shutdown()
 
 
+def test_ingest_order_per_shard(local_ray):
+    """``order`` goes to every shard's part: each shard stores its rows by valid_from, and
+    the ids and answers are the single engine's (stored by valid_from or as given)."""
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1)
+    try:
+        rows = _rows(400, 11)
+        with pytest.raises(SchemaError, match="order must be one of"):
+            sh.ingest(rows, order="sorted")
+        assert len(sh) == 0
+        ref = ce.Engine(DIM, decay=POLICY, threads=1)
+        np.testing.assert_array_equal(sh.ingest(rows, order="valid_from"), ref.ingest(rows))
+        for cols in sh._all("columns"):
+            assert len(cols["id"]) > 0 and np.all(np.diff(cols["valid_from"]) >= 0)
+            assert np.any(np.diff(cols["id"].astype(np.int64)) < 0)  # the rows moved; the ids went with them
+        for case in CASES[:6]:
+            _tables_equal(sh.search_batch(QUERIES, 10, **case), ref.search_batch(QUERIES, 10, **case))
+        _tables_equal(sh.get([0, 399, 17]), ref.get([0, 399, 17]))
+    finally:
+        sh.shutdown()
+
+
 def test_merge_keeps_the_global_top_k_and_ands_certified():
     from chrono_engine.distributed._sharded import _merge
     a = pa.table({"query": pa.array([0, 0, 1], pa.int32()), "rank": pa.array([1, 2, 1], pa.int32()),

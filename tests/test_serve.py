@@ -145,6 +145,38 @@ def test_auth_matrix(served, method, path, body, write):
         assert "chrono_requests_total" in c.get("/metrics").text
 
 
+def test_ingest_storage_order(served, tmp_path):
+    """``order`` (the JSON body's field, or ``?order=`` for either body) stores the batch as
+    Engine.ingest(order=...) does: the same ids, the rows in the same stored order."""
+    srv, eng, _ = served
+    ref = ce.Engine(DIM, threads=1)
+    ref.ingest(_rows(60))
+    a, b = _rows(6, seed=9, start=100)[::-1], _rows(4, seed=10, start=200)[::-1]
+    t = pa.table({"vector": pa.array([r["vector"] for r in b], pa.list_(pa.float32(), DIM)),
+                  "valid_from": [r["valid_from"] for r in b], "title": [r["title"] for r in b]})
+    sink = io.BytesIO()
+    with ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    with _client(srv) as c:
+        r = c.post(f"{C}/ingest", json={"rows": a, "order": "valid_from"})
+        assert r.status_code == 200, r.text
+        assert r.json()["ids"] == ref.ingest(a, order="valid_from").tolist() == list(range(60, 66))
+        r = c.post(f"{C}/ingest?order=valid_from", content=sink.getvalue(), headers={"Content-Type": ARROW})
+        assert r.status_code == 200, r.text
+        assert r.json()["ids"] == ref.ingest(t, order="valid_from").tolist() == list(range(66, 70))
+        before = eng.columns()
+        r = c.post(f"{C}/ingest?order=input", json={"rows": a, "order": "input"})
+        assert r.status_code == 422 and r.json()["error"] == "order"
+        r = c.post(f"{C}/ingest?order=sorted", content=sink.getvalue(), headers={"Content-Type": ARROW})
+        assert r.status_code == 422 and r.json()["error"] == "order"
+    got, want = eng.columns(), ref.columns()
+    assert len(eng) == 70 and got["id"][60:].tolist() != list(range(60, 70))  # stored by valid_from
+    for k in ("id", "valid_from", "valid_to", "stem"):
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+        np.testing.assert_array_equal(got[k], before[k], err_msg=k)  # the refusals changed nothing
+    np.testing.assert_array_equal(eng.vectors(), ref.vectors())
+
+
 @pytest.mark.parametrize("path, body, status, field", [
     ("/search", {"vector": [1.0] * DIM, "k": 21}, 422, "k"),
     ("/search", {"vector": [1.0] * DIM, "k": True}, 422, "k"),
@@ -152,6 +184,9 @@ def test_auth_matrix(served, method, path, body, write):
     ("/ingest", {"rows": _rows(51)}, 422, "rows"),
     ("/ingest", {"rows": [{"vector": [1.0] * (DIM + 1), "valid_from": "2024-01-01"}]}, 422, "SchemaError"),
     ("/ingest", {"rows": [{"vector": [1.0] * DIM, "valid_form": "2024-01-01"}]}, 422, "SchemaError"),
+    ("/ingest", {"rows": _rows(2), "order": "sideways"}, 422, "order"),
+    ("/ingest", {"rows": _rows(2), "order": ["input"]}, 422, "order"),
+    ("/ingest", {"rows": _rows(2), "ordre": "input"}, 422, "ordre"),
     ("/search", {"vector": [1.0] * DIM, "mode": "sideways"}, 422, "QueryError"),
     ("/search", {"vector": [1.0] * DIM, "nonsense": 1}, 422, "nonsense"),
     ("/search", {"k": 3}, 422, "vector"),

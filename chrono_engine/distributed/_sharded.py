@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 
 from .._args import K_MAX, as_float32, count, id_array, shown, thread_count
-from .._state import embed_content
+from .._state import INGEST_ORDERS, embed_content
 from .._time import now_us
-from ..errors import ConfigError, NotFoundError, QueryError, ShardError, StorageError
+from ..errors import ConfigError, NotFoundError, QueryError, SchemaError, ShardError, StorageError
 from ..grounding import _take
 from ..schema import _raw_columns, normalize_rows
 from .. import search as _search
@@ -197,11 +197,16 @@ class ShardedEngine:
         return self._wait([a.size.remote() for a in self._actors])
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, rows: Any) -> np.ndarray:
+    def ingest(self, rows: Any, *, order: str = "input") -> np.ndarray:
         """:meth:`Engine.ingest <chrono_engine.Engine.ingest>`: the batch is validated on the
         driver (a SchemaError names the batch's own row), given global ids (or its ``id``
         column, checked against every shard) and one ``ingested_at`` (now, unless given),
-        then split by placement; each shard ingests its part. Returns the ids."""
+        then split by placement; each shard ingests its part, stored in ``order`` (as
+        ``Engine.ingest``'s: ``"input"``, ``"valid_from"`` or ``"auto"``, per shard's part).
+        Returns the ids."""
+        if not isinstance(order, str) or order not in INGEST_ORDERS:
+            raise SchemaError(f"order must be one of {', '.join(map(repr, INGEST_ORDERS))}, got {shown(order)}",
+                              rule="order")
         rows = embed_content(self.embedder, rows)
         now = now_us()
         batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now)
@@ -227,7 +232,7 @@ class ShardedEngine:
             src = np.flatnonzero(place == s)
             if len(src):
                 part = {name: _take(name, col, src) for name, col in raw.items()}
-                refs.append(self._actors[s].run.remote("ingest", part))
+                refs.append(self._actors[s].run.remote("ingest", part, order=order))
                 shards.append(s)
         self._wait(refs, shards)
         self._next_id = max(self._next_id, int(ids.max()) + 1)
