@@ -220,7 +220,7 @@ class Engine:
         sequence (docs/data-model.md, "Storage order"); ``"auto"`` does so for a batch of at
         least 4,096 rows whose ``valid_from`` is out of order. The ids are the same either
         way (given, or the largest id so far + 1 onwards in input order); a reordered batch's
-        ids are then no longer its row numbers, which the store keeps in an id map (12 bytes
+        ids are then no longer its row numbers, which the store keeps in an id map (8 bytes
         a row while they stay dense). Only the order in which :meth:`columns`,
         :meth:`vectors` and the store's files list the rows differs.
         """

@@ -68,9 +68,9 @@ def test_ids_are_the_inputs_and_the_rows_are_in_valid_from_order(corpus, pair):
     np.testing.assert_array_equal(stored["id"], np.argsort(corpus.valid_from, kind="stable"))
     np.testing.assert_array_equal(a.columns()["id"], ia)
     assert a._state.core.id_map_mode == "identity" and b._state.core.id_map_mode == "dense"
-    # the price: the id map's two arrays, the id of each row and the row of each id
+    # the price: the id map's two 32-bit arrays, the id of each row and the row of each id
     extra = b.memory()["metadata"] - a.memory()["metadata"]
-    assert 12 * N <= extra <= 12 * N + 64, extra
+    assert 8 * N <= extra <= 8 * N + 64, extra
     _same_items(a, b, ia)
     rng = np.random.default_rng(3)
     _same_items(a, b, rng.permutation(ia)[:500])
