@@ -234,13 +234,15 @@ class Engine:
             stored, where = st.time_ordered(batch, order)
             if where is None:
                 return st.commit(batch)
+            del batch  # a copy of the vectors (unit length, float32) not held during the commit
             try:
                 return st.commit(stored)[where]
             except SchemaError:
                 # the refusal names a row of the reordered batch; nothing was written:
-                # the batch as given names the caller's row (or, were the refusal about
-                # the order, is stored as given)
-                return st.commit(batch)
+                # the rows as given name the caller's row (or, were the refusal about
+                # the order, are stored as given)
+                del stored
+                return st.commit(st.normalize(rows))
 
     # ------------------------------------------------------------------ search
     def search(self, vector: Any, k: int = 10, options: SearchOptions | None = None, **kwargs: Any) -> pa.Table:
