@@ -72,7 +72,7 @@ struct GroupContext {
       : qs(queries), meta(store.meta()), specs(store.decay_specs()), k(kernels()), ann(store.ann()),
         buf(buffers), G(queries.size()), d(store.dim()), Gp((G + 7) / 8 * 8), dense(queries[0].uses_dot()),
         product(queries[0].product()), s8(dense && d <= 65536 && (G == 1 ? k.dot_s8_1 != nullptr : k.dot_qt_s8 != nullptr)),
-        mode(queries[0].params().time.mode), p0(queries[0].params()), active(G, 1), Q(G * d), QT(d * Gp),
+        mode(queries[0].params().time.mode), p0(queries[0].params()), active(G, 1), Q(G * d),
         XN(store.max_norm() * (1.0 + 1e-6) + 1e-12) {
     set_queries();
     set_lanes();
@@ -117,7 +117,16 @@ struct GroupContext {
   const Mode mode;
   const SearchParams& p0;    // the parameters the group shares (all but the times)
   std::vector<char> active;  // per query: still on the certified scan
-  std::vector<float> Q, QT;  // the queries row-major (G x d) and transposed (d x Gp), for dot_qt_i8
+  std::vector<float> Q;  // the queries row-major (G x d)
+  // The queries transposed (d x Gp) for dot_qt_i8, made at the first call: the scans that
+  // take the int8 kernels (s8) and a lone query's scan never read them.
+  const float* qt() {
+    if (QT.empty()) {
+      QT.resize(d * Gp);
+      transpose_queries(Q.data(), G, d, Gp, QT.data());
+    }
+    return QT.data();
+  }
   double SQ[64] = {}, RQ[64] = {};  // int8 queries: scale and residual norm (s8)
   std::int32_t q8_sum = 0;          // the first int8 query's code sum (dots_s8)
   const double XN;                  // the largest vector norm, rounded up
@@ -130,10 +139,10 @@ struct GroupContext {
   alignas(64) micros X1[64], X2[64], KA[64];
 
  private:
+  std::vector<float> QT;  // qt()
   void set_queries() {
     for (std::size_t g = 0; g < G; ++g)
       std::copy(qs[g].query(), qs[g].query() + d, Q.begin() + static_cast<std::ptrdiff_t>(g * d));
-    transpose_queries(Q.data(), G, d, Gp, QT.data());
     if (s8) {
       buf.Q8.resize(G * d);
       quantise_queries(Q.data(), G, d, buf.Q8.data(), SQ, RQ);

@@ -200,7 +200,7 @@ class BoundsFirstScan {
       c_.dots_s8(xs_, n_pend_, iraw_);
       for (std::size_t b = 0; b < n_pend_; ++b) finish_s8(pend_[b], iraw_ + b * c_.Gp);
     } else {
-      c_.k.dot_qt_i8(xs_, n_pend_, c_.QT.data(), c_.Gp, c_.d, raw_);
+      c_.k.dot_qt_i8(xs_, n_pend_, c_.qt(), c_.Gp, c_.d, raw_);
       for (std::size_t b = 0; b < n_pend_; ++b) finish(pend_[b], raw_ + b * c_.Gp);
     }
     n_pend_ = 0;

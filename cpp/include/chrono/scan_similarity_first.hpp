@@ -149,7 +149,7 @@ class SimilarityFirstScan {
       c_.dots_s8(xs_, n_pend_, iraw_);
       for (std::size_t b = 0; b < n_pend_; ++b) finish_row(pend_[b], vmx_[b], iraw_ + b * c_.Gp, nullptr);
     } else {
-      c_.k.dot_qt_i8(xs_, n_pend_, c_.QT.data(), c_.Gp, c_.d, raw_);
+      c_.k.dot_qt_i8(xs_, n_pend_, c_.qt(), c_.Gp, c_.d, raw_);
       for (std::size_t b = 0; b < n_pend_; ++b) finish_row(pend_[b], vmx_[b], nullptr, raw_ + b * c_.Gp);
     }
     n_pend_ = 0;
