@@ -36,6 +36,14 @@ CLUSTER_MIN = 4096
 #: Engine.ingest's ``order`` values
 INGEST_ORDERS = ("auto", "valid_from", "input")
 
+
+def ingest_order(order: Any) -> str:
+    """``order`` of an ingest (:data:`INGEST_ORDERS`), or the SchemaError naming it."""
+    if not isinstance(order, str) or order not in INGEST_ORDERS:
+        raise SchemaError(f"order must be one of {', '.join(map(repr, INGEST_ORDERS))}, got {shown(order)}",
+                          rule="order")
+    return order
+
 __all__ = ["StoreState", "STRING_COLUMNS", "AMEND_FIELDS", "ALL_KNOWN", "embed_content", "strings_at"]
 
 #: String columns kept by row (fact_type and stem_id names are not: the core holds their codes).

@@ -31,7 +31,7 @@ from . import _wal, lifecycle, search as _search, storage
 from ._coalesce import AsyncCoalescer, Coalescer, Request
 from ._embedder import declared_dim, embedder_dim
 from ._args import as_float32, count, id_array, shown, thread_count
-from ._state import ALL_KNOWN, INGEST_ORDERS as _INGEST_ORDERS, StoreState, embed_content
+from ._state import ALL_KNOWN, StoreState, embed_content, ingest_order
 from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, SchemaError, StorageError
@@ -224,9 +224,7 @@ class Engine:
         a row while they stay dense). Only the order in which :meth:`columns`,
         :meth:`vectors` and the store's files list the rows differs.
         """
-        if not isinstance(order, str) or order not in _INGEST_ORDERS:
-            raise SchemaError(f"order must be one of {', '.join(map(repr, _INGEST_ORDERS))}, got {shown(order)}",
-                              rule="order")
+        ingest_order(order)
         st = self._state
         rows = embed_content(self.embedder, rows)  # embedding runs before the write lock
         with st.write:

@@ -86,7 +86,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ._coalesce import AsyncCoalescer
-from ._state import INGEST_ORDERS
+from ._state import INGEST_ORDERS, ingest_order
 from ._time import OPEN_END
 from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
 from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
@@ -631,11 +631,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             n = len(rows)
         if n > limits.max_rows:
             raise _HTTPError(422, "rows", f"{n} rows exceed the limit of {limits.max_rows}")
-        if order is None:
-            order = "input"
-        if not isinstance(order, str) or order not in INGEST_ORDERS:
-            raise _HTTPError(422, "order", f"order must be one of {', '.join(INGEST_ORDERS)}")
-        return rows, order
+        try:
+            return rows, ingest_order("input" if order is None else order)
+        except SchemaError as e:
+            raise _HTTPError(422, "order", str(e)[:200]) from None
 
     async def ingest(request: Request) -> Response:
         collection(request)

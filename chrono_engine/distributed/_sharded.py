@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 
 from .._args import K_MAX, as_float32, count, id_array, shown, thread_count
-from .._state import INGEST_ORDERS, embed_content
+from .._state import embed_content, ingest_order
 from .._time import now_us
-from ..errors import ConfigError, NotFoundError, QueryError, SchemaError, ShardError, StorageError
+from ..errors import ConfigError, NotFoundError, QueryError, ShardError, StorageError
 from ..grounding import _take
 from ..schema import _raw_columns, normalize_rows
 from .. import search as _search
@@ -204,9 +204,7 @@ class ShardedEngine:
         then split by placement; each shard ingests its part, stored in ``order`` (as
         ``Engine.ingest``'s: ``"input"``, ``"valid_from"`` or ``"auto"``, per shard's part).
         Returns the ids."""
-        if not isinstance(order, str) or order not in INGEST_ORDERS:
-            raise SchemaError(f"order must be one of {', '.join(map(repr, INGEST_ORDERS))}, got {shown(order)}",
-                              rule="order")
+        ingest_order(order)
         rows = embed_content(self.embedder, rows)
         now = now_us()
         batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now)
