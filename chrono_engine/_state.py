@@ -37,6 +37,15 @@ CLUSTER_MIN = 4096
 INGEST_ORDERS = ("auto", "valid_from", "input")
 
 
+def storage_order(valid_from: np.ndarray, order: str) -> np.ndarray | None:
+    """The permutation in which an ingest stores a batch of rows with ``valid_from`` under
+    ``order`` (:meth:`Engine.ingest`), or None to store them as given."""
+    n = len(valid_from)
+    if order == "input" or (order == "auto" and n < CLUSTER_MIN) or not (valid_from[1:] < valid_from[:-1]).any():
+        return None
+    return np.argsort(valid_from, kind="stable")
+
+
 def ingest_order(order: Any) -> str:
     """``order`` of an ingest (:data:`INGEST_ORDERS`), or the SchemaError naming it."""
     if not isinstance(order, str) or order not in INGEST_ORDERS:
@@ -313,24 +322,15 @@ class StoreState:
     def time_ordered(self, batch: IngestBatch, order: str) -> tuple[IngestBatch, np.ndarray | None]:
         """The batch as it is to be stored (``order``: "auto", "valid_from" or "input",
         see :meth:`Engine.ingest`), and where each input row went (None: in input order).
-        Rows in ``valid_from`` order (ties in input order) keep their ids in input order:
-        automatic ids are assigned here, as the core would have. The caller holds ``write``."""
-        n = batch.n
-        if order == "input" or (order == "auto" and n < CLUSTER_MIN):
+        Rows in ``valid_from`` order (ties in input order) keep their given ids; automatic
+        ids are the core's, which numbers the rows as they are stored (an identity id map,
+        no bytes per row). The caller holds ``write``."""
+        perm = storage_order(batch.valid_from, order)
+        if perm is None:
             return batch, None
-        vf = batch.valid_from
-        if not (vf[1:] < vf[:-1]).any():
-            return batch, None  # already in order
-        ids = batch.ids
-        if ids is None:
-            nxt, exhausted = self.core.id_state()
-            if exhausted or n - 1 > np.iinfo(np.uint64).max - nxt:
-                return batch, None  # the core refuses it with its own message
-            ids = np.arange(n, dtype=np.uint64) + np.uint64(nxt)
-        perm = np.argsort(vf, kind="stable")
-        inv = np.empty(n, np.intp)
-        inv[perm] = np.arange(n)
-        return batch.take(perm, ids), inv
+        inv = np.empty(batch.n, np.intp)
+        inv[perm] = np.arange(batch.n)
+        return batch.take(perm), inv
 
     def append(self, batch: IngestBatch, amend: dict | None = None) -> np.ndarray:
         """Add a validated batch, and apply ``amend`` (``rows`` and the :data:`AMEND_FIELDS`

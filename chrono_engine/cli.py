@@ -640,10 +640,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decay", action="append", metavar="TYPE=DAYS",
                    help="new store's decay for one fact type ('none' for no decay; repeatable)")
     p.add_argument("--batch", type=_int_in(1), default=100_000, help="rows per ingest call (default 100000)")
-    p.add_argument("--order", choices=["input", "valid_from", "auto"], default="input",
-                   help="how each batch's rows are stored: as given (default), by valid_from (the items in "
-                        "force at one time together: faster time-filtered search; ids unchanged), or auto "
-                        "(by valid_from for a batch of >= 4096 rows out of order); see docs/data-model.md")
+    p.add_argument("--order", choices=["auto", "valid_from", "input"], default="auto",
+                   help="how each batch's rows are stored: auto (default: by valid_from for a batch of >= 4096 "
+                        "rows out of order, so the items in force at one time lie together: faster time-filtered "
+                        "search), valid_from (every batch out of order) or input (as given); automatic ids "
+                        "number the rows as stored, given ids go with their rows; see docs/data-model.md")
     p.add_argument("--threads", type=_int_in(0, THREADS_MAX), default=0,
                    help=f"index build threads, at most {THREADS_MAX} (0: all cores)")
     p.set_defaults(run=cmd_ingest)

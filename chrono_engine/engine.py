@@ -204,7 +204,7 @@ class Engine:
         return f"Engine(dim={self.dim}, metric={self.metric!r}, items={len(self)})"
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, rows: Any, *, order: str = "input") -> np.ndarray:
+    def ingest(self, rows: Any, *, order: str = "auto") -> np.ndarray:
         """Add evidence items; returns their ids (uint64), in the order of ``rows``.
 
         ``rows`` is a pyarrow Table/RecordBatch, a pandas DataFrame, a dict of arrays or a
@@ -214,15 +214,18 @@ class Engine:
         :class:`~chrono_engine.errors.SchemaError` naming the column, row and rule, and
         changes nothing.
 
-        ``order``: how the rows are laid out in the store. ``"input"`` (the default) as
-        given; ``"valid_from"`` in ``valid_from`` order (ties in input order), so that the
-        items in force at one time lie together and a search at that time reads them in
-        sequence (docs/data-model.md, "Storage order"); ``"auto"`` does so for a batch of at
-        least 4,096 rows whose ``valid_from`` is out of order. The ids are the same either
-        way (given, or the largest id so far + 1 onwards in input order); a reordered batch's
-        ids are then no longer its row numbers, which the store keeps in an id map (8 bytes
-        a row while they stay dense). Only the order in which :meth:`columns`,
-        :meth:`vectors` and the store's files list the rows differs.
+        ``order``: how the rows are laid out in the store. ``"auto"`` (the default) stores
+        a batch of at least 4,096 rows whose ``valid_from`` is out of order in ``valid_from``
+        order (ties in input order), so that the items in force at one time lie together
+        and a search at that time reads them in sequence (docs/data-model.md, "Storage
+        order"), and any other batch as given; ``"valid_from"`` reorders every batch that is
+        out of order; ``"input"`` stores the rows as given. Given ids go with their rows
+        (a reordered batch's ids are then no longer its row numbers: the store keeps an id
+        map, 8 bytes a row while they stay dense). Automatic ids number the rows as they
+        are stored (the largest id so far + 1 onwards): ``ingest`` returns each row's id
+        beside it, but a reordered batch's ids do not rise with its input order; give
+        ``id`` to fix them. :meth:`columns`, :meth:`vectors` and the store's files list
+        the rows in the stored order.
         """
         ingest_order(order)
         st = self._state

@@ -716,17 +716,15 @@ class IngestBatch:
     ROW_ARRAYS = ("vector", "valid_from", "valid_to", "observed_at", "ingested_at", "retracted_at", "reliability",
                   "fact_type", "stem_id", "version_key", "deprecated")
 
-    def take(self, order: np.ndarray, ids: np.ndarray | None = None) -> IngestBatch:
-        """The batch's rows in ``order`` (a permutation of its rows), every column alike;
-        ``ids``: the rows' ids, in the batch's own order, instead of :attr:`ids`. The
-        names of fact types and stems are listed in their first-seen order in ``order``, as
-        :func:`normalize_rows` lists them for the reordered rows (a store's codes then
+    def take(self, order: np.ndarray) -> IngestBatch:
+        """The batch's rows in ``order`` (a permutation of its rows), every column (given
+        ids too) alike. The names of fact types and stems are listed in their first-seen
+        order in ``order``, as :func:`normalize_rows` lists them for the reordered rows (a store's codes then
         follow its rows, whether the batch is written or replayed from the log)."""
-        ids = self.ids if ids is None else ids
         ft_names, ft_codes = _first_seen(self.fact_type_names, self.fact_type_codes, order)
         stem_names, stem_codes = _first_seen(self.stem_names, self.stem_codes, order)
         return replace(self, **{name: getattr(self, name)[order] for name in self.ROW_ARRAYS},
-                       ids=None if ids is None else ids[order], table=self.table.take(order),
+                       ids=None if self.ids is None else self.ids[order], table=self.table.take(order),
                        fact_type_names=ft_names, fact_type_codes=ft_codes, stem_names=stem_names,
                        stem_codes=stem_codes)
 

@@ -23,7 +23,7 @@ Paths follow the vector databases' collection style; the one collection is the s
     POST /v1/collections/{c}/verify                [read]  {"chains": [[[id, ...] per step] per chain], "at", "gamma"}
     GET  /v1/collections/{c}/history/{stem_id}     [read]  ?known_at=
     POST /v1/collections/{c}/ingest                [write] {"rows": [...], "order"?} or an Arrow IPC stream
-                                                            (?order=: input, valid_from or auto)
+                                                            (?order=: auto (default), valid_from or input)
     POST /v1/collections/{c}/supersede             [write] {"stem_id", "rows", "effective_at", "version"?, ...}
     POST /v1/collections/{c}/retract               [write] {"ids", "at"?}
     POST /v1/collections/{c}/deprecate             [write] {"ids", "effective_at"?, "at"?}
@@ -632,7 +632,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         if n > limits.max_rows:
             raise _HTTPError(422, "rows", f"{n} rows exceed the limit of {limits.max_rows}")
         try:
-            return rows, ingest_order("input" if order is None else order)
+            return rows, ingest_order("auto" if order is None else order)
         except SchemaError as e:
             raise _HTTPError(422, "order", str(e)[:200]) from None
 
@@ -982,7 +982,7 @@ def openapi_spec(name: str) -> dict:
     batch = {"type": "object", "required": ["vectors"], "properties": {
         "vectors": {"type": "array", "items": vec}, "k": {"type": "integer", "minimum": 1}, **when}}
     rows = {"type": "object", "required": ["rows"], "properties": {"rows": {"type": "array", "items": obj}}}
-    order = {"type": "string", "enum": list(INGEST_ORDERS)}
+    order = {"type": "string", "enum": list(INGEST_ORDERS), "default": "auto"}
     ids = {"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}},
                                                                  "at": {"type": "string"}}}
     c = "/v1/collections/{c}"

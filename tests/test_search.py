@@ -848,8 +848,9 @@ def test_latest_rows_recorded_after_they_ended(scan, group):
     eng = ce.Engine(32, decay=policy_for(c), threads=2, scan=scan, group=group)
     d = c.to_dict()
     first = 5200  # > 4,096 rows: the first write builds the static lists; the rest stay in the delta
-    eng.ingest({k: (v[:first] if isinstance(v, np.ndarray) else v) for k, v in d.items()})
-    eng.ingest({k: (v[first:] if isinstance(v, np.ndarray) else v) for k, v in d.items()})
+    # as given: the rows (and ids) are the corpus's, which the reference and ``late`` index
+    eng.ingest({k: (v[:first] if isinstance(v, np.ndarray) else v) for k, v in d.items()}, order="input")
+    eng.ingest({k: (v[first:] if isinstance(v, np.ndarray) else v) for k, v in d.items()}, order="input")
     rng = np.random.default_rng(3)
 
     def check(among):

@@ -47,10 +47,13 @@ def same_topk(g_ids, g_scores, r_ids, r_scores, tol: float = SCORE_TOL) -> bool:
     return all(abs({**rmap, **gmap}[i] - kth) < tol for i in diff)
 
 
-def answers_from_table(table, nq: int) -> tuple[Answers, np.ndarray]:
-    """Answers and the per-query ``certified`` flags from a search_batch result table."""
+def answers_from_table(table, nq: int, rows: np.ndarray | None = None) -> tuple[Answers, np.ndarray]:
+    """Answers and the per-query ``certified`` flags from a search_batch result table;
+    ``rows``: the workload's id of each engine id (None: the same ids)."""
     qcol = table.column("query").to_numpy()
     ids = table.column("id").to_numpy()
+    if rows is not None:
+        ids = rows[ids]
     sc = table.column("score").to_numpy()
     cert_rows = table.column("certified").to_numpy(zero_copy_only=False)
     bounds = np.searchsorted(qcol, np.arange(nq + 1))

@@ -43,7 +43,7 @@ class Config:
     min_repeat: int = 1           # every timing runs at least this often (all contenders alike)
     seed: int = 0
     order: str = "generated"      # the corpus's row order: "generated" (times spread), "time" (valid_from)
-    engine_order: str = "input"   # Engine.ingest(order=...): how the engine lays out the rows it is given
+    engine_order: str = "auto"    # Engine.ingest(order=...): how the engine lays out the rows it is given
     json: str | None = "bench_out/bench_search.json"
     plot: str | None = "auto"     # "auto": beside the JSON, when matplotlib is importable
     quiet: bool = False
@@ -108,9 +108,10 @@ def parser(defaults: Config | None = None, prog: str = "python -m chrono_engine.
     p.add_argument("--order", choices=["generated", "time"], default=d.order,
                    help="the corpus's row order, for every contender: as generated (the items valid at one "
                         "time spread over the corpus) or by valid_from, as a store written while time passes")
-    p.add_argument("--engine-order", choices=["input", "valid_from"], default=d.engine_order,
-                   help="Engine.ingest(order=...): the engine stores the rows as given, or by valid_from "
-                        "(the peers read them as given either way)")
+    p.add_argument("--engine-order", choices=["auto", "valid_from", "input"], default=d.engine_order,
+                   help="Engine.ingest(order=...): the engine stores the rows as its default does (auto: by "
+                        "valid_from, the corpus being out of order), by valid_from, or as given (the peers "
+                        "read them as given either way)")
     p.add_argument("--json", default=d.json, help="where to write the JSON report ('' = nowhere)")
     p.add_argument("--plot", default=d.plot,
                    help="PNG of QPS vs recall (needs matplotlib); 'auto': beside the JSON; '' = none")

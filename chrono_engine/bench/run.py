@@ -63,6 +63,7 @@ class Contenders:
     faiss: FaissFiltered | None = None
     usearch: UsearchOverfetch | None = None
     lancedb: LanceDBPrefilter | None = None
+    engine_rows: np.ndarray | None = None  # the workload's id of each engine id (None: the same)
 
 
 @dataclass
@@ -178,8 +179,9 @@ def build_corpus(cfg: Config, regime: str) -> RegimeCorpus:
     return RegimeCorpus(regime, fusion, half_lives, corpus, data, pol, workload_from_corpus(corpus, pol), gen_s)
 
 
-def build_engine(cfg: Config, rc: RegimeCorpus, build_threads: int) -> tuple[Any, float, dict]:
-    """(engine, ingest seconds, memory) of an engine that ingested the corpus."""
+def build_engine(cfg: Config, rc: RegimeCorpus, build_threads: int) -> tuple[Any, float, dict, np.ndarray | None]:
+    """(engine, ingest seconds, memory, the workload's id of each engine id or None where
+    they are the same) of an engine that ingested the corpus."""
     ekw = {}
     if cfg.engine_ef:
         ekw["ef"] = cfg.engine_ef
@@ -190,19 +192,24 @@ def build_engine(cfg: Config, rc: RegimeCorpus, build_threads: int) -> tuple[Any
     t0 = time.perf_counter()
     ids = eng.ingest(rc.data, order=cfg.engine_order)
     ingest_s = time.perf_counter() - t0
-    if not np.array_equal(np.asarray(ids, np.uint64), rc.workload.cols["id"]):
-        raise AssertionError("engine ids are not 0..n-1 in ingest order; the harness relies on it")
+    ids, want = np.asarray(ids, np.uint64), np.asarray(rc.workload.cols["id"], np.uint64)
+    rows = None
+    if not np.array_equal(ids, want):  # stored by valid_from: automatic ids number the stored rows
+        if not np.array_equal(np.sort(ids), np.arange(len(ids), dtype=np.uint64)):
+            raise AssertionError("engine ids are not a permutation of 0..n-1; the harness relies on it")
+        rows = np.empty(len(ids), np.uint64)
+        rows[ids] = want
     mem = eng.memory()
     log(cfg, f"corpus {rc.seconds:.1f} s; engine ingest {ingest_s:.1f} s on {build_threads} threads"
-             f"{' (stored by valid_from)' if cfg.engine_order == 'valid_from' else ''}; "
+             f"{' (stored by valid_from)' if rows is not None else ''}; "
              f"temporal metadata + indexes {mem.get('temporal_per_item', float('nan')):.1f} B/item, "
              f"string columns {mem.get('strings_per_item', float('nan')):.1f} B/item")
-    return eng, ingest_s, mem
+    return eng, ingest_s, mem, rows
 
 
 def build_contenders(cfg: Config, rc: RegimeCorpus, peers: list, build_threads: int) -> Contenders:
     """The engine, then the oracle and every available peer, on the same corpus."""
-    eng, ingest_s, mem = build_engine(cfg, rc, build_threads)
+    eng, ingest_s, mem, engine_rows = build_engine(cfg, rc, build_threads)
     w = rc.workload
     t0 = time.perf_counter()
     oracle = NumpyExact(w)
@@ -233,7 +240,7 @@ def build_contenders(cfg: Config, rc: RegimeCorpus, peers: list, build_threads: 
         lancedb_peer = LanceDBPrefilter(w, oracle=oracle)
         log(cfg, f"lancedb create_table {lancedb_peer.build_s:.1f} s (no vector index: exact search)")
     return Contenders(eng, ingest_s, mem, oracle, np_build_s, pre_peer, numba_peer, numba_build_s, hnsw_peer,
-                      faiss_peer, usearch_peer, lancedb_peer)
+                      faiss_peer, usearch_peer, lancedb_peer, engine_rows)
 
 
 # --------------------------------------------------------------------------------------
@@ -294,9 +301,9 @@ def measure_row(cfg: Config, rc: RegimeCorpus, con: Contenders, point: Point, th
     row: dict = {"regime": rc.regime, "fusion": rc.fusion, "mode": q.mode, "selectivity": point.selectivity,
                  "selectivity_measured": point.selectivity_measured, "threads": th,
                  "queries": cfg.queries, "peers": {}}
-    row["engine"] = time_engine(cfg, con.engine, q, th, point.exact)
+    row["engine"] = time_engine(cfg, con.engine, q, th, point.exact, con.engine_rows)
     if cfg.engine_exact:
-        row["engine_exact"] = time_engine_exact(cfg, con.engine, q, th, point.exact)
+        row["engine_exact"] = time_engine_exact(cfg, con.engine, q, th, point.exact, con.engine_rows)
     if "numpy" in peers:
         row["peers"]["numpy"] = time_numpy(cfg, rc, con.oracle, point, th, report)
     if point.prefilter_row is not None:
@@ -361,16 +368,17 @@ def one_by_one(cfg: Config, eng, q: Queries, th: int) -> tuple[float, Any, np.nd
     return best, pa.concat_tables(parts), best_lat
 
 
-def time_engine(cfg: Config, eng, q: Queries, th: int, exact: Answers) -> dict:
+def time_engine(cfg: Config, eng, q: Queries, th: int, exact: Answers, rows: np.ndarray | None = None) -> dict:
     """The engine's figures (default search): QPS, recall, how many answers it certified,
     and how many certified answers differ from the oracle's; with ``--engine-batch 1``,
-    through ``Engine.search`` with per-call latency percentiles."""
+    through ``Engine.search`` with per-call latency percentiles. ``rows``: the workload's
+    id of each engine id (None: the same ids)."""
     lat = None
     if cfg.engine_batch == 1:
         s, tab, lat = one_by_one(cfg, eng, q, th)
     else:
         s, tab = best_time(engine_run(cfg, eng, q, th, False), cfg.min_time, min_repeat=cfg.min_repeat)
-    got, cert = answers_from_table(tab, cfg.queries)
+    got, cert = answers_from_table(tab, cfg.queries, rows)
     agree = np.array([same_topk(g, gs, r, rs) for g, gs, r, rs
                       in zip(got.ids, got.scores, exact.ids, exact.scores)])
     res = {"qps": cfg.queries / s, "recall": recall_at_k(got, exact),
@@ -382,10 +390,10 @@ def time_engine(cfg: Config, eng, q: Queries, th: int, exact: Answers) -> dict:
     return res
 
 
-def time_engine_exact(cfg: Config, eng, q: Queries, th: int, exact: Answers) -> dict:
-    """The engine's figures with ``exact=True``."""
+def time_engine_exact(cfg: Config, eng, q: Queries, th: int, exact: Answers, rows: np.ndarray | None = None) -> dict:
+    """The engine's figures with ``exact=True`` (``rows``: as :func:`time_engine`'s)."""
     s, tab = best_time(engine_run(cfg, eng, q, th, True), cfg.min_time, min_repeat=cfg.min_repeat)
-    gx, cx = answers_from_table(tab, cfg.queries)
+    gx, cx = answers_from_table(tab, cfg.queries, rows)
     return {"qps": cfg.queries / s, "recall": recall_at_k(gx, exact),
             "certified": float(cx.mean()), "same_topk": agreement(gx, exact)}
 

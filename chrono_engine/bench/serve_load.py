@@ -186,7 +186,9 @@ def workload(regime: str, n: int, dim: int, selectivity: float, queries: int, wo
     if not (store / "CURRENT").exists():
         print(f"building the store {store} ...", flush=True)
         eng = ce.Engine.create(store, dim, decay=pol)
-        eng.ingest(corpus.to_dict())
+        rows = corpus.to_dict()
+        rows["id"] = np.arange(n, dtype=np.uint64)  # the oracle's ids, however the rows are stored
+        eng.ingest(rows)
         eng.save()
         eng.close()
     qv = corpus.queries(queries, seed=1)

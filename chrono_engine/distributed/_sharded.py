@@ -7,8 +7,8 @@ BLAKE2b(stem_id, UTF-8) as a little-endian integer, mod n; an item without a ste
 arbitration, supersede, retract and history run there unchanged. The placement depends on
 the stem and n only: stable across runs, machines and Python versions.
 
-Ids are global: the driver assigns them (0, 1, 2, ... in ingest order, as one engine does,
-or the rows' own ``id`` column) and each shard stores them as given, so every shard's
+Ids are global: the driver assigns them (0, 1, 2, ... in the order one engine stores the
+rows, see ``Engine.ingest``'s ``order``, or the rows' own ``id`` column) and each shard stores them as given, so every shard's
 top-k list is ordered by (score, global id) and the merge of the lists is the single
 engine's answer exactly (certified when every shard's was).
 """
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._args import K_MAX, as_float32, count, id_array, shown, thread_count
-from .._state import embed_content, ingest_order
+from .._state import embed_content, ingest_order, storage_order
 from .._time import now_us
 from ..errors import ConfigError, NotFoundError, QueryError, ShardError, StorageError
 from ..grounding import _take
@@ -197,10 +197,11 @@ class ShardedEngine:
         return self._wait([a.size.remote() for a in self._actors])
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, rows: Any, *, order: str = "input") -> np.ndarray:
+    def ingest(self, rows: Any, *, order: str = "auto") -> np.ndarray:
         """:meth:`Engine.ingest <chrono_engine.Engine.ingest>`: the batch is validated on the
-        driver (a SchemaError names the batch's own row), given global ids (or its ``id``
-        column, checked against every shard) and one ``ingested_at`` (now, unless given),
+        driver (a SchemaError names the batch's own row), given global ids (numbering the
+        rows in the order one engine would store them, or its ``id`` column, checked
+        against every shard) and one ``ingested_at`` (now, unless given),
         then split by placement; each shard ingests its part, stored in ``order`` (as
         ``Engine.ingest``'s: ``"input"``, ``"valid_from"`` or ``"auto"``, per shard's part).
         Returns the ids."""
@@ -220,6 +221,9 @@ class ShardedEngine:
                 raise QueryError(f"column 'id', row {i}: id {int(ids[i])} is already in the store")
         else:
             ids = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
+            perm = storage_order(batch.valid_from, order)
+            if perm is not None:  # as one engine numbers the rows it stores by valid_from
+                ids[perm] = ids.copy()
             raw["id"] = ids
         if "ingested_at" not in raw:
             raw["ingested_at"] = np.full(n, now, np.int64)

@@ -125,10 +125,12 @@ def _engine_top(x: np.ndarray, fact_us: np.ndarray, q: np.ndarray, q_us: np.ndar
     from ..decay import Exponential
     from ..engine import Engine
     eng = Engine(x.shape[1], decay=Exponential(half_life=half_life_days), threads=1)
-    eng.ingest({"vector": x, "valid_from": fact_us, "ingested_at": np.full(len(x), fact_us.min())})
+    ids = eng.ingest({"vector": x, "valid_from": fact_us, "ingested_at": np.full(len(x), fact_us.min())})
+    row_of = np.empty(len(x), np.int64)
+    row_of[ids.astype(np.int64)] = np.arange(len(x))  # the ids number the rows as stored (by valid_from)
     hits = eng.search_batch(q, k=k, mode="as_of", as_of=q_us, exact=True, arbitrate=False)
     qi = hits.column("query").to_numpy()
-    ids = hits.column("id").to_numpy().astype(np.int64)
+    ids = row_of[hits.column("id").to_numpy().astype(np.int64)]
     top = np.full((len(q), k), -1, np.int64)
     rank = hits.column("rank").to_numpy() - 1
     top[qi, rank] = ids
