@@ -203,6 +203,29 @@ def test_ingest_order_per_shard(local_ray):
         sh.shutdown()
 
 
+def test_default_order_numbers_a_large_batch_as_one_engine(local_ray):
+    """The default ("auto"): a batch of at least CLUSTER_MIN rows out of order gets the ids
+    one engine gives it (numbering the rows by valid_from), and every shard stores its
+    part by valid_from even where the part alone is smaller than that."""
+    from chrono_engine import _state
+    n = _state.CLUSTER_MIN + 500
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1)
+    try:
+        rows = _rows(n, 12)
+        ref = ce.Engine(DIM, decay=POLICY, threads=1)
+        ids = sh.ingest(rows)
+        np.testing.assert_array_equal(ids, ref.ingest(rows))
+        np.testing.assert_array_equal(ref.columns()["id"], np.arange(n))  # one engine: by valid_from, no id map
+        parts = sh._all("columns")
+        assert all(len(c["id"]) < _state.CLUSTER_MIN for c in parts)  # no part reorders on its own ...
+        for cols in parts:  # ... yet each is stored by valid_from
+            assert np.all(np.diff(cols["valid_from"]) >= 0) and np.all(np.diff(cols["id"].astype(np.int64)) > 0)
+        for case in CASES[:3]:
+            _tables_equal(sh.search_batch(QUERIES, 10, **case), ref.search_batch(QUERIES, 10, **case))
+    finally:
+        sh.shutdown()
+
+
 def test_merge_keeps_the_global_top_k_and_ands_certified():
     from chrono_engine.distributed._sharded import _merge
     a = pa.table({"query": pa.array([0, 0, 1], pa.int32()), "rank": pa.array([1, 2, 1], pa.int32()),

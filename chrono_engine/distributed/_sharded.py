@@ -8,9 +8,9 @@ arbitration, supersede, retract and history run there unchanged. The placement d
 the stem and n only: stable across runs, machines and Python versions.
 
 Ids are global: the driver assigns them (0, 1, 2, ... in the order one engine stores the
-rows, see ``Engine.ingest``'s ``order``, or the rows' own ``id`` column) and each shard stores them as given, so every shard's
-top-k list is ordered by (score, global id) and the merge of the lists is the single
-engine's answer exactly (certified when every shard's was).
+rows, see ``Engine.ingest``'s ``order``, or the rows' own ``id`` column) and each shard
+stores them as given, so every shard's top-k list is ordered by (score, global id) and the
+merge of the lists is the single engine's answer exactly (certified when every shard's was).
 """
 from __future__ import annotations
 
@@ -201,16 +201,20 @@ class ShardedEngine:
         """:meth:`Engine.ingest <chrono_engine.Engine.ingest>`: the batch is validated on the
         driver (a SchemaError names the batch's own row), given global ids (numbering the
         rows in the order one engine would store them, or its ``id`` column, checked
-        against every shard) and one ``ingested_at`` (now, unless given),
-        then split by placement; each shard ingests its part, stored in ``order`` (as
-        ``Engine.ingest``'s: ``"input"``, ``"valid_from"`` or ``"auto"``, per shard's part).
-        Returns the ids."""
+        against every shard) and one ``ingested_at`` (now, unless given), then split by
+        placement; each shard ingests its part, stored in ``order`` (as
+        ``Engine.ingest``'s: ``"auto"``, ``"valid_from"`` or ``"input"``; a batch that
+        ``order`` reorders has every shard's part stored by ``valid_from``). Returns the
+        ids."""
         ingest_order(order)
         rows = embed_content(self.embedder, rows)
         now = now_us()
         batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now)
         raw = {k: v for k, v in _raw_columns(rows).items() if not re.fullmatch(r"__index_level_\d+__", str(k))}
         n = batch.n
+        perm = storage_order(batch.valid_from, order)
+        if perm is not None:  # the batch is reordered: so is each shard's part, whatever its size
+            order = "valid_from"
         if batch.ids is not None:
             ids = np.asarray(batch.ids, np.uint64)
             held = np.zeros(n, bool)
@@ -221,7 +225,6 @@ class ShardedEngine:
                 raise QueryError(f"column 'id', row {i}: id {int(ids[i])} is already in the store")
         else:
             ids = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
-            perm = storage_order(batch.valid_from, order)
             if perm is not None:  # as one engine numbers the rows it stores by valid_from
                 ids[perm] = ids.copy()
             raw["id"] = ids
