@@ -16,7 +16,8 @@ def test_int8_dots_match_numpy(variant, d):
     c = rng.integers(-127, 128, d).astype(np.int8)
     Q = rng.standard_normal((9, d)).astype(np.float32)
     want = Q.astype(np.float64) @ c.astype(np.float64)
-    for G, R in ((1, 1), (8, 3), (9, 4), (31, 7), (64, 9)):  # queries transposed, padded to 8s
+    # queries transposed, padded to 8s: every padded width, rows in passes of 4 or 2 and the rest
+    for G, R in ((1, 1), (8, 3), (9, 4), (16, 5), (17, 7), (24, 6), (31, 7), (40, 3), (48, 2), (56, 9), (64, 9)):
         QG = rng.standard_normal((G, d)).astype(np.float32)
         C = rng.integers(-127, 128, (R, d)).astype(np.int8)
         np.testing.assert_allclose(_core.dot_qt_i8(C, QG, variant), C.astype(np.float64) @ QG.T.astype(np.float64),
