@@ -11,9 +11,9 @@ Three timings per thread count:
 * ``engine (vector + valid_from)``: the smallest ingestible rows, to show what the
   metadata costs.
 
-It checks that every engine got every item (ids 0..n-1, numbered as stored), that hnswlib and the engine
-agree on exact nearest neighbours of a few vectors, prints the ratio engine / hnswlib
-(goal ≤ 1.2) and metadata bytes per item (goal ≤ 64), and writes JSON::
+It checks that every engine got every item (ids 0..n-1, numbered as stored), that hnswlib
+and the engine agree on exact nearest neighbours of a few vectors, prints the ratio
+engine / hnswlib (goal ≤ 1.2) and metadata bytes per item (goal ≤ 64), and writes JSON::
 
     python benches/bench_ingest.py --json bench_ingest.json
     python benches/bench_ingest.py --n 20000 --dim 128 --threads 1,2

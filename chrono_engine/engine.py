@@ -240,8 +240,7 @@ class Engine:
                 return st.commit(stored)[where]
             except SchemaError:
                 # the refusal names a row of the reordered batch; nothing was written:
-                # the rows as given name the caller's row (or, were the refusal about
-                # the order, are stored as given)
+                # the rows as given are refused alike, naming the caller's row
                 del stored
                 return st.commit(st.normalize(rows))
 

@@ -719,8 +719,9 @@ class IngestBatch:
     def take(self, order: np.ndarray) -> IngestBatch:
         """The batch's rows in ``order`` (a permutation of its rows), every column (given
         ids too) alike. The names of fact types and stems are listed in their first-seen
-        order in ``order``, as :func:`normalize_rows` lists them for the reordered rows (a store's codes then
-        follow its rows, whether the batch is written or replayed from the log)."""
+        order in ``order``, as :func:`normalize_rows` lists them for the reordered rows (a
+        store's codes then follow its rows, whether the batch is written or replayed from
+        the log)."""
         ft_names, ft_codes = _first_seen(self.fact_type_names, self.fact_type_codes, order)
         stem_names, stem_codes = _first_seen(self.stem_names, self.stem_codes, order)
         return replace(self, **{name: getattr(self, name)[order] for name in self.ROW_ARRAYS},

@@ -202,19 +202,16 @@ class ShardedEngine:
         driver (a SchemaError names the batch's own row), given global ids (numbering the
         rows in the order one engine would store them, or its ``id`` column, checked
         against every shard) and one ``ingested_at`` (now, unless given), then split by
-        placement; each shard ingests its part, stored in ``order`` (as
-        ``Engine.ingest``'s: ``"auto"``, ``"valid_from"`` or ``"input"``; a batch that
-        ``order`` reorders has every shard's part stored by ``valid_from``). Returns the
-        ids."""
+        placement; each shard stores its part in the order one engine would store the
+        batch under ``order`` (``Engine.ingest``'s: ``"auto"``, ``"valid_from"`` or
+        ``"input"``). Returns the ids."""
         ingest_order(order)
         rows = embed_content(self.embedder, rows)
         now = now_us()
         batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now)
         raw = {k: v for k, v in _raw_columns(rows).items() if not re.fullmatch(r"__index_level_\d+__", str(k))}
         n = batch.n
-        perm = storage_order(batch.valid_from, order)
-        if perm is not None:  # the batch is reordered: so is each shard's part, whatever its size
-            order = "valid_from"
+        perm = storage_order(batch.valid_from, order)  # None: stored as given
         if batch.ids is not None:
             ids = np.asarray(batch.ids, np.uint64)
             held = np.zeros(n, bool)
@@ -232,12 +229,13 @@ class ShardedEngine:
             raw["ingested_at"] = np.full(n, now, np.int64)
         stems = batch.stem_id
         place = np.array([shard_of(s, self.n_shards, int(i)) for s, i in zip(stems, ids)], np.int64)
+        stored = np.arange(n) if perm is None else perm  # the rows in the order one engine stores them
         refs, shards = [], []
         for s in range(self.n_shards):
-            src = np.flatnonzero(place == s)
-            if len(src):
+            src = stored[place[stored] == s]
+            if len(src):  # each part in that order already: the shard stores it as given
                 part = {name: _take(name, col, src) for name, col in raw.items()}
-                refs.append(self._actors[s].run.remote("ingest", part, order=order))
+                refs.append(self._actors[s].run.remote("ingest", part, order="input"))
                 shards.append(s)
         self._wait(refs, shards)
         self._next_id = max(self._next_id, int(ids.max()) + 1)
