@@ -472,9 +472,10 @@ def test_lone_scan_matches_reference_under_every_option(metric, share):
     removes or penalises a row: retractions and per-call known_at, tau, a fact-type mask,
     the out-of-force and future policies of latest mode, both fusions, windows, mode
     "all", no arbitration; and the same rows as the group scan (the query inside a batch
-    of 64 with scan="bounds") and as a batch of two (split into lone scans). At a
-    hundredth in force the stage's rows are sparse (fewer than one in 32 of the store) and
-    the scan takes them in the order they come, not in storage order."""
+    of 64 with scan="bounds"), as batches of two to four (split into lone scans) and of
+    five (a group scan). At a hundredth in force the stage's rows are sparse (fewer than
+    one in 32 of the store) and the scan takes them in the order they come, not in
+    storage order."""
     from conftest import policy_for
     from chrono_engine.synthetic import make_corpus
     c = make_corpus(3000, 48, clusters=16, seed=23)
@@ -521,11 +522,13 @@ def test_lone_scan_matches_reference_under_every_option(metric, share):
                 qb = batch.column("query").to_numpy() == 7 * i
                 np.testing.assert_array_equal(got[-1], batch.column("id").to_numpy()[qb], err_msg=f"{mode} {kw}")
         assert_same_topk(got, gs, exp)
-        # a batch of two: each query its own lone scan (run_certified splits the pair)
-        two = eng.search_batch(q[:2], 10, mode=mode, known_at=known[:2], exact=True, **times(slice(0, 2)), **kw)
-        for i in range(2):
-            qb = two.column("query").to_numpy() == i
-            np.testing.assert_array_equal(two.column("id").to_numpy()[qb], got[i], err_msg=f"{mode} {kw}")
+        # batches of two to four: each query its own lone scan (run_certified splits the
+        # group); five: the group scan again
+        for m in (2, 3, 4, 5):
+            few = eng.search_batch(q[:m], 10, mode=mode, known_at=known[:m], exact=True, **times(slice(0, m)), **kw)
+            for i in range(m):
+                qb = few.column("query").to_numpy() == i
+                np.testing.assert_array_equal(few.column("id").to_numpy()[qb], got[i], err_msg=f"{mode} {kw} {m}")
 
 
 def test_hit_strings_by_batch_match_column_takes():
