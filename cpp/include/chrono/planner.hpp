@@ -179,7 +179,8 @@ inline bool similarity_first(const GroupContext& c, int stage) {
 inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                           const std::vector<std::size_t>& where);
 
-// The most queries a certified group splits into lone scans (run_certified).
+// The most queries a certified group splits into lone scans (run_certified; from three, only
+// where each has at most an eighth of the store in force).
 inline constexpr std::size_t kLoneSplit = 4;
 
 // A group: the probe plan (probe.hpp) for the queries it applies to, the certified plan
@@ -222,8 +223,16 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
   // row-level decay bound prunes little across distant times; on the same store, us per
   // query, group against lone scans (exact=True): 1% in force 316 / 155 (3 queries) and
   // 218 / 145 (4); a tenth 1,805 / 923 and 1,308 / 863; half 6,081 / 4,664 and 4,450 /
-  // 4,802. From 8 queries the group wins at 1% and a tenth.
-  if (qs.size() >= 2 && qs.size() <= kLoneSplit && lone_scan_possible(qs[0], st.dim())) {
+  // 4,802. From 8 queries the group wins at 1% and a tenth. Where much of the store is in
+  // force the group shares it: at half in force and one T, five queries cost ~2,900 us each
+  // in a group against ~5,000 apart; so three or four split only where each has at most
+  // an eighth of the store in force (the interval index's count).
+  bool split = qs.size() == 2;
+  if (qs.size() >= 3 && qs.size() <= kLoneSplit) {
+    split = true;
+    for (const Searcher& q : qs) split = split && q.in_force_count() <= st.meta().size() / 8;
+  }
+  if (split && lone_scan_possible(qs[0], st.dim())) {
     for (std::size_t g = 0; g < qs.size(); ++g) {
       std::vector<Searcher> one{qs[g]};
       run_certified(one, st, out, std::vector<std::size_t>{where[g]});
