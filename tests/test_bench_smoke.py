@@ -319,10 +319,12 @@ def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = tmp_path / "serve.json"
     rep = serve_load.main(["--n", "3000", "--dim", "16", "--queries", "40", "--seconds", "1", "--max-requests", "200",
-                           "--concurrency", "1", "4", "--no-peer", "--work", str(tmp_path / "w"), "--json", str(out)])
+                           "--concurrency", "1", "4", "--rounds", "2", "--no-peer", "--work", str(tmp_path / "w"),
+                           "--json", str(out)])
     rows = rep["services"]["chrono_engine"]
     assert [r["concurrency"] for r in rows] == [1, 4]
     assert all(r["requests"] > 0 and r["errors"] == 0 and r["recall"] >= 0.95 for r in rows)
+    assert all(len(r["qps_rounds"]) == 2 and r["qps"] == min(r["qps_rounds"]) for r in rows)  # the lower middle of 2
     assert json.loads(out.read_text())["in_process"]["search_batch_qps"] > 0
 
 
