@@ -472,8 +472,8 @@ def test_lone_scan_matches_reference_under_every_option(metric, share):
     removes or penalises a row: retractions and per-call known_at, tau, a fact-type mask,
     the out-of-force and future policies of latest mode, both fusions, windows, mode
     "all", no arbitration; and the same rows as the group scan (the query inside a batch
-    of 64 with scan="bounds"), as batches of two to four (split into lone scans) and of
-    five (a group scan). At a hundredth in force the stage's rows are sparse (fewer than
+    of 64 with scan="bounds"), as batches of two to five (split into lone scans) and of
+    six (a group scan). At a hundredth in force the stage's rows are sparse (fewer than
     one in 32 of the store) and the scan takes them in the order they come, not in
     storage order."""
     from conftest import policy_for
@@ -522,9 +522,10 @@ def test_lone_scan_matches_reference_under_every_option(metric, share):
                 qb = batch.column("query").to_numpy() == 7 * i
                 np.testing.assert_array_equal(got[-1], batch.column("id").to_numpy()[qb], err_msg=f"{mode} {kw}")
         assert_same_topk(got, gs, exp)
-        # batches of two to four: each query its own lone scan (run_certified splits the
-        # group); five: the group scan again
-        for m in (2, 3, 4, 5):
+        # batches of two to five: each query its own lone scan (run_certified splits the
+        # group; from three only with at most an eighth of the store in force); six: the
+        # group scan again
+        for m in (2, 3, 4, 5, 6):
             few = eng.search_batch(q[:m], 10, mode=mode, known_at=known[:m], exact=True, **times(slice(0, m)), **kw)
             for i in range(m):
                 qb = few.column("query").to_numpy() == i

@@ -181,7 +181,7 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
 
 // The most queries a certified group splits into lone scans (run_certified; from three, only
 // where each has at most an eighth of the store in force).
-inline constexpr std::size_t kLoneSplit = 4;
+inline constexpr std::size_t kLoneSplit = 5;
 
 // A group: the probe plan (probe.hpp) for the queries it applies to, the certified plan
 // (and per query the graph plan) for the others.
@@ -219,14 +219,16 @@ inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vecto
   // own lone scan. Certified answers do not depend on the grouping. Two queries: 200k x
   // 384 steep, 1% in force, ~370 against ~240 us per query; a tenth in force with
   // exact=True, the same within noise. Up to kLoneSplit queries at arbitrary times (a small
-  // coalesced group): a group of 3 or 4 scans the union of their rows in force, whose
+  // coalesced group): a group of 3 to 5 scans the union of their rows in force, whose
   // row-level decay bound prunes little across distant times; on the same store, us per
   // query, group against lone scans (exact=True): 1% in force 316 / 155 (3 queries) and
   // 218 / 145 (4); a tenth 1,805 / 923 and 1,308 / 863; half 6,081 / 4,664 and 4,450 /
-  // 4,802. From 8 queries the group wins at 1% and a tenth. Where much of the store is in
-  // force the group shares it: at half in force and one T, five queries cost ~2,900 us each
-  // in a group against ~5,000 apart; so three or four split only where each has at most
-  // an eighth of the store in force (the interval index's count).
+  // 4,802. Five at random times: 1% 182 / 131, a tenth 1,129 / 879; at one T: 185 / 138
+  // and 1,009 / 932. Six at one T and a tenth the group won (887 / 941), from eight at
+  // random times too (a tenth: 731 / 857). Where much of the store is in force the group
+  // shares it: at half in force and one T, five queries cost ~2,900 us each in a group
+  // against ~5,000 apart; so three to five split only where each has at most an eighth of
+  // the store in force (the interval index's count).
   bool split = qs.size() == 2;
   if (qs.size() >= 3 && qs.size() <= kLoneSplit) {
     split = true;
