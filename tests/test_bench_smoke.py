@@ -325,6 +325,7 @@ def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     assert [r["concurrency"] for r in rows] == [1, 4]
     assert all(r["requests"] > 0 and r["errors"] == 0 and r["recall"] >= 0.95 for r in rows)
     assert all(len(r["qps_rounds"]) == 2 and r["qps"] == min(r["qps_rounds"]) for r in rows)  # the lower middle of 2
+    assert all("answers" not in r for r in rows)  # kept only for the recall
     assert json.loads(out.read_text())["in_process"]["search_batch_qps"] > 0
 
 

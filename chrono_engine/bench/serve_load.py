@@ -8,14 +8,14 @@ Two services, each its own process on 127.0.0.1:
   one query per request, behind the same Starlette + uvicorn stack.
 
 For each service and each concurrency C, C clients (callback-driven asyncio protocols on
-uvloop speaking HTTP/1.1, each on its own keep-alive connection) each send ``POST search`` requests one after another (a
-closed loop) for ``--seconds`` or until
-``--max-requests`` answers, on the same queries. Reported per row: QPS, p50 / p95 / p99
-latency, recall@10 against the NumPy oracle, and the server process's CPU use in cores (its
-user + system time over the run's wall time) beside the clients' (this process's). Each
-(service, concurrency) runs ``--rounds`` times (3), the concurrencies in turn, and the
-median run is the row; every run's QPS is listed beside it. Also measured in this process first, on the
-same queries: ``search_batch`` over all of them and one ``search`` per query, the ratios the
+uvloop speaking HTTP/1.1, each on its own keep-alive connection) each send ``POST search``
+requests one after another (a closed loop) for ``--seconds`` or until ``--max-requests``
+answers, on the same queries. Reported per row: QPS, p50 / p95 / p99 latency, recall@10
+against the NumPy oracle, and the server process's CPU use in cores (its user + system time
+over the run's wall time) beside the clients' (this process's). Each (service, concurrency)
+runs ``--rounds`` times (3), the concurrencies in turn, and the median run is the row;
+every run's QPS is listed beside it. Also measured in this process first, on the same
+queries: ``search_batch`` over all of them and one ``search`` per query, the ratios the
 issue names (service at C = 64 against in-process ``search_batch``; single-client p50
 against the in-process single-query latency)::
 
@@ -24,8 +24,8 @@ against the in-process single-query latency)::
     chrono bench --serve --n 20000 --dim 64 --seconds 3           # a quick look
 
 The clients run in this process, on one core's worth of Python at most; on a small machine
-they share the cores with the server, and the CPU column says how busy each server was. The store is built once and kept under ``--work`` (default
-``bench_out/serve``) for later runs.
+they share the cores with the server, and the CPU columns say how busy each side was. The
+store is built once and kept under ``--work`` (default ``bench_out/serve``) for later runs.
 """
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def median_run(runs: list) -> dict:
     shared machine one run can land in a slow or a fast spell (at 64 clients on the 2-core
     VM, 2,700 to 4,600 QPS minutes apart)."""
     order = sorted(range(len(runs)), key=lambda i: runs[i]["qps"])
-    row = dict(runs[order[(len(runs) - 1) // 2]])
+    row = {k: v for k, v in runs[order[(len(runs) - 1) // 2]].items() if k != "answers"}
     row["qps_rounds"] = [r["qps"] for r in runs]
     return row
 
