@@ -424,6 +424,11 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
                           ("It will happen 1/1/2015 after 2:00", "0001-01-01T00:00:00", "Pacific/Pago_Pago")):
         for e in ce.parse_time(text, now=now, tz=tz):
             assert e.start is None or e.end is None or e.start < e.end
+    # CI fuzz run of 2026-12-05 (fuzz/corpus/parse_time/finding-hours-to-24-on-the-last-day):
+    # hours ending at 24 in a part of the day ("下午3-0": 15:00-24:00) on the last day
+    text = "\udc90|\x0000&:+0+0d2023彍\udc883下午3-0@下月\udce5\udc88d@\udcff下"
+    for f in ce.ground(text, "9999-12-31T12:00:00", tz="UTC"):
+        assert f.start is None or f.end is None or f.start < f.end
     # CI fuzz run of 2026-12-02: a bound on "24:00" of the last day (clamped to the last
     # representable instant) took one microsecond past it
     for text in ("until 24:00", "before 24:00", "after 24:00", "since 24:00", "@<24:00"):

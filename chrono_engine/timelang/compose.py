@@ -901,7 +901,11 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         else:
             ds = day.start
         start = ds.replace(hour=h1, minute=m1) if h1 < 24 else ds
-        end = ds.replace(hour=h2 % 24, minute=m2) + (timedelta(days=1) if h2 == 24 else timedelta(0))
+        try:
+            end = ds.replace(hour=h2 % 24, minute=m2) + (timedelta(days=1) if h2 == 24 else timedelta(0))
+        except OverflowError:  # "...-24:00" on the calendar's last day: the day alone, as past 24
+            out.append(day)
+            continue
         out.append(range_cand(b, e, start, end, c.grain))
     return out
 
