@@ -212,8 +212,8 @@ def median_run(runs: list) -> dict:
     of the two middle ones for an even count), with every run's QPS as ``qps_rounds``: on a
     shared machine one run can land in a slow or a fast spell (at 64 clients on the 2-core
     VM, 2,700 to 4,600 QPS minutes apart)."""
-    order = sorted(range(len(runs)), key=lambda i: runs[i]["qps"])
-    row = {k: v for k, v in runs[order[(len(runs) - 1) // 2]].items() if k != "answers"}
+    median = sorted(runs, key=lambda r: r["qps"])[(len(runs) - 1) // 2]
+    row = {k: v for k, v in median.items() if k != "answers"}
     row["qps_rounds"] = [r["qps"] for r in runs]
     return row
 

@@ -216,26 +216,18 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
 inline void run_certified(std::vector<Searcher>& qs, const Store& st, std::vector<QueryResult>& out,
                           const std::vector<std::size_t>& where) {
   // A few queries share too little to pay for the group scans' bookkeeping: each takes its
-  // own lone scan. Certified answers do not depend on the grouping. Two queries: 200k x
-  // 384 steep, 1% in force, ~370 against ~240 us per query; a tenth in force with
-  // exact=True, the same within noise. Up to kLoneSplit queries at arbitrary times (a small
-  // coalesced group): a group of 3 to 5 scans the union of their rows in force, whose
-  // row-level decay bound prunes little across distant times; on the same store, us per
-  // query, group against lone scans (exact=True): 1% in force 316 / 155 (3 queries) and
-  // 218 / 145 (4); a tenth 1,805 / 923 and 1,308 / 863; half 6,081 / 4,664 and 4,450 /
-  // 4,802. Five at random times: 1% 182 / 131, a tenth 1,129 / 879; at one T: 185 / 138
-  // and 1,009 / 932. Six at one T and a tenth the group won (887 / 941), from eight at
-  // random times too (a tenth: 731 / 857). Where much of the store is in force the group
-  // shares it: at half in force and one T, five queries cost ~2,900 us each in a group
-  // against ~5,000 apart; so three to five split only where each has at most an eighth of
-  // the store in force (the interval index's count).
-  bool split = qs.size() == 2;
-  if (qs.size() >= 3 && qs.size() <= kLoneSplit) {
-    split = true;
-    for (const Searcher& q : qs) split = split && q.in_force_count() <= st.meta().size() / 8;
-  }
+  // own lone scan (certified answers do not depend on the grouping). Three to kLoneSplit
+  // queries at unrelated times scan the union of their rows in force, where the decay
+  // bound over distant times prunes little; but where much of the store is in force the
+  // group shares its rows, so those split only with at most an eighth of the store in
+  // force each. Measured per query, group against lone scans: docs/search.md, step 3.
+  const std::size_t G = qs.size();
+  const bool split = G == 2 || (G >= 3 && G <= kLoneSplit &&
+                                std::all_of(qs.begin(), qs.end(), [&](const Searcher& q) {
+                                  return q.in_force_count() <= st.meta().size() / 8;
+                                }));
   if (split && lone_scan_possible(qs[0], st.dim())) {
-    for (std::size_t g = 0; g < qs.size(); ++g) {
+    for (std::size_t g = 0; g < G; ++g) {
       std::vector<Searcher> one{qs[g]};
       run_certified(one, st, out, std::vector<std::size_t>{where[g]});
     }
