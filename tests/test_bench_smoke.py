@@ -402,3 +402,15 @@ def test_scale_bench_builds_in_resumable_increments(tmp_path, capsys):
     assert mod.main(["measure", "--path", store, "--queries", "16", "--peer-queries", "2", "--json", str(out_json)]) == 0
     rows = json.loads(out_json.read_text())["rows"]
     assert len(rows) == 6 and all(r["recall"] >= 0.95 and r["numba_qps"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--rounds", "10"], ["--seconds", "0.5"],
+                                  ["--max-requests", "0"], ["--concurrency", "0"]])
+def test_serve_load_bench_refuses_unbounded_loops(argv, tmp_path, capsys):
+    """``chrono bench --serve``'s loop bounds are checked before any work: a usage error
+    naming them, nothing built."""
+    from chrono_engine.bench import serve_load
+    with pytest.raises(SystemExit) as e:
+        serve_load.main(argv + ["--work", str(tmp_path / "w")])
+    assert e.value.code == 2 and "--rounds 1-9" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
