@@ -466,7 +466,7 @@ def cmd_serve(args) -> int:
     try:
         serve(args.store, host=args.host, port=args.port, name=args.name, keys_file=args.keys_file,
               allow_anonymous=args.no_auth, limits=limits, threads=args.threads, snapshots=args.snapshots,
-              read_only=args.read_only, refresh=args.refresh)
+              read_only=args.read_only, refresh=args.refresh, workers=args.workers)
     except ImportError as e:
         raise CliError(f"the service needs its extra: pip install 'chrono_engine[serve]' ({e})", EXIT_REFUSED) from None
     return EXIT_OK
@@ -710,6 +710,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a read replica: no writer lock (serve beside the store's writer), writes answer 403")
     p.add_argument("--refresh", type=_seconds_in(0.0, 86400.0), metavar="SECONDS",
                    help="with --read-only: open the store again when it has changed, checked this often")
+    p.add_argument("--workers", type=_int_in(1, 256, ""), default=1,
+                   help="with --read-only: worker processes on one port, each its own engine and event loop "
+                        "(--threads each; default: the cores shared out)")
     p.set_defaults(run=cmd_serve)
 
     p = sub.add_parser("plot-decay", help="draw the decay curves of a store's policy, of --decay flags, "

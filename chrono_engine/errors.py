@@ -26,7 +26,9 @@ The family, by what went wrong (the built-in each one also is, in brackets):
 - installation: :class:`MissingDependencyError` (an optional dependency of one layer is
   not installed; the message names the extra to install) [ImportError];
 - distribution: :class:`ShardError` (a shard of a sharded engine died or did not answer
-  in time) [RuntimeError].
+  in time) [RuntimeError];
+- serving: :class:`ServiceError` (a worker process of ``chrono serve --workers`` exited)
+  [RuntimeError].
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ __all__ = ["ChronoError", "SchemaError", "QueryError", "ConfigError", "FitError"
            "LifecycleError", "NotFoundError", "StorageError", "CorruptStoreError", "StoreLockedError",
            "TimeParseError",
            "DataFileError", "EmbeddingError", "MissingDependencyError", "ModelFileError", "DatasetNotFoundError", "DownloadError",
-           "ShardError"]
+           "ShardError", "ServiceError"]
 
 
 class ChronoError(Exception):
@@ -162,3 +164,13 @@ class ShardError(ChronoError, RuntimeError):
     def __init__(self, message: str, *, shard: int | None = None):
         super().__init__(message)
         self.shard = shard
+
+
+class ServiceError(ChronoError, RuntimeError):
+    """A worker process of a multi-process service (``chrono serve --read-only --workers
+    N``) exited while serving; ``worker`` says which. The supervisor stops the others and
+    ends (docs/serve.md: a process manager restarts the service)."""
+
+    def __init__(self, message: str, *, worker: int | None = None):
+        super().__init__(message)
+        self.worker = worker

@@ -59,7 +59,8 @@ processes can serve one store beside its writer); every write endpoint answers 4
 seconds and, when the writer has logged a write or checkpointed since, opens it again and
 serves the new state (the old one answers the requests already under way; two copies are
 in memory while it opens). One process's event loop serves ~5 k requests/s whatever the
-core count; replicas are how reads scale past that on one machine (docs/serve.md).
+core count; replicas are how reads scale past that on one machine: ``--read-only --workers
+N`` runs N of them as one service on one port (:func:`_serve_workers`, docs/serve.md).
 """
 from __future__ import annotations
 
@@ -374,14 +375,15 @@ _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, limits: Limits | None = None,
              allow_anonymous: bool = False, save_on_shutdown: bool = True, log: Any = None,
              snapshots: str | os.PathLike | None = None, read_only: bool = False,
-             refresh: tuple[str | os.PathLike, float] | None = None) -> Any:
+             refresh: tuple[str | os.PathLike, float] | None = None, worker: int | None = None) -> Any:
     """The ASGI app serving ``engine`` as collection ``name`` (see the module docstring).
     ``log``: a writable text stream for the JSON-lines request log (default stderr; None
     after ``log=False``), written in batches at most 50 ms apart and at shutdown. ``snapshots``: the directory of named snapshots (default
     ``<store>.snapshots`` beside the engine's store; none for an engine without a store).
     ``read_only``: every write endpoint answers 403 ``read_only``. ``refresh``: (store path,
     seconds): a read replica that opens the store again (read-only) when it has changed,
-    checked every that many seconds (:func:`store_version`)."""
+    checked every that many seconds (:func:`store_version`). ``worker``: the worker
+    process's index (``chrono serve --workers``), given in each log line."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -389,9 +391,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     keys = keys if keys is not None else Keys()
     limits = limits or Limits()
-    if not keys and not allow_anonymous:
-        raise ConfigError("no API keys (set CHRONO_API_KEYS / CHRONO_READ_KEYS or a keys file); "
-                          "pass allow_anonymous=True (--no-auth) for a loopback-only development server")
+    _need_keys(keys, allow_anonymous)
     log = sys.stderr if log is None else (None if log is False else log)
     if refresh is not None:
         try:
@@ -802,10 +802,19 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     def flush_log() -> None:
         if pending and log is not None:
-            text = b"".join(pending).decode()
+            # at most ~4 KiB a write, in whole lines: a pipe takes such a write whole, so the
+            # lines of the workers sharing one (--workers) never interleave mid-line
+            chunk: list = []
+            size = 0
+            for line in pending + [None]:
+                if line is None or (chunk and size + len(line) > 4000):
+                    log.write(b"".join(chunk).decode())
+                    log.flush()
+                    chunk, size = [], 0
+                if line is not None:
+                    chunk.append(line)
+                    size += len(line)
             pending.clear()
-            log.write(text)
-            log.flush()
 
     def record(method: str, endpoint: str, status: int, t0: float) -> None:
         """A request's metrics and its log line. Lines are written together, at most
@@ -814,8 +823,11 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         dt = time.perf_counter() - t0
         metrics.observe(endpoint, status, dt)
         if log is not None:
-            pending.append(_dumps({"ts": _dt.datetime.now(_dt.timezone.utc), "method": method, "endpoint": endpoint,
-                                   "status": status, "ms": round(dt * 1e3, 3)}) + b"\n")
+            line = {"ts": _dt.datetime.now(_dt.timezone.utc), "method": method, "endpoint": endpoint,
+                    "status": status, "ms": round(dt * 1e3, 3)}
+            if worker is not None:
+                line["worker"] = worker
+            pending.append(_dumps(line) + b"\n")
             if len(pending) >= 256:
                 flush_log()
             elif len(pending) == 1:
@@ -1036,19 +1048,36 @@ def openapi_spec(name: str) -> dict:
 def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | None = None,
           keys_file: str | None = None, allow_anonymous: bool = False, limits: Limits | None = None,
           threads: int | None = None, snapshots: str | None = None, read_only: bool = False,
-          refresh: float | None = None) -> None:
+          refresh: float | None = None, workers: int = 1) -> None:
     """Open the store at ``path`` for writing and serve it until SIGINT/SIGTERM (uvicorn,
     one process, one engine; graceful: in-flight requests finish, then a checkpoint).
     ``read_only``: a read replica (no writer lock; writes answer 403), opening the store
-    again every ``refresh`` seconds when it has changed."""
+    again every ``refresh`` seconds when it has changed. ``workers`` > 1 (read replicas
+    only): that many worker processes, each its own engine and event loop, accepting on
+    one listening socket, with ``threads`` engine threads each (default: the cores shared
+    out among them); see :func:`_serve_workers`."""
     import uvicorn
 
     from .engine import Engine
+    from ._args import count
     if allow_anonymous and host not in ("127.0.0.1", "::1", "localhost"):
         raise ConfigError("--no-auth serves only a loopback address (127.0.0.1, ::1)")
     if refresh is not None and not read_only:
         raise ConfigError("--refresh is for a read replica (--read-only)")
+    workers = count(workers, "workers", lo=1, hi=256, error=ConfigError)
+    if workers > 1 and not read_only:
+        raise ConfigError("--workers N serves a read replica (--read-only): the store has one writer, so a "
+                          "service that writes is one process; run the writer beside the replicas (docs/serve.md)")
     keys = Keys.from_env(keys_file)
+    _need_keys(keys, allow_anonymous)  # before the store opens or any worker starts
+    if workers > 1:
+        if threads is None:
+            threads = max(1, (os.cpu_count() or 1) // workers)
+        _serve_workers(workers, host, port, dict(
+            path=path, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
+            threads=threads, snapshots=snapshots, refresh=(path, refresh) if refresh is not None else None,
+            supervisor=os.getpid()))
+        return
     engine = Engine.open(path, threads=threads, read_only=read_only)
     app = make_app(engine, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
                    snapshots=snapshots, read_only=read_only,
@@ -1068,6 +1097,140 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
         engine.close()
 
 
+def _need_keys(keys: Keys, allow_anonymous: bool) -> None:
+    if not keys and not allow_anonymous:
+        raise ConfigError("no API keys (set CHRONO_API_KEYS / CHRONO_READ_KEYS or a keys file); "
+                          "pass allow_anonymous=True (--no-auth) for a loopback-only development server")
+
+
+def _listen(host: str, port: int) -> Any:
+    """The listening socket that the workers of :func:`_serve_workers` share."""
+    import socket
+    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)  # uvicorn's backlog
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
+    """``workers`` processes (started fresh: ``spawn``), each opening the store read-only and
+    serving it with its own engine and event loop (:func:`_worker`), all accepting on one
+    listening socket bound here: the kernel hands each connection to a worker that is
+    waiting in ``accept``, so a busy one takes fewer. A worker that cannot start (the store
+    unreadable, say) fails the whole start with its error. Then this process waits: SIGINT
+    or SIGTERM is passed on to every worker as SIGTERM (each finishes its requests under
+    way, as one process does); a worker that exits meanwhile stops the others and raises
+    :class:`ServiceError` (a process manager restarts the service)."""
+    import multiprocessing
+    import signal
+    from multiprocessing.connection import wait
+
+    from . import errors
+    from .errors import ServiceError
+    ctx = multiprocessing.get_context("spawn")
+    sock = _listen(host, port)
+    stop: list = []
+    old = {s: signal.signal(s, lambda signum, frame: stop.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    procs: list = []
+    try:
+        conns = {}
+        for i in range(workers):
+            r, w = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(i, sock, w, kw), name=f"chrono-serve-{i}")
+            p.start()
+            w.close()
+            procs.append(p)
+            conns[r] = i
+        while conns and not stop:  # every worker has opened the store, or one could not
+            for c in wait(list(conns), timeout=0.5):
+                i = conns.pop(c)
+                try:
+                    msg = c.recv()
+                except EOFError:
+                    procs[i].join(5)
+                    raise ServiceError(f"worker {i} exited before it was ready (exit status {procs[i].exitcode})",
+                                       worker=i) from None
+                finally:
+                    c.close()
+                if msg[0] == "error":  # the worker's own error: the store's, the engine's, ...
+                    cls = getattr(errors, msg[1], None)
+                    if not (isinstance(cls, type) and issubclass(cls, errors.ChronoError)):
+                        raise ServiceError(f"worker {i} could not start: {msg[1]}: {msg[2]}", worker=i)
+                    raise cls(msg[2])
+        while not stop:
+            done = wait([p.sentinel for p in procs], timeout=0.5)
+            for i, p in enumerate(procs):
+                if p.sentinel in done and not stop:
+                    p.join(5)
+                    raise ServiceError(f"worker {i} exited (exit status {p.exitcode}) while serving; "
+                                       "the other workers were stopped", worker=i)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                os.kill(p.pid, signal.SIGTERM)
+        for p in procs:
+            p.join(60)
+            if p.is_alive():  # past uvicorn's own 30 s for requests under way
+                p.kill()
+                p.join()
+        sock.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _end_with_parent(sig: int, parent: int) -> None:
+    """Have the kernel send ``sig`` to this process when its parent (pid ``parent``) ends
+    (Linux's ``PR_SET_PDEATHSIG``): a supervisor killed outright (SIGKILL, an OOM kill) must
+    not leave its workers serving the port. Where the parent is already gone, ``sig`` now."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, sig, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+
+
+def _worker(index: int, sock: Any, ready: Any, kw: dict) -> None:
+    """One worker process of :func:`_serve_workers`: the store opened read-only, the app
+    made, "ready" (or the error) sent up ``ready``, then uvicorn on the shared socket until
+    SIGTERM (SIGINT is the supervisor's to pass on: a terminal's Ctrl-C reaches every
+    process of its group, and a second SIGINT would make uvicorn drop requests under way)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent(signal.SIGTERM, kw["supervisor"])
+    import uvicorn
+
+    from .engine import Engine
+    try:
+        engine = Engine.open(kw["path"], threads=kw["threads"], read_only=True)
+        app = make_app(engine, name=kw["name"], keys=kw["keys"], allow_anonymous=kw["allow_anonymous"],
+                       limits=kw["limits"], snapshots=kw["snapshots"], read_only=True, refresh=kw["refresh"],
+                       worker=index)
+    except Exception as e:  # noqa: BLE001 - the supervisor raises it
+        ready.send(("error", type(e).__name__, str(e)))
+        ready.close()
+        sys.exit(1)
+    server = _Server(uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=30,
+                                    proxy_headers=False), signals=(signal.SIGTERM,))
+    gc.collect()
+    gc.freeze()
+    ready.send(("ready",))
+    ready.close()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        app.state.engine().close()
+        engine.close()
+
+
 def _server_class() -> Any:
     import contextlib
     import signal
@@ -1079,12 +1242,14 @@ def _server_class() -> Any:
         shut down gracefully (uvicorn re-raises the signal, which kills the process before
         the engine is closed)."""
 
+        signals = (signal.SIGINT, signal.SIGTERM)
+
         @contextlib.contextmanager
         def capture_signals(self):
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            old = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+            old = {s: signal.signal(s, self.handle_exit) for s in self.signals}
             try:
                 yield
             finally:
@@ -1093,5 +1258,8 @@ def _server_class() -> Any:
     return Server
 
 
-def _Server(config: Any) -> Any:
-    return _server_class()(config)
+def _Server(config: Any, signals: tuple | None = None) -> Any:
+    server = _server_class()(config)
+    if signals is not None:
+        server.signals = signals
+    return server

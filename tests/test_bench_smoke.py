@@ -327,6 +327,12 @@ def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     assert all(len(r["qps_rounds"]) == 2 and r["qps"] == min(r["qps_rounds"]) for r in rows)  # the lower middle of 2
     assert all("answers" not in r for r in rows)  # kept only for the recall
     assert json.loads(out.read_text())["in_process"]["search_batch_qps"] > 0
+    # chrono serve --read-only --workers 2 on the same store: its two processes' CPU counted
+    rep = serve_load.main(["--n", "3000", "--dim", "16", "--queries", "40", "--seconds", "1", "--max-requests", "200",
+                           "--concurrency", "4", "--rounds", "1", "--no-peer", "--workers", "2",
+                           "--work", str(tmp_path / "w"), "--json", str(out)])
+    (row,) = rep["services"]["chrono_engine"]
+    assert row["requests"] > 0 and row["errors"] == 0 and row["recall"] >= 0.95 and row["server_cores"] > 0
 
 
 def test_serve_replicas_bench_runs_end_to_end(tmp_path, monkeypatch):
@@ -405,7 +411,7 @@ def test_scale_bench_builds_in_resumable_increments(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--rounds", "0"], ["--rounds", "10"], ["--seconds", "0.5"],
-                                  ["--max-requests", "0"], ["--concurrency", "0"]])
+                                  ["--max-requests", "0"], ["--concurrency", "0"], ["--workers", "0"]])
 def test_serve_load_bench_refuses_unbounded_loops(argv, tmp_path, capsys):
     """``chrono bench --serve``'s loop bounds are checked before any work: a usage error
     naming them, nothing built."""

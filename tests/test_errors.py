@@ -20,7 +20,8 @@ BUILTIN = {"SchemaError": ValueError, "QueryError": ValueError, "ConfigError": V
            "NotFoundError": KeyError, "StorageError": OSError, "CorruptStoreError": OSError, "StoreLockedError": OSError,
            "TimeParseError": ValueError, "DataFileError": ValueError, "EmbeddingError": ValueError,
            "MissingDependencyError": ImportError, "ModelFileError": OSError,
-           "DatasetNotFoundError": ValueError, "DownloadError": OSError, "ShardError": RuntimeError}
+           "DatasetNotFoundError": ValueError, "DownloadError": OSError, "ShardError": RuntimeError,
+           "ServiceError": RuntimeError}
 
 
 def test_every_class_is_a_chrono_error_and_its_builtin():

@@ -3,7 +3,9 @@ closed-loop clients on loopback, in the same run.
 
 Two services, each its own process on 127.0.0.1:
 
-* ``chrono serve STORE`` (Starlette + uvicorn, the engine coalescing concurrent searches);
+* ``chrono serve STORE`` (Starlette + uvicorn, the engine coalescing concurrent searches;
+  with ``--workers N`` > 1, ``chrono serve STORE --read-only --workers N``: N processes on
+  one port, the CPU column summing them);
 * the peer service (``chrono_engine.bench.peer_service``): the harness's fused Numba scan,
   one query per request, behind the same Starlette + uvicorn stack.
 
@@ -21,6 +23,7 @@ against the in-process single-query latency)::
 
     python benches/bench_serve.py                                 # 200k x 384 steep, as_of 10%
     python benches/bench_serve.py --regime gentle --selectivity 0.5
+    python benches/bench_serve.py --workers 2      # chrono serve --read-only --workers 2
     chrono bench --serve --n 20000 --dim 64 --seconds 3           # a quick look
 
 The clients run in this process, on one core's worth of Python at most; on a small machine
@@ -55,10 +58,22 @@ def free_port() -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds of a process and of its children alive now (the workers
+    of ``chrono serve --workers``; Linux /proc)."""
+    def own(p: int | str) -> tuple:
+        with open(f"/proc/{p}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[1]), int(fields[11]) + int(fields[12])  # ppid, utime + stime
+    ticks = own(pid)[1]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != pid:
+            try:
+                ppid, t = own(entry)
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                continue
+            if ppid == pid:
+                ticks += t
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def start(cmd: list, url: str, log: Path, timeout: float = 900) -> subprocess.Popen:
@@ -236,14 +251,17 @@ def main(argv=None) -> dict:
     p.add_argument("--max-requests", type=int, default=20_000, help="per (service, concurrency, round)")
     p.add_argument("--rounds", type=int, default=3,
                    help="runs per (service, concurrency), the concurrencies in turn; the median run is reported")
-    p.add_argument("--threads", type=int, default=None, help="the engine service's worker threads")
+    p.add_argument("--threads", type=int, default=None, help="the engine service's worker threads (each worker's)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="the engine service's worker processes (> 1: chrono serve --read-only --workers N)")
     p.add_argument("--no-peer", action="store_true", help="skip the peer service")
     p.add_argument("--work", default="bench_out/serve")
     p.add_argument("--json", default="bench_out/bench_serve.json")
     ns = p.parse_args(argv)
     if not 1 <= ns.seconds <= 120 or not 1 <= ns.max_requests <= 1_000_000 or any(c < 1 or c > 256 for c in ns.concurrency) \
-            or not 1 <= ns.rounds <= 9:
-        p.error("--seconds 1-120, --max-requests 1-1e6, --concurrency 1-256, --rounds 1-9 (every loop is bounded)")
+            or not 1 <= ns.rounds <= 9 or not 1 <= ns.workers <= 256:
+        p.error("--seconds 1-120, --max-requests 1-1e6, --concurrency 1-256, --rounds 1-9, --workers 1-256 "
+                "(every loop is bounded)")
     work = Path(ns.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     store, qv, T, fusion, oracle = workload(ns.regime, ns.n, ns.dim, ns.selectivity, ns.queries, work)
@@ -267,7 +285,8 @@ def main(argv=None) -> dict:
     services = {}
     port = free_port()
     cmd = [sys.executable, "-m", "chrono_engine.cli", "serve", str(store), "--no-auth", "--port", str(port),
-           "--max-body", str(1 << 24)] + (["--threads", str(ns.threads)] if ns.threads else [])
+           "--max-body", str(1 << 24)] + (["--threads", str(ns.threads)] if ns.threads else []) \
+        + (["--read-only", "--workers", str(ns.workers)] if ns.workers > 1 else [])
     services["chrono_engine"] = (cmd, f"http://127.0.0.1:{port}", f"/v1/collections/{store.name}/search")
     if not ns.no_peer:
         pport = free_port()
