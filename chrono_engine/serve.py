@@ -1127,6 +1127,7 @@ def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
     or SIGTERM is passed on to every worker as SIGTERM (each finishes its requests under
     way, as one process does); a worker that exits meanwhile stops the others and raises
     :class:`ServiceError` (a process manager restarts the service)."""
+    import builtins
     import multiprocessing
     import signal
     from multiprocessing.connection import wait
@@ -1158,9 +1159,9 @@ def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
                                        worker=i) from None
                 finally:
                     c.close()
-                if msg[0] == "error":  # the worker's own error: the store's, the engine's, ...
-                    cls = getattr(errors, msg[1], None)
-                    if not (isinstance(cls, type) and issubclass(cls, errors.ChronoError)):
+                if msg[0] == "error":  # the worker's own error (the store's, the engine's, the OS's): raised here
+                    cls = getattr(errors, msg[1], None) or getattr(builtins, msg[1], None)
+                    if not (isinstance(cls, type) and issubclass(cls, (errors.ChronoError, OSError))):
                         raise ServiceError(f"worker {i} could not start: {msg[1]}: {msg[2]}", worker=i)
                     raise cls(msg[2])
         while not stop:
