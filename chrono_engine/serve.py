@@ -322,6 +322,10 @@ def _search_group(batch: list) -> list:
     return eng._answers([r.payload[0] for r in batch], k, bodies, table="json" if not any(arrow) else False)
 
 
+#: seconds between a worker's publications of its counters (``chrono serve --workers``)
+_PUBLISH_EVERY = 1.0
+
+
 class _Metrics:
     """Counters and a latency histogram per endpoint, in Prometheus' text format."""
 
@@ -338,6 +342,47 @@ class _Metrics:
             h = self.hist.setdefault(endpoint, [0] * (len(self._BUCKETS) + 1) + [0.0])
             h[bisect.bisect_left(self._BUCKETS, seconds)] += 1  # its bucket; cumulated in text()
             h[-1] += seconds
+
+    def snapshot(self) -> dict:
+        """The counters as JSON-able data (what :meth:`publish` writes)."""
+        with self._lock:
+            return {"count": [[ep, st, n] for (ep, st), n in self.count.items()],
+                    "hist": {ep: list(h) for ep, h in self.hist.items()}}
+
+    def publish(self, folder: Path, worker: int) -> None:
+        """This worker's counters into ``folder`` (``chrono serve --workers``: the
+        supervisor's private folder), whole: written beside, then renamed over."""
+        tmp = folder / f".worker-{worker}.json"
+        tmp.write_bytes(orjson.dumps(self.snapshot()))
+        os.replace(tmp, folder / f"worker-{worker}.json")
+
+    def merged(self, folder: Path, worker: int) -> _Metrics:
+        """The service's counters: this worker's now, and every other worker's as it last
+        published them (at most :data:`_PUBLISH_EVERY` seconds old); a file that does not
+        read as counters is skipped."""
+        out = _Metrics()
+        snaps = [self.snapshot()]
+        for f in folder.glob("worker-*.json"):
+            if f.name != f"worker-{worker}.json":
+                try:
+                    snaps.append(orjson.loads(f.read_bytes()))
+                except (OSError, orjson.JSONDecodeError):
+                    continue
+        width = len(self._BUCKETS) + 2
+        for snap in snaps:
+            try:  # the whole file read first: one that is not counters adds nothing
+                counts = [(str(ep), int(st), int(n)) for ep, st, n in snap["count"]]
+                hists = [(str(ep), [int(v) for v in h[:-1]] + [float(h[-1])]) for ep, h in snap["hist"].items()
+                         if len(h) == width]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+            for ep, st, n in counts:
+                out.count[(ep, st)] = out.count.get((ep, st), 0) + n
+            for ep, h in hists:
+                mine = out.hist.setdefault(ep, [0] * (width - 1) + [0.0])
+                for i, v in enumerate(h):
+                    mine[i] += v
+        return out
 
     def text(self, items: int) -> str:
         out = ["# HELP chrono_requests_total Requests answered, by endpoint and status.",
@@ -375,7 +420,8 @@ _SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, limits: Limits | None = None,
              allow_anonymous: bool = False, save_on_shutdown: bool = True, log: Any = None,
              snapshots: str | os.PathLike | None = None, read_only: bool = False,
-             refresh: tuple[str | os.PathLike, float] | None = None, worker: int | None = None) -> Any:
+             refresh: tuple[str | os.PathLike, float] | None = None, worker: int | None = None,
+             shared_metrics: str | os.PathLike | None = None) -> Any:
     """The ASGI app serving ``engine`` as collection ``name`` (see the module docstring).
     ``log``: a writable text stream for the JSON-lines request log (default stderr; None
     after ``log=False``), written in batches at most 50 ms apart and at shutdown. ``snapshots``: the directory of named snapshots (default
@@ -383,7 +429,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     ``read_only``: every write endpoint answers 403 ``read_only``. ``refresh``: (store path,
     seconds): a read replica that opens the store again (read-only) when it has changed,
     checked every that many seconds (:func:`store_version`). ``worker``: the worker
-    process's index (``chrono serve --workers``), given in each log line."""
+    process's index (``chrono serve --workers``), given in each log line;
+    ``shared_metrics``: the workers' folder where each publishes its counters every
+    :data:`_PUBLISH_EVERY` seconds and from which ``/metrics`` sums them all."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -749,8 +797,21 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     async def readyz(request: Request) -> Response:
         return JSONResponse({"ready": state["ready"]}, status_code=200 if state["ready"] else 503)
 
+    shared = Path(shared_metrics) if shared_metrics is not None and worker is not None else None
+
     async def metrics_ep(request: Request) -> Response:
-        return PlainTextResponse(metrics.text(len(engine)), media_type="text/plain; version=0.0.4")
+        m = metrics if shared is None else metrics.merged(shared, worker)
+        return PlainTextResponse(m.text(len(engine)), media_type="text/plain; version=0.0.4")
+
+    async def publisher() -> None:
+        """A worker's counters published for the others' ``/metrics`` (a failed write is
+        tried again at the next turn)."""
+        while True:
+            try:
+                metrics.publish(shared, worker)
+            except OSError:
+                pass
+            await asyncio.sleep(_PUBLISH_EVERY)
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_spec(name))
@@ -914,9 +975,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                                       "message": str(e)[:500]}), file=log, flush=True)
 
     async def lifespan(app: Any):
-        task = asyncio.create_task(refresher(Path(refresh[0]), every)) if refresh else None
+        tasks = ([asyncio.create_task(refresher(Path(refresh[0]), every))] if refresh else []) + \
+            ([asyncio.create_task(publisher())] if shared is not None else [])
         yield
-        if task is not None:
+        for task in tasks:
             task.cancel()
         state["ready"] = False
         flush_log()
@@ -1053,8 +1115,8 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
     one process, one engine; graceful: in-flight requests finish, then a checkpoint).
     ``read_only``: a read replica (no writer lock; writes answer 403), opening the store
     again every ``refresh`` seconds when it has changed. ``workers`` > 1 (read replicas
-    only): that many worker processes, each its own engine and event loop, accepting on
-    one listening socket, with ``threads`` engine threads each (default: the cores shared
+    only; Linux): that many worker processes, each its own engine and event loop, sharing
+    the port, with ``threads`` engine threads each (default: the cores shared
     out among them); see :func:`_serve_workers`."""
     import uvicorn
 
@@ -1103,13 +1165,33 @@ def _need_keys(keys: Keys, allow_anonymous: bool) -> None:
                           "pass allow_anonymous=True (--no-auth) for a loopback-only development server")
 
 
-def _listen(host: str, port: int) -> Any:
-    """The listening socket that the workers of :func:`_serve_workers` share."""
+def _reserve(host: str, port: int) -> Any:
+    """The service's port, bound (not listening) with ``SO_REUSEPORT`` by the supervisor of
+    :func:`_serve_workers`: it holds the port (the one the OS picks for port 0) while each
+    worker binds and listens on its own socket at the same address (:func:`_listen`)."""
     import socket
+    if not sys.platform.startswith("linux") or not hasattr(socket, "SO_REUSEPORT"):
+        raise ConfigError("--workers needs Linux (its SO_REUSEPORT shares a port's connections out among processes)")
     family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(addr)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _listen(family: int, addr: tuple) -> Any:
+    """A worker's listening socket at the service's address (``SO_REUSEPORT``: the kernel
+    hands each new connection to one of the workers' sockets, by a hash of its addresses)."""
+    import socket
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(addr)
         sock.listen(2048)  # uvicorn's backlog
     except BaseException:
@@ -1120,13 +1202,16 @@ def _listen(host: str, port: int) -> Any:
 
 def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
     """``workers`` processes (started fresh: ``spawn``), each opening the store read-only and
-    serving it with its own engine and event loop (:func:`_worker`), all accepting on one
-    listening socket bound here: the kernel hands each connection to a worker that is
-    waiting in ``accept``, so a busy one takes fewer. A worker that cannot start (the store
+    serving it with its own engine and event loop (:func:`_worker`) on its own listening
+    socket at the port held here (``SO_REUSEPORT``; Linux): the kernel shares new
+    connections out among them by a hash of their addresses (one socket shared by all
+    would not: an asyncio loop accepts every pending connection at once, and one worker
+    took all 16 of a test's). A worker that cannot start (the store
     unreadable, say) fails the whole start with its error. Then this process waits: SIGINT
     or SIGTERM is passed on to every worker as SIGTERM (each finishes its requests under
     way, as one process does); a worker that exits meanwhile stops the others and raises
-    :class:`ServiceError` (a process manager restarts the service)."""
+    :class:`ServiceError` (a process manager restarts the service). The workers publish
+    their counters to a private folder made here, and each one's ``/metrics`` sums them."""
     import builtins
     import multiprocessing
     import signal
@@ -1134,36 +1219,47 @@ def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
 
     from . import errors
     from .errors import ServiceError
+    import shutil
+    import tempfile
     ctx = multiprocessing.get_context("spawn")
-    sock = _listen(host, port)
+    sock = _reserve(host, port)
+    kw = dict(kw, family=sock.family, address=sock.getsockname(),
+              metrics=tempfile.mkdtemp(prefix="chrono-serve-metrics-"))  # private (0700); removed at the end
     stop: list = []
     old = {s: signal.signal(s, lambda signum, frame: stop.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
     procs: list = []
     try:
         conns = {}
         for i in range(workers):
-            r, w = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(i, sock, w, kw), name=f"chrono-serve-{i}")
+            r, w = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(i, w, kw), name=f"chrono-serve-{i}")
             p.start()
             w.close()
             procs.append(p)
             conns[r] = i
+        opened = []
         while conns and not stop:  # every worker has opened the store, or one could not
             for c in wait(list(conns), timeout=0.5):
                 i = conns.pop(c)
                 try:
                     msg = c.recv()
                 except EOFError:
+                    c.close()
                     procs[i].join(5)
                     raise ServiceError(f"worker {i} exited before it was ready (exit status {procs[i].exitcode})",
                                        worker=i) from None
-                finally:
-                    c.close()
+                opened.append(c)
                 if msg[0] == "error":  # the worker's own error (the store's, the engine's, the OS's): raised here
                     cls = getattr(errors, msg[1], None) or getattr(builtins, msg[1], None)
                     if not (isinstance(cls, type) and issubclass(cls, (errors.ChronoError, OSError))):
                         raise ServiceError(f"worker {i} could not start: {msg[1]}: {msg[2]}", worker=i)
                     raise cls(msg[2])
+        for c in opened:  # all open: now they listen (no connection goes to a worker still opening)
+            try:
+                c.send("listen")
+            except OSError:
+                pass  # that worker is gone: seen below
+            c.close()
         while not stop:
             done = wait([p.sentinel for p in procs], timeout=0.5)
             for i, p in enumerate(procs):
@@ -1181,6 +1277,7 @@ def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
                 p.kill()
                 p.join()
         sock.close()
+        shutil.rmtree(kw["metrics"], ignore_errors=True)
         for s, h in old.items():
             signal.signal(s, h)
 
@@ -1199,9 +1296,11 @@ def _end_with_parent(sig: int, parent: int) -> None:
         os.kill(os.getpid(), sig)
 
 
-def _worker(index: int, sock: Any, ready: Any, kw: dict) -> None:
+def _worker(index: int, ready: Any, kw: dict) -> None:
     """One worker process of :func:`_serve_workers`: the store opened read-only, the app
-    made, "ready" (or the error) sent up ``ready``, then uvicorn on the shared socket until
+    made, "ready" (or the error) sent up the pipe ``ready``; once the supervisor says
+    "listen" (every worker is ready), its socket listening (:func:`_listen`) and uvicorn on
+    it until
     SIGTERM (SIGINT is the supervisor's to pass on: a terminal's Ctrl-C reaches every
     process of its group, and a second SIGINT would make uvicorn drop requests under way)."""
     import signal
@@ -1214,7 +1313,7 @@ def _worker(index: int, sock: Any, ready: Any, kw: dict) -> None:
         engine = Engine.open(kw["path"], threads=kw["threads"], read_only=True)
         app = make_app(engine, name=kw["name"], keys=kw["keys"], allow_anonymous=kw["allow_anonymous"],
                        limits=kw["limits"], snapshots=kw["snapshots"], read_only=True, refresh=kw["refresh"],
-                       worker=index)
+                       worker=index, shared_metrics=kw["metrics"])
     except Exception as e:  # noqa: BLE001 - the supervisor raises it
         ready.send(("error", type(e).__name__, str(e)))
         ready.close()
@@ -1224,7 +1323,12 @@ def _worker(index: int, sock: Any, ready: Any, kw: dict) -> None:
     gc.collect()
     gc.freeze()
     ready.send(("ready",))
+    try:
+        ready.recv()  # "listen", once every worker has opened the store
+    except EOFError:  # the supervisor stopped before that
+        sys.exit(0)
     ready.close()
+    sock = _listen(kw["family"], kw["address"])
     try:
         server.run(sockets=[sock])
     finally:
