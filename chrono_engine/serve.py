@@ -1300,9 +1300,9 @@ def _worker(index: int, ready: Any, kw: dict) -> None:
     """One worker process of :func:`_serve_workers`: the store opened read-only, the app
     made, "ready" (or the error) sent up the pipe ``ready``; once the supervisor says
     "listen" (every worker is ready), its socket listening (:func:`_listen`) and uvicorn on
-    it until
-    SIGTERM (SIGINT is the supervisor's to pass on: a terminal's Ctrl-C reaches every
-    process of its group, and a second SIGINT would make uvicorn drop requests under way)."""
+    it until SIGTERM (SIGINT is the supervisor's to pass on: a terminal's Ctrl-C reaches
+    every process of its group, and a second SIGINT would make uvicorn drop requests under
+    way)."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _end_with_parent(signal.SIGTERM, kw["supervisor"])
