@@ -1334,6 +1334,13 @@ def _worker(index: int, ready: Any, kw: dict) -> None:
     finally:
         app.state.engine().close()
         engine.close()
+        folder = Path(kw["metrics"])  # the supervisor removes it; the last worker out, where it cannot
+        for f in (folder / f"worker-{index}.json", folder / f".worker-{index}.json"):
+            f.unlink(missing_ok=True)
+        try:
+            folder.rmdir()  # only once empty: the last worker out
+        except OSError:
+            pass
 
 
 def _server_class() -> Any:

@@ -91,6 +91,7 @@ def _stop(proc):
 
 
 def test_workers_answer_as_the_engine_refuse_writes_and_stop_gracefully(tmp_path):
+    before = _metrics_folders()
     proc, url = _start(tmp_path, workers=2)
     try:
         workers = _children(proc.pid)
@@ -137,6 +138,7 @@ def test_workers_answer_as_the_engine_refuse_writes_and_stop_gracefully(tmp_path
         eng.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(90) == 0
+        assert _metrics_folders() <= before
         log = proc.stderr.read().decode()
         assert ADMIN not in log and READ not in log  # keys never logged
         lines = [json.loads(x) for x in log.splitlines() if x.startswith("{")]  # whole JSON lines
@@ -189,9 +191,16 @@ def test_a_worker_that_dies_stops_the_service_with_an_error_naming_it(tmp_path):
         _stop(proc)
 
 
+def _metrics_folders() -> set:
+    import tempfile
+    return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("chrono-serve-metrics-")}
+
+
 def test_workers_end_with_a_supervisor_killed_outright(tmp_path):
+    before = _metrics_folders()
     proc, url = _start(tmp_path, workers=2)
     try:
+        assert len(_metrics_folders() - before) == 1  # the workers' counters
         workers = _children(proc.pid)
         proc.kill()  # SIGKILL: no chance to stop them itself
         proc.wait()
@@ -199,6 +208,7 @@ def test_workers_end_with_a_supervisor_killed_outright(tmp_path):
         while any(_alive(p) for p in workers):
             assert time.monotonic() < deadline, "workers left serving after their supervisor died"
             time.sleep(0.1)
+        assert _metrics_folders() <= before  # the last worker out removed it
     finally:
         _stop(proc)
         for p in workers:
