@@ -90,7 +90,8 @@ from ._coalesce import AsyncCoalescer
 from ._state import INGEST_ORDERS, ingest_order
 from ._time import OPEN_END
 from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
-from .errors import ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, StorageError
+from .errors import (ChronoError, ConfigError, LifecycleError, NotFoundError, QueryError, SchemaError, ServiceError,
+                     StorageError)
 
 __all__ = ["Limits", "Keys", "make_app", "serve"]
 
@@ -865,16 +866,15 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         if pending and log is not None:
             # at most ~4 KiB a write, in whole lines: a pipe takes such a write whole, so the
             # lines of the workers sharing one (--workers) never interleave mid-line
-            chunk: list = []
-            size = 0
-            for line in pending + [None]:
-                if line is None or (chunk and size + len(line) > 4000):
-                    log.write(b"".join(chunk).decode())
+            first = size = 0
+            for i, line in enumerate(pending):
+                if size + len(line) > 4000 and i > first:
+                    log.write(b"".join(pending[first:i]).decode())
                     log.flush()
-                    chunk, size = [], 0
-                if line is not None:
-                    chunk.append(line)
-                    size += len(line)
+                    first, size = i, 0
+                size += len(line)
+            log.write(b"".join(pending[first:]).decode())
+            log.flush()
             pending.clear()
 
     def record(method: str, endpoint: str, status: int, t0: float) -> None:
@@ -1132,18 +1132,15 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
                           "service that writes is one process; run the writer beside the replicas (docs/serve.md)")
     keys = Keys.from_env(keys_file)
     _need_keys(keys, allow_anonymous)  # before the store opens or any worker starts
+    app_kw = dict(name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
+                  snapshots=snapshots, read_only=read_only, refresh=(path, refresh) if refresh is not None else None)
     if workers > 1:
         if threads is None:
             threads = max(1, (os.cpu_count() or 1) // workers)
-        _serve_workers(workers, host, port, dict(
-            path=path, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
-            threads=threads, snapshots=snapshots, refresh=(path, refresh) if refresh is not None else None,
-            supervisor=os.getpid()))
+        _serve_workers(workers, host, port, dict(path=path, threads=threads, app=app_kw, supervisor=os.getpid()))
         return
     engine = Engine.open(path, threads=threads, read_only=read_only)
-    app = make_app(engine, name=name or Path(path).name, keys=keys, allow_anonymous=allow_anonymous, limits=limits,
-                   snapshots=snapshots, read_only=read_only,
-                   refresh=(path, refresh) if refresh is not None else None)
+    app = make_app(engine, **app_kw)
     # proxy_headers off: nothing here reads the client's address (the log has none), so
     # uvicorn's X-Forwarded-For middleware would only cost every request a pass
     server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
@@ -1166,34 +1163,28 @@ def _need_keys(keys: Keys, allow_anonymous: bool) -> None:
 
 
 def _reserve(host: str, port: int) -> Any:
-    """The service's port, bound (not listening) with ``SO_REUSEPORT`` by the supervisor of
-    :func:`_serve_workers`: it holds the port (the one the OS picks for port 0) while each
-    worker binds and listens on its own socket at the same address (:func:`_listen`)."""
+    """The service's port, bound (not listening) by the supervisor of :func:`_serve_workers`:
+    it holds the port (the one the OS picks for port 0) while each worker listens on its
+    own socket at the same address (:func:`_port_socket`)."""
     import socket
     if not sys.platform.startswith("linux") or not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigError("--workers needs Linux (its SO_REUSEPORT shares a port's connections out among processes)")
-    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(addr)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+    family, _, _, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return _port_socket(family, addr, listen=False)
 
 
-def _listen(family: int, addr: tuple) -> Any:
-    """A worker's listening socket at the service's address (``SO_REUSEPORT``: the kernel
-    hands each new connection to one of the workers' sockets, by a hash of its addresses)."""
+def _port_socket(family: int, addr: tuple, *, listen: bool) -> Any:
+    """A TCP socket bound to ``addr`` with ``SO_REUSEPORT`` (the supervisor's, and each
+    worker's, listening: the kernel hands each new connection to one of the listening
+    sockets, by a hash of its addresses)."""
     import socket
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(addr)
-        sock.listen(2048)  # uvicorn's backlog
+        if listen:
+            sock.listen(2048)  # uvicorn's backlog
     except BaseException:
         sock.close()
         raise
@@ -1214,13 +1205,12 @@ def _serve_workers(workers: int, host: str, port: int, kw: dict) -> None:
     their counters to a private folder made here, and each one's ``/metrics`` sums them."""
     import builtins
     import multiprocessing
+    import shutil
     import signal
+    import tempfile
     from multiprocessing.connection import wait
 
     from . import errors
-    from .errors import ServiceError
-    import shutil
-    import tempfile
     ctx = multiprocessing.get_context("spawn")
     sock = _reserve(host, port)
     kw = dict(kw, family=sock.family, address=sock.getsockname(),
@@ -1299,7 +1289,7 @@ def _end_with_parent(sig: int, parent: int) -> None:
 def _worker(index: int, ready: Any, kw: dict) -> None:
     """One worker process of :func:`_serve_workers`: the store opened read-only, the app
     made, "ready" (or the error) sent up the pipe ``ready``; once the supervisor says
-    "listen" (every worker is ready), its socket listening (:func:`_listen`) and uvicorn on
+    "listen" (every worker is ready), its socket listening (:func:`_port_socket`) and uvicorn on
     it until SIGTERM (SIGINT is the supervisor's to pass on: a terminal's Ctrl-C reaches
     every process of its group, and a second SIGINT would make uvicorn drop requests under
     way)."""
@@ -1311,9 +1301,7 @@ def _worker(index: int, ready: Any, kw: dict) -> None:
     from .engine import Engine
     try:
         engine = Engine.open(kw["path"], threads=kw["threads"], read_only=True)
-        app = make_app(engine, name=kw["name"], keys=kw["keys"], allow_anonymous=kw["allow_anonymous"],
-                       limits=kw["limits"], snapshots=kw["snapshots"], read_only=True, refresh=kw["refresh"],
-                       worker=index, shared_metrics=kw["metrics"])
+        app = make_app(engine, worker=index, shared_metrics=kw["metrics"], **kw["app"])
     except Exception as e:  # noqa: BLE001 - the supervisor raises it
         ready.send(("error", type(e).__name__, str(e)))
         ready.close()
@@ -1328,7 +1316,7 @@ def _worker(index: int, ready: Any, kw: dict) -> None:
     except EOFError:  # the supervisor stopped before that
         sys.exit(0)
     ready.close()
-    sock = _listen(kw["family"], kw["address"])
+    sock = _port_socket(kw["family"], kw["address"], listen=True)
     try:
         server.run(sockets=[sock])
     finally:

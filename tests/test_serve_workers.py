@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ httpx = pytest.importorskip("httpx")
 
 import chrono_engine as ce  # noqa: E402
 from chrono_engine import cli  # noqa: E402
+from chrono_engine.bench.serve_load import free_port  # noqa: E402
 from chrono_engine.errors import ConfigError  # noqa: E402
 from chrono_engine.serve import serve  # noqa: E402
 
@@ -30,10 +30,18 @@ from test_serve import ADMIN, DIM, READ, _rows  # noqa: E402
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the workers")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _stat(pid: int | str) -> list | None:
+    """The fields of /proc/PID/stat after the command (state, ppid, ...); None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def _children(pid: int) -> list:
@@ -42,12 +50,8 @@ def _children(pid: int) -> list:
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
+            fields = _stat(entry)
+            if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
                 try:
                     with open(f"/proc/{entry}/cmdline", "rb") as f:
                         if b"spawn_main" in f.read():
@@ -64,7 +68,7 @@ def _start(tmp_path, workers: int = 2):
     eng.close()
     keys = tmp_path / "keys"
     keys.write_text(f"admin {ADMIN}\nread {READ}\n")
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("CHRONO_API_KEYS", "CHRONO_READ_KEYS")}
     proc = subprocess.Popen([sys.executable, "-m", "chrono_engine.cli", "serve", str(tmp_path / "s"), "--port",
                              str(port), "--keys-file", str(keys), "--read-only", "--workers", str(workers)],
@@ -216,14 +220,6 @@ def test_workers_end_with_a_supervisor_killed_outright(tmp_path):
                 os.kill(p, signal.SIGKILL)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_workers_settings_are_checked(tmp_path):
     eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
     eng.ingest(_rows(3))
@@ -241,12 +237,44 @@ def test_workers_settings_are_checked(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("CHRONO_API_KEYS", "CHRONO_READ_KEYS")}
     # no keys: refused before any worker starts
     r = subprocess.run([sys.executable, "-m", "chrono_engine.cli", "serve", str(tmp_path / "s"), "--read-only",
-                        "--workers", "2", "--port", str(_free_port())], env=env, cwd=str(tmp_path),
+                        "--workers", "2", "--port", str(free_port())], env=env, cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == cli.EXIT_REFUSED and "no API keys" in r.stderr
     # a store that is not there: each worker's open fails, and the service says why (a file error)
     r = subprocess.run([sys.executable, "-m", "chrono_engine.cli", "serve", str(tmp_path / "nope"), "--read-only",
-                        "--no-auth", "--workers", "2", "--port", str(_free_port())], env=env, cwd=str(tmp_path),
+                        "--no-auth", "--workers", "2", "--port", str(free_port())], env=env, cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == cli.EXIT_FILE, r.stderr
     assert "nope" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_request_log_is_written_in_whole_lines_of_at_most_4k(tmp_path):
+    """The request log's batches go out in writes of whole lines, each under 4 KiB (what a
+    pipe takes whole), so workers sharing stderr never interleave mid-line."""
+    from chrono_engine.serve import make_app
+    from test_serve import Server
+
+    class Stream:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+    log = Stream()
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(3))
+    srv = Server(make_app(eng, name="s", allow_anonymous=True, log=log, worker=3))
+    try:
+        with httpx.Client(base_url=srv.url) as c:
+            for _ in range(300):  # past 256 pending lines: a flush of many lines at once
+                assert c.get("/v1/collections/s").status_code == 200
+    finally:
+        srv.stop()
+        eng.close()
+    writes = [w for w in log.writes if w]
+    assert len(writes) > 1 and all(len(w.encode()) <= 4000 and w.endswith("\n") for w in writes)
+    lines = [json.loads(x) for w in writes for x in w.splitlines()]
+    assert len(lines) == 300 and all(x["worker"] == 3 and x["status"] == 200 for x in lines)
