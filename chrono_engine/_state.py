@@ -419,6 +419,8 @@ class StoreState:
             if start is not None:
                 self.log.undo(start)
             raise
+        if start is not None:
+            self.log.acknowledge()
         if batch is not None:
             self.refresh_partition()
         return ids

@@ -197,18 +197,18 @@ def mutate(path: Path, rng: random.Random, key: bytes | None) -> tuple[str, bool
         f = files["log.wal"]
         b = bytearray(f.read_bytes())
         name = snap.name
-        head = len(wal._header(name, wal.blake_key(key)))
-        at, recs = head, []
-        while at + wal._REC_HEAD.size <= len(b):
+        head = wal._HEAD[wal.VERSION]
+        at, recs = wal.records_start(name), []
+        while at + head <= len(b):
             _, _, n = wal._REC_HEAD.unpack_from(b, at)
-            end = at + wal._REC_HEAD.size + n + wal._DIGEST
+            end = at + head + n + wal._DIGEST
             if end > len(b):
                 break
             recs.append((at, end))
             at = end
         if recs:
             s, e = rng.choice(recs)
-            pos = rng.randrange(s + wal._REC_HEAD.size, e - wal._DIGEST)
+            pos = rng.randrange(s + head, e - wal._DIGEST)
             b[pos] ^= rng.randint(1, 255)
             if key is None:
                 b[e - wal._DIGEST:e] = wal._digest(None, bytes(b[s:e - wal._DIGEST]))

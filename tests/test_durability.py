@@ -102,19 +102,50 @@ def test_checkpoint_empties_the_log_and_keeps_everything(store):
     _assert_same(eng, ce.Engine.open(store, read_only=True))
 
 
+def _unacknowledged_record(store, seq: int, rows: dict) -> bytes:
+    """The record a writer would write next (``seq``) for ``rows``: what a process killed
+    while writing it leaves a prefix of after the acknowledged records."""
+    import chrono_engine._state as state
+    import chrono_engine._wal as wal
+    batch = ce.Engine(DIM)._state.normalize(rows)
+    return wal.encode_record(seq, wal.encode_commit(wal.Commit(append=state.batch_table(batch))), None)
+
+
 def test_a_torn_last_record_is_dropped_and_cut_by_the_next_writer(store):
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(5, 1))
+    log = _log(store)
+    data = log.read_bytes()
+    torn = _unacknowledged_record(store, 2, _rows(5, 2))
+    for cut in (1, 17, 200, len(torn) - 30, len(torn) - 1):
+        log.write_bytes(data + torn[:cut])  # the second write died part-way
+        assert len(ce.Engine.open(store, read_only=True)) == 5
+    log.write_bytes(data + torn)  # written whole, not acknowledged: replayed whole
+    assert len(ce.Engine.open(store, read_only=True)) == 10
+    log.write_bytes(data + torn[:-1])
+    with ce.Engine.open(store, threads=1) as eng:
+        assert len(eng) == 5
+        eng.ingest(_rows(3, 3))  # appended after the cut, not after the torn bytes
+    assert len(ce.Engine.open(store, read_only=True)) == 8
+
+
+def test_a_log_cut_before_its_last_acknowledged_record_is_corruption(store):
+    """A log cut anywhere before the end of its last acknowledged record (a copy cut
+    short, a damaged file system) is refused; it would look like a torn write otherwise."""
     with ce.Engine.open(store, threads=1) as eng:
         eng.ingest(_rows(5, 1))
         eng.ingest(_rows(5, 2))
     log = _log(store)
     data = log.read_bytes()
-    for cut in (1, 17, 200):
-        log.write_bytes(data[:-cut])  # the second record torn at some point
-        assert len(ce.Engine.open(store, read_only=True)) == 5
-    with ce.Engine.open(store, threads=1) as eng:
-        assert len(eng) == 5
-        eng.ingest(_rows(3, 3))  # appended after the cut, not after the torn bytes
-    assert len(ce.Engine.open(store, read_only=True)) == 8
+    for cut in (1, 17, 200, len(data) // 2, len(data) - 100):
+        log.write_bytes(data[:-cut])
+        with pytest.raises(CorruptStoreError, match="log.wal"):
+            ce.Engine.open(store, read_only=True)
+        with pytest.raises(CorruptStoreError, match="log.wal"):
+            ce.Engine.open(store, threads=1)
+        assert log.read_bytes() == data[:-cut]  # a refused open cuts nothing
+    log.write_bytes(data)
+    assert len(ce.Engine.open(store, read_only=True)) == 10
 
 
 def test_damage_before_the_last_record_is_corruption(store):
@@ -127,6 +158,90 @@ def test_damage_before_the_last_record_is_corruption(store):
     log.write_bytes(bytes(b))
     with pytest.raises(CorruptStoreError, match="log.wal"):
         ce.Engine.open(store, read_only=True)
+
+
+def _twenty_records(store) -> tuple[bytes, str]:
+    with ce.Engine.open(store, threads=1) as eng:
+        for i in range(3):
+            _calls(eng) if i == 0 else eng.ingest(_rows(2, 10 + i))
+        for i in range(6):
+            eng.retract(eng.ingest(_rows(1, 20 + i)), at="2040-01-01")
+    return _log(store).read_bytes(), snap_dir(store).name
+
+
+def test_every_damage_to_a_record_head_or_mark_is_refused(store):
+    """Every bit of every record's head (magic, seq, length, the head's digest) and of the
+    marks, a bit of each record's payload and digest, and a cut at every record's start,
+    inside its head, its payload and its digest: each refused, none read as a shorter log
+    (a damaged length once sent the reader past the end and every later record was dropped
+    as a torn tail)."""
+    import chrono_engine._wal as wal
+    data, name = _twenty_records(store)
+    commits, end = wal.parse(data, name, None)
+    assert len(commits) >= 20 and end == len(data)
+    starts = [at for at, _ in commits]
+    head = wal._HEAD[3]
+    marks = wal.records_start(name) - 2 * wal._MARK_SIZE
+    flips = [(b, bit) for b in range(marks, wal.records_start(name)) for bit in range(8)]
+    cuts = []
+    for at, nxt in zip(starts, starts[1:] + [len(data)]):
+        flips += [(at + b, bit) for b in range(head) for bit in range(8)]
+        flips += [((at + head + nxt) // 2, 3), (nxt - 1, 0), (nxt - wal._DIGEST, 7)]
+        cuts += [at, at + 5, at + head - 1, at + head, (at + head + nxt) // 2, nxt - 1]
+    cuts = [c for c in cuts if c < len(data)]
+    for b, bit in flips:
+        bad = bytearray(data)
+        bad[b] ^= 1 << bit
+        with pytest.raises(CorruptStoreError):
+            wal.parse(bytes(bad), name, None)
+    for c in cuts:
+        with pytest.raises(CorruptStoreError, match="cut short|acknowledged"):
+            wal.parse(data[:c], name, None)
+    assert len(flips) > 20 * head * 8 and len(cuts) >= 100
+
+
+def test_a_version_2_log_opens_appends_and_is_replaced_at_the_checkpoint(store, tmp_path):
+    """Stores written before the log had marks (log version 2) open as they did; a writer
+    appends version 2 records to them; the next checkpoint starts a version 3 log. The
+    reference: a copy of the store keeping its version 3 log, given the same writes."""
+    import chrono_engine._wal as wal
+    data, name = _twenty_records(store)
+    ref = tmp_path / "ref"
+    shutil.copytree(store, ref)
+    commits, _ = wal.parse(data, name, None)
+    old = wal.header(name, None, 2) + b"".join(
+        wal.encode_record(i + 1, wal.encode_commit(c), None, 2) for i, (_, c) in enumerate(commits))
+    _log(store).write_bytes(old)
+    _assert_same(ce.Engine.open(ref, read_only=True), ce.Engine.open(store, read_only=True))
+    _log(store).write_bytes(old + b"REC2\x01")  # a torn version 2 tail is dropped, as before
+    _assert_same(ce.Engine.open(ref, read_only=True), ce.Engine.open(store, read_only=True))
+    for path in (store, ref):
+        with ce.Engine.open(path, threads=1) as eng:
+            eng.ingest(_rows(2, 99))
+    assert _log(store).read_bytes().startswith(wal.header(name, None, 2))
+    assert len(wal.parse(_log(store).read_bytes(), name, None)[0]) == len(commits) + 1
+    _assert_same(ce.Engine.open(ref, read_only=True), ce.Engine.open(store, read_only=True))
+    for path in (store, ref):
+        with ce.Engine.open(path, threads=1) as eng:
+            eng.save()
+            eng.ingest(_rows(1, 100))
+    assert _log(store).read_bytes().startswith(wal.header(snap_dir(store).name, None, 3))
+    _assert_same(ce.Engine.open(ref, read_only=True), ce.Engine.open(store, read_only=True))
+
+
+@pytest.mark.parametrize("fsync", ["call", "interval", "off"])
+def test_the_mark_covers_only_synced_acknowledged_writes(store, fsync):
+    """Under "call" every acknowledged write is marked; under "interval" once synced (at
+    the latest at close); under "off" only what was synced when the log was opened."""
+    import chrono_engine._wal as wal
+    with ce.Engine.open(store, fsync=fsync, fsync_interval=3600, threads=1) as eng:
+        eng.ingest(_rows(2, 1))
+        name = snap_dir(store).name
+        first = _log(store).read_bytes()
+        mark = max(wal._marks(first, name, None))
+        assert mark == ((1, len(first)) if fsync == "call" else (0, wal.records_start(name)))
+    data = _log(store).read_bytes()
+    assert max(wal._marks(data, name, None)) == ((0, wal.records_start(name)) if fsync == "off" else (1, len(data)))
 
 
 def test_a_missing_or_foreign_log_is_corruption(store, tmp_path):
@@ -151,14 +266,14 @@ def test_a_forged_record_is_refused_by_the_same_rules_as_an_ingest(store):
         eng.ingest(_rows(2, 1))
     log = _log(store)
     name = snap_dir(store).name
-    head = log.read_bytes()[:len(wal._header(name, None))]
+    start = wal.records_start(name)
+    head = wal.header(name, None) + wal._mark(0, start, None) * 2  # no acknowledged record
     rows = ce.Engine(DIM)._state.normalize(_rows(2, 1))
     table = __import__("chrono_engine._state", fromlist=["batch_table"]).batch_table(rows)
     bad = table.set_column(table.column_names.index("valid_to"), "valid_to",
                            __import__("pyarrow").array(rows.valid_from - 1))
     payload = wal.encode_commit(wal.Commit(append=bad))
-    body = wal._REC_HEAD.pack(wal._REC, 1, len(payload)) + payload
-    log.write_bytes(head + body + wal._digest(None, body))
+    log.write_bytes(head + wal.encode_record(1, payload, None))
     with pytest.raises(CorruptStoreError, match="record 1 cannot be applied.*valid_to"):
         ce.Engine.open(store, read_only=True)
 
@@ -384,8 +499,7 @@ def test_a_forged_edit_with_an_impossible_time_is_refused(store):
     for value in (2**62, -2**62, 0):
         payload = wal.encode_commit(wal.Commit(rows=np.array([0], np.uint32),
                                                update={"retracted_at": np.array([value], np.int64)}))
-        body = wal._REC_HEAD.pack(wal._REC, 2, len(payload)) + payload
-        log.write_bytes(data + body + wal._digest(None, body))
+        log.write_bytes(data + wal.encode_record(2, payload, None))
         with pytest.raises(CorruptStoreError, match="record 2 cannot be applied.*retracted_at"):
             ce.Engine.open(store, read_only=True)
 
@@ -407,7 +521,6 @@ def test_a_forged_lifecycle_event_is_refused(store, update, word):
     data = log.read_bytes()
     payload = wal.encode_commit(wal.Commit(rows=np.array([0], np.uint32),
                                            update={k: np.array(v, np.int64) for k, v in update.items()}))
-    body = wal._REC_HEAD.pack(wal._REC, 2, len(payload)) + payload
-    log.write_bytes(data + body + wal._digest(None, body))
+    log.write_bytes(data + wal.encode_record(2, payload, None))
     with pytest.raises(CorruptStoreError, match=f"record 2 cannot be applied.*{word}"):
         ce.Engine.open(store, read_only=True)
