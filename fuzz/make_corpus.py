@@ -7,7 +7,7 @@ named by its SHA-1 as libFuzzer names its own. Same files on every run (no ather
 Seeds: parse_time, time phrases in Chinese and English over every function / now / zone
 choice; ingest, batches recorded from a seeded generator (some entirely valid, some with a
 few edge cases) and a few as Arrow IPC streams; open, each file of a small store, as saved
-and re-sealed, plus truncated ones. The CURRENT seeds name a snapshot that is not there
+and re-sealed, plus truncated ones; wal, short programs of damage to a log. The CURRENT seeds name a snapshot that is not there
 (each store's snapshot has a random name); the harness's own store is made at start-up.
 """
 from __future__ import annotations
@@ -75,7 +75,22 @@ def open_seeds() -> list[bytes]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-TARGETS = {"parse_time": parse_time_seeds, "ingest": ingest_seeds, "open": open_seeds}
+def wal_seeds() -> list[bytes]:
+    """Programs for fuzz_wal.py: none, one flip, cut or write at spread positions, appends,
+    for a read-only and a writable open."""
+    import struct
+    seeds = []
+    for head in (0, 1):
+        seeds.append(bytes([head]))
+        for op in range(3):
+            for pos in (0, 40, 90, 130, 200, 700, 1500, 3000, 6000, 65535):
+                seeds.append(bytes([head]) + bytes([op]) + struct.pack("<H", pos) + bytes([pos % 251]))
+        seeds.append(bytes([head]) + b"\x03\x00\x00R\x03\x00\x00E\x03\x00\x00C\x03\x00\x003")
+        seeds.append(bytes([head]) + b"\x00\x10\x00\x01" + b"\x01\xff\x7f\x00")
+    return seeds
+
+
+TARGETS = {"parse_time": parse_time_seeds, "ingest": ingest_seeds, "open": open_seeds, "wal": wal_seeds}
 
 
 def write(target: str) -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the fuzz harnesses (fuzz/fuzz_*.py) for SECONDS each, default 60 (docs/safety.md).
 #
-#   scripts/fuzz.sh             # parse_time, ingest, open: 60 s each
+#   scripts/fuzz.sh             # parse_time, ingest, open, wal: 60 s each
 #   scripts/fuzz.sh 300 open    # one harness, 5 minutes
 #   scripts/fuzz.sh 0           # nothing (CI: CHRONO_FUZZ_SECONDS=0)
 #
@@ -19,7 +19,7 @@ shift || true
 # 0 skips (libFuzzer's -max_total_time=0 would mean "no limit")
 [ "$seconds" -gt 0 ] || { echo "fuzz: 0 seconds, skipped" >&2; exit 0; }
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse_time ingest open)
+[ ${#targets[@]} -gt 0 ] || targets=(parse_time ingest open wal)
 out=build/fuzz
 mkdir -p "$out/artifacts"
 status=0
