@@ -92,6 +92,7 @@ import pyarrow.ipc as ipc
 
 from ._args import shown
 from ._coalesce import AsyncCoalescer
+from ._ipc import LayoutError, StreamError, TooLarge, read_stream
 from ._state import INGEST_ORDERS, ingest_order
 from ._time import OPEN_END
 from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
@@ -706,10 +707,13 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         """An ingest's rows (a JSON body's ``rows``, or an Arrow IPC stream) and its storage
         order (``order``: the JSON body's field or the query string's, not both)."""
         if content_type.split(";")[0].strip() == ARROW:
-            try:
-                table = ipc.open_stream(pa.py_buffer(raw)).read_all()
-                table.validate(full=True)
-            except (pa.ArrowException, ValueError, OSError) as e:
+            try:  # what it decodes to (decompressed, dictionaries and views expanded): at most max_body
+                table = read_stream(raw, limits.max_body)
+            except TooLarge as e:
+                raise _HTTPError(413, "body", f"Arrow IPC body: {e} (the body limit)") from None
+            except LayoutError as e:
+                raise _HTTPError(422, "body", f"Arrow IPC body: {str(e)[:200]}") from None
+            except StreamError as e:
                 raise _HTTPError(400, "body", f"body is not an Arrow IPC stream ({str(e)[:120]})") from None
             n = table.num_rows
             rows: Any = table

@@ -234,6 +234,57 @@ def test_long_lists_are_refused_before_they_are_read(served):
         assert r.status_code == 422 and r.json()["error"] == "QueryError"  # under the limit: the engine's check
 
 
+def _ipc(table, compression=None):
+    sink = io.BytesIO()
+    with ipc.new_stream(sink, table.schema, options=ipc.IpcWriteOptions(compression=compression)) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def _views_of_one(value: bytes, n: int) -> pa.Array:
+    """``n`` string views all pointing at one long ``value`` (its bytes sent once)."""
+    head = np.zeros((n, 4), "<i4")
+    head[:, 0], head[:, 1] = len(value), int.from_bytes(value[:4], "little", signed=True)
+    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(head.tobytes()), pa.py_buffer(value)])
+
+
+def test_arrow_bodies_are_bounded_by_what_they_decode_to(served):
+    """An IPC body's bytes did not bound what it decodes to: 4.9 kB of zstd carried a 128
+    MiB string into the log and the store. Compressed buffers are sized from the lengths
+    they start with, before any is decompressed; dictionaries and string views as they
+    expand; past --max-body (200,000 here) a 413 naming the limit, the store unchanged."""
+    srv, eng, _ = served
+    n = 50
+    base = {"vector": pa.array(np.ones((n, DIM), np.float32).tolist(), pa.list_(pa.float32(), DIM)),
+            "valid_from": pa.array(["2024-03-01"] * n)}
+    big = "x" * (8 << 20)
+    bombs = {"zstd": _ipc(pa.table({**base, "title": pa.array([big] + [None] * (n - 1))}), "zstd"),
+             "lz4": _ipc(pa.table({**base, "title": pa.array([big[: 1 << 20]] + [None] * (n - 1))}), "lz4"),
+             "dictionary": _ipc(pa.table({**base, "title": pa.DictionaryArray.from_arrays(
+                 pa.array(np.zeros(n, np.int32)), pa.array(["y" * 100_000]))})),
+             "views": _ipc(pa.table({**base, "title": _views_of_one(b"z" * 100_000, n)}))}
+    before = len(eng)
+    with _client(srv) as c:
+        for what, body in bombs.items():
+            assert len(body) < 200_000, what
+            t = time.perf_counter()
+            r = c.post(f"{C}/ingest", content=body, headers={"Content-Type": ARROW})
+            assert r.status_code == 413 and r.json()["error"] == "body", (what, r.text)
+            assert "beyond the limit of 200000" in r.json()["message"], r.text
+            assert time.perf_counter() - t < 2.0, what
+        ree = pa.RunEndEncodedArray.from_arrays(pa.array([n], pa.int32()), pa.array(["abc"]))
+        r = c.post(f"{C}/ingest", content=_ipc(pa.table({**base, "title": ree})), headers={"Content-Type": ARROW})
+        assert r.status_code == 422 and "run_end_encoded" in r.json()["message"], r.text
+        assert len(eng) == before
+        # within the limit, compressed, dictionary-encoded and view bodies are taken as ever
+        small = {**base, "title": pa.array(["t"] * n).dictionary_encode(), "content": _views_of_one(b"c" * 40, n)}
+        for comp in (None, "zstd", "lz4"):
+            r = c.post(f"{C}/ingest", content=_ipc(pa.table(small), comp), headers={"Content-Type": ARROW})
+            assert r.status_code == 200, (comp, r.text)
+    assert len(eng) == before + 3 * n
+    assert eng.search(np.ones(DIM, np.float32), 1, mode="all").column("title").to_pylist() == ["t"]
+
+
 def test_mutated_search_bodies_never_get_a_5xx(served):
     """Valid search bodies truncated, with bytes flipped, and with vectors of mixed, huge,
     nested or non-numeric entries (the native list conversion's inputs): a 4xx naming the
