@@ -78,6 +78,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -93,6 +94,7 @@ import pyarrow.ipc as ipc
 from ._args import shown
 from ._coalesce import AsyncCoalescer
 from ._ipc import LayoutError, StreamError, TooLarge, read_stream
+from ._util import open_regular
 from ._state import INGEST_ORDERS, ingest_order
 from ._time import OPEN_END
 from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
@@ -337,6 +339,21 @@ def _search_group(batch: list) -> list:
 _PUBLISH_EVERY = 1.0
 
 
+#: the most bytes a worker's published counters are read to (a few kB in practice)
+_COUNTERS_MAX = 1 << 20
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """A file's bytes if it is a regular file of at most ``limit`` bytes (opened without
+    following a link or blocking on a FIFO, :func:`._util.open_regular`); OSError else."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path.name} is more than {limit} bytes")
+    return data
+
+
 class _Metrics:
     """Counters and a latency histogram per endpoint, in Prometheus' text format."""
 
@@ -376,7 +393,7 @@ class _Metrics:
         for f in folder.glob("worker-*.json"):
             if f.name != f"worker-{worker}.json":
                 try:
-                    snaps.append(orjson.loads(f.read_bytes()))
+                    snaps.append(orjson.loads(_read_regular(f, _COUNTERS_MAX)))
                 except (OSError, orjson.JSONDecodeError):
                     continue
         width = len(self._BUCKETS) + 2
@@ -795,8 +812,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         return snap_dir
 
     def copy_to(target: Path) -> None:
-        """A full copy of the store as it is in memory, written to ``target`` (new)."""
-        if target.exists():
+        """A full copy of the store as it is in memory, written to ``target`` (new: not even
+        a symbolic link there, which the copy would be written through)."""
+        if os.path.lexists(target):
             raise _HTTPError(409, "name", f"a snapshot named {target.name!r} exists")
         target.parent.mkdir(parents=True, exist_ok=True)
         engine.save(target)
@@ -814,20 +832,28 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         await run(checkpoint_and_copy, d / snap, read=False)
         return JSONResponse({"name": snap, "path": str(d / snap), "items": len(engine), "saved": str(engine.path)})
 
-    async def snapshot_list(request: Request) -> Response:
-        collection(request)
-        d = need_store()
+    def listed(d: Path) -> bytes:
+        """The named snapshots in ``d``: its entries that are snapshots (:func:`_not_a_snapshot`)."""
         out = []
         if d.is_dir():
             for p in sorted(d.iterdir()):
-                if p.is_dir() and _SNAPSHOT_NAME.fullmatch(p.name) and (p / "CURRENT").is_file():
-                    t = _dt.datetime.fromtimestamp((p / "CURRENT").stat().st_mtime, _dt.timezone.utc)
+                if _SNAPSHOT_NAME.fullmatch(p.name) and _not_a_snapshot(p) is None:
+                    t = _dt.datetime.fromtimestamp(os.lstat(p / "CURRENT").st_mtime, _dt.timezone.utc)
                     out.append({"name": p.name, "created": t.isoformat()})
-        return JSONResponse({"snapshots": out})
+        return _dumps({"snapshots": out})
+
+    async def snapshot_list(request: Request) -> Response:
+        collection(request)
+        return answer(await run(listed, need_store()))
 
     def restore_from(src: Path) -> dict:
         nonlocal engine
         from .engine import Engine
+        why = _not_a_snapshot(src)  # checked here, under the gate, just before the open
+        if why == "missing":
+            raise _HTTPError(404, "snapshot", f"no snapshot named {src.name!r}")
+        if why is not None:
+            raise _HTTPError(422, "snapshot", f"{src.name!r} in the snapshots folder is not a snapshot: {why}")
         old = engine
         restored = Engine.open(src, read_only=True)  # verified before anything changes
         before = snap_dir / f"pre-restore-{stamp()}"
@@ -850,8 +876,6 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         collection(request)
         d = need_store()
         snap = snapshot_name(request.path_params.get("name"), "snapshot")
-        if not (d / snap / "CURRENT").is_file():
-            raise _HTTPError(404, "snapshot", f"no snapshot named {snap!r}")
         return JSONResponse(await run(restore_from, d / snap, read=False))
 
     async def livez(request: Request) -> Response:
@@ -1063,6 +1087,38 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     app.state.engine = lambda: engine  # the engine served now (a restore or a refresh replaces it)
     app.state.refreshes = lambda: state["refreshes"]
     return app
+
+
+def _not_a_snapshot(entry: Path) -> str | None:
+    """Why ``entry``, in the snapshots folder, is not a named snapshot ("missing" when there
+    is nothing there), or None: it must be a folder, not a symbolic link, holding a store
+    whose seal (``CURRENT``, opened as a regular file) names a folder in it that is no link
+    either; the store's files are then opened without following links (storage.py). A link
+    anywhere from the snapshots folder down would let a restore replace the live store
+    with whatever store it points to, anywhere."""
+    from . import storage
+    why = _not_a_folder(entry, "it")
+    if why is not None:
+        return why
+    try:
+        live = storage.current(entry)["snapshot"]
+    except (ChronoError, OSError) as e:
+        return f"not a store ({shown(str(e))})"
+    why = _not_a_folder(entry / live, f"its snapshot folder {live}")
+    return f"its snapshot folder {live} is missing" if why == "missing" else why
+
+
+def _not_a_folder(path: Path, what: str) -> str | None:
+    """Why ``path`` is not a folder ("missing" when absent), a symbolic link not followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        return f"{what} cannot be read ({e.strerror})"
+    if stat.S_ISLNK(mode):
+        return f"{what} is a symbolic link"
+    return None if stat.S_ISDIR(mode) else f"{what} is not a folder"
 
 
 def store_version(root: Path) -> tuple:

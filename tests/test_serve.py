@@ -553,6 +553,47 @@ def test_snapshot_names_are_checked(served, name):
     assert not (path.parent / "x").exists() and len(eng) == 60
 
 
+def test_snapshots_are_real_folders_never_links(served, tmp_path):
+    """An entry of the snapshots folder that was a symbolic link to any store elsewhere was
+    listed, and restoring it replaced the live store with that store. Entries, and the
+    snapshot folder each one's seal names, must be folders, not links: listing skips the
+    others and restore refuses them (422 naming why), the store unchanged; a snapshot is
+    never written through a link either."""
+    import os
+    srv, eng, path = served
+    other = ce.Engine.create(tmp_path / "elsewhere", DIM, threads=1)
+    other.ingest(_rows(3, seed=8))
+    other.close()
+    snaps = path.parent / (path.name + ".snapshots")
+    with _client(srv) as c:
+        assert c.post(f"{C}/snapshots", json={"name": "real"}).status_code == 200
+        (snaps / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+        inner = snaps / "inner"  # a real folder whose live snapshot is a link to the other store's
+        inner.mkdir()
+        live = json.loads((tmp_path / "elsewhere" / "CURRENT").read_text())["snapshot"]
+        (inner / "CURRENT").write_bytes((tmp_path / "elsewhere" / "CURRENT").read_bytes())
+        (inner / live).symlink_to(tmp_path / "elsewhere" / live, target_is_directory=True)
+        seal = snaps / "seal"  # its seal a link to the other store's
+        seal.mkdir()
+        (seal / "CURRENT").symlink_to(tmp_path / "elsewhere" / "CURRENT")
+        (seal / live).symlink_to(tmp_path / "elsewhere" / live, target_is_directory=True)
+        names = [s["name"] for s in c.get(f"{C}/snapshots").json()["snapshots"]]
+        assert names == ["real"], names
+        for name, words in (("linked", "it is a symbolic link"), ("inner", f"{live} is a symbolic link"),
+                            ("seal", "not a store")):
+            r = c.post(f"{C}/snapshots/{name}/restore")
+            assert r.status_code == 422 and r.json()["error"] == "snapshot", (name, r.text)
+            assert words in r.json()["message"], (name, r.text)
+        assert c.post(f"{C}/snapshots/nothing/restore").status_code == 404
+        assert c.get(C).json()["items"] == 60 and len(eng) == 60
+        (snaps / "dangling").symlink_to(tmp_path / "written-through")
+        r = c.post(f"{C}/snapshots", json={"name": "dangling"})
+        assert r.status_code == 409, r.text
+        assert not (tmp_path / "written-through").exists()
+        assert c.post(f"{C}/snapshots/real/restore").status_code == 200
+    assert os.path.islink(snaps / "linked") and len(eng) == 60
+
+
 def test_snapshot_roles(served):
     srv, eng, _ = served
     with _client(srv) as c:
