@@ -71,7 +71,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._args import arrow_type, holds_containers, shown
+from ._args import arrow_type, float32_rows, holds_bools, holds_containers, shown
 from ._columns import ARROW_ERRORS, combine, is_dataframe, is_polars, is_series
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us, scalar_column
 from .errors import ArgumentTypeError, ConfigError, SchemaError
@@ -270,7 +270,8 @@ def _records_to_columns(records) -> dict[str, Any]:
                         cols[name] = values
             if any("vector" in rec for rec in records):
                 vectors = [rec.get("vector") for rec in records]
-                typed = _typed_vectors(vectors)
+                native = float32_rows(vectors)  # lists of floats; a boolean among them: Arrow would make it 1.0
+                typed = native if native is not None or holds_bools(vectors) else _typed_vectors(vectors)
                 cols["vector"] = vectors if typed is None else typed
             return cols
     # Mixed types within a column: keep Python objects so each column can name its bad row.
@@ -369,7 +370,15 @@ def _vectors(col: Any, n: int, dim: int, cosine: bool) -> np.ndarray:
 
 
 def _vector_list(rows, dim: int):
-    """A list of per-row vectors: one NumPy conversion, or find the row that spoils it."""
+    """A list of per-row vectors: natively where every row is a list of Python floats
+    (:func:`~chrono_engine._args.float32_rows`), else one NumPy conversion, or find the row
+    that spoils it (a boolean among the numbers included: NumPy and Arrow read it as 1)."""
+    mat = float32_rows(rows)
+    if mat is not None:
+        return mat
+    if holds_bools(rows):
+        row = next(i for i, r in enumerate(rows) if holds_bools(r))
+        _fail("vector values must be numbers, got a boolean", column="vector", row=row, rule="wrong type")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

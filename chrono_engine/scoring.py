@@ -129,12 +129,23 @@ def _table(candidates: Any) -> pa.Table:
             col = np.asarray(col)
         if isinstance(col, (list, tuple, np.ndarray)) and holds_containers(col) and nested_deeper(col):
             raise QueryError(f"column {shown(name)} nests lists or dicts more than {NESTING_MAX} levels deep")
+        if isinstance(col, (list, tuple, np.ndarray)) and _mixes_bools(col):
+            raise QueryError(f"column {shown(name)} mixes booleans with numbers (booleans are not numbers; "
+                             f"Arrow would read them as 1 and 0)")
     try:
         return pa.table(candidates)
     except MemoryError:
         raise
     except Exception as e:  # noqa: BLE001 - Arrow's conversion raises many kinds (and the caller's objects any)
         raise QueryError(f"candidates: {_unconvertible(candidates)}: {shown(str(e))}") from None
+
+
+def _mixes_bools(col: Any) -> bool:
+    """Whether a column of Python objects holds booleans beside numbers (one pass in C):
+    Arrow makes ``[0.5, True]`` a double column."""
+    types = set(map(type, col))
+    return any(issubclass(t, (bool, np.bool_)) for t in types) and \
+        any(issubclass(t, (int, float, np.number)) and not issubclass(t, (bool, np.bool_)) for t in types)
 
 
 def _unconvertible(candidates: dict) -> str:

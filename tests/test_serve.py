@@ -207,6 +207,14 @@ def test_ingest_storage_order(served, tmp_path):
     ("/verify", {"chains": [[[]] * 51], "at": "2025-01-01", "gamma": 0.5}, 422, "chains"),
     ("/score", {"candidates": {f"c{i}": [1.0] for i in range(65)}, "as_of": "2025-01-01"}, 422, "candidates"),
     ("/query", {"text": "x" * 10_001}, 422, "text"),
+    # booleans are not numbers (they were read as 1 and 0)
+    ("/search", {"vector": [True] + [0.0] * (DIM - 1)}, 422, "QueryError"),
+    ("/search", {"vector": [0.5, True] + [0.0] * (DIM - 2)}, 422, "QueryError"),
+    ("/search/batch", {"vectors": [[1.0] * DIM, [0.5, True] + [0.0] * (DIM - 2)]}, 422, "QueryError"),
+    ("/ingest", {"rows": [{"vector": [0.5, True] + [0.0] * (DIM - 2), "valid_from": "2024-01-01"}]}, 422, "SchemaError"),
+    ("/score", {"candidates": {"similarity": [0.5, True], "valid_from": ["2024-01-01"] * 2}, "as_of": "2025-01-01"},
+     422, "QueryError"),
+    ("/validity", {"at": "2025-01-01", "ids": [0, True]}, 422, "QueryError"),
 ])
 def test_limits_and_refusals_change_nothing(served, path, body, status, field):
     srv, eng, _ = served
@@ -215,6 +223,8 @@ def test_limits_and_refusals_change_nothing(served, path, body, status, field):
         r = c.post(C + path, json=body)
     assert r.status_code == status, r.text
     assert r.json()["error"] == field
+    if "true" in json.dumps(body) and field in ("QueryError", "SchemaError"):
+        assert "boolean" in r.json()["message"], r.text
     assert len(eng) == before[0] and eng.history("s1").equals(before[2])
     for k, v in eng.columns().items():
         np.testing.assert_array_equal(v, before[1][k])
