@@ -243,6 +243,24 @@ def _raw_columns(rows: Any) -> dict[str, Any]:
           f"columns or a list of row dicts, got {type(rows).__name__}", rule="unsupported input")
 
 
+# the columns pandas adds for an index (dropped)
+_INDEX_LEVEL = re.compile(r"__index_level_\d+__")
+
+
+def _check_names(names: Any) -> None:
+    """Every column name a string, and one the data model knows (pandas' index columns
+    aside): SchemaError naming the first that is not."""
+    for name in names:
+        if not isinstance(name, str):
+            _fail(f"column names must be strings, got {shown(name)}", rule="unsupported input")
+    for name in names:
+        if name not in COLUMNS and not _INDEX_LEVEL.fullmatch(name):
+            close = difflib.get_close_matches(name, COLUMNS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            _fail(f"unknown column {shown(name)}{hint} (known: {', '.join(COLUMNS)})",
+                  column=name, rule="unknown column")
+
+
 def _records_to_columns(records) -> dict[str, Any]:
     for i, rec in enumerate(records):
         if not isinstance(rec, Mapping):
@@ -250,6 +268,10 @@ def _records_to_columns(records) -> dict[str, Any]:
                   row=i, rule="unsupported input")
     if not records:
         return {}
+    # the rows' keys checked first (one pass): n rows with a key each of their own made a
+    # table of n columns by n rows, nearly all nulls (10,000 rows: 9 s; 100,000 ran out of
+    # memory), only for the first unknown column to be refused afterwards
+    _check_names(dict.fromkeys(k for rec in records for k in rec))
     if all(type(r) is dict for r in records):
         # One columnar conversion; Arrow's struct inference unions the keys of all rows. It
         # recurses into nested values (see chrono_engine._args.holds_containers), so it gets
@@ -765,16 +787,8 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
     dim = int(dim)
 
     raw = _raw_columns(rows)
-    for name in raw:
-        if not isinstance(name, str):
-            _fail(f"column names must be strings, got {shown(name)}", rule="unsupported input")
-    raw = {k: v for k, v in raw.items() if not re.fullmatch(r"__index_level_\d+__", k)}
-    for name in raw:
-        if name not in COLUMNS:
-            close = difflib.get_close_matches(name, COLUMNS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            _fail(f"unknown column {name!r}{hint} (known: {', '.join(COLUMNS)})",
-                  column=name, rule="unknown column")
+    _check_names(raw)
+    raw = {k: v for k, v in raw.items() if not _INDEX_LEVEL.fullmatch(k)}
     lengths = {name: _length(name, col) for name, col in raw.items()}
     if not lengths or max(lengths.values()) == 0:
         _fail("no rows to ingest", rule="empty")
