@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from . import _core
 
-__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "CONTAINERS", "as_float32", "shown", "arrow_type", "holds_containers",
+__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "STRUCT_CELLS_MAX", "CONTAINERS", "struct_cells_beyond", "as_float32", "shown", "arrow_type", "holds_containers",
            "holds_bools", "nested_deeper", "count", "thread_count", "array", "id_array", "float32_rows"]
 
 #: The most worker threads an Engine, a batch search or an ingest may be given. Work is
@@ -35,6 +35,10 @@ K_MAX = 2**31 - 1
 #: inference, which recurses once per level and overflows the C stack some thousands of
 #: levels down (a crash of the process). NumPy's own limit on dimensions.
 NESTING_MAX = 64
+
+#: The most cells the dicts of one column may make once Arrow's type inference makes them
+#: a struct (their distinct keys times their number: 128 MiB of int64 at most).
+STRUCT_CELLS_MAX = 1 << 24
 
 #: Never a scalar: a column of times, strings or numbers, or a vector, holding one of these
 #: is of the wrong type there.
@@ -143,6 +147,33 @@ def nested_deeper(items: Any, limit: int = NESTING_MAX) -> bool:
         elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
             continue
         todo.extend((c, depth + 1) for c in x if isinstance(c, _NESTED))
+    return False
+
+
+def struct_cells_beyond(items: Any, limit: int = STRUCT_CELLS_MAX) -> bool:
+    """Whether the dicts in ``items`` (a list, tuple or object array, at any depth) would
+    make more than ``limit`` cells once Arrow's type inference makes them a struct: their
+    distinct keys times their number (every key a field of every dict, mostly nulls: n
+    dicts with a key each of their own take n × n). Walked without recursion, left once
+    past the limit."""
+    keys: set = set()
+    dicts = 0
+    todo = [items]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            keys.update(x.keys())
+            dicts += 1
+            if len(keys) * dicts > limit:
+                return True
+            x = list(x.values())
+        elif isinstance(x, np.ndarray):
+            if x.dtype != object:
+                continue
+            x = x.ravel().tolist()
+        elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
+            continue
+        todo.extend(c for c in x if isinstance(c, _NESTED))
     return False
 
 
