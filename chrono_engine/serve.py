@@ -800,7 +800,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     def snapshot_name(raw: Any, field_: str = "name") -> str:
         if not isinstance(raw, str) or not _SNAPSHOT_NAME.fullmatch(raw):
             raise _HTTPError(422, field_, f"{field_} must be 1-64 letters, digits, '.', '_' or '-', not starting "
-                                          f"with '.', got {str(raw)[:80]!r}")
+                                          f"with '.', got {shown(raw)}")
         return raw
 
     def stamp() -> str:
