@@ -681,8 +681,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                 raise _HTTPError(422, "candidates", "candidates must be an object of equal-length column lists")
             if len(cand) > _MAX_COLUMNS:
                 raise _HTTPError(422, "candidates", f"{len(cand)} columns exceed the limit of {_MAX_COLUMNS}")
-            if max(len(v) for v in cand.values()) > limits.max_rows:
-                raise _HTTPError(422, "candidates", f"more than {limits.max_rows} candidates")
+            n = max(len(v) for v in cand.values())
+            if n > limits.max_rows:
+                raise _HTTPError(422, "candidates", f"{n} candidates exceed the limit of {limits.max_rows}")
             pol = {kk: obj[kk] for kk in ("fusion", "alpha", "tau", "deprecated", "future", "penalty") if kk in obj}
             no_unknown(obj, {"candidates", "as_of", *pol})
             try:
@@ -705,10 +706,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             counted(chains, "chains", limits.max_rows, "chains")
             if not is_chain_list(chains):
                 raise _HTTPError(422, "chains", "chains must be [[[item id, ...] per step] per chain]")
-            if sum(len(c) for c in chains) > limits.max_rows:
-                raise _HTTPError(422, "chains", f"more than {limits.max_rows} steps")
-            if sum(len(s) for c in chains for s in c) > limits.max_rows:
-                raise _HTTPError(422, "chains", f"more than {limits.max_rows} facts")
+            for what, n in (("steps", sum(len(c) for c in chains)),
+                            ("facts", sum(len(s) for c in chains for s in c))):
+                if n > limits.max_rows:
+                    raise _HTTPError(422, "chains", f"{n} {what} exceed the limit of {limits.max_rows}")
             if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
                 raise _HTTPError(422, "gamma", "gamma must be a number in [0, 1]")
             return _dumps({"chains": _records(verify_chains(chains, (engine, at), float(gamma)))})
