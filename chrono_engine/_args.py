@@ -17,8 +17,9 @@ import pyarrow as pa
 
 from . import _core
 
-__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "STRUCT_CELLS_MAX", "CONTAINERS", "struct_cells_beyond", "as_float32", "shown", "arrow_type", "holds_containers",
-           "holds_bools", "nested_deeper", "count", "thread_count", "array", "id_array", "float32_rows"]
+__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "STRUCT_CELLS_MAX", "CONTAINERS", "as_float32", "shown", "arrow_type",
+           "holds_containers", "holds_bools", "nested_deeper", "struct_cells_beyond", "count", "thread_count", "array",
+           "id_array", "float32_rows"]
 
 #: The most worker threads an Engine, a batch search or an ingest may be given. Work is
 #: split over at most this many OS threads (each with its own stack): more than all but the

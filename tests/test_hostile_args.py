@@ -658,8 +658,9 @@ def test_booleans_are_not_numbers_in_query_vectors(shared, label):
 def test_booleans_are_not_numbers_in_ingested_vectors(label):
     e = _engine()
     before = _snapshot(e)
-    for rows in ([{"vector": [1.0, 0, 0, 0], "valid_from": "2024-02-01"}, {"vector": BOOLS[label], "valid_from": "2024-02-01"}],
-                 {"vector": [[1.0, 0, 0, 0], BOOLS[label]], "valid_from": ["2024-02-01"] * 2}):
+    good, bad = [1.0, 0, 0, 0], BOOLS[label]
+    for rows in ([{"vector": good, "valid_from": "2024-02-01"}, {"vector": bad, "valid_from": "2024-02-01"}],
+                 {"vector": [good, bad], "valid_from": ["2024-02-01"] * 2}):
         with pytest.raises(ce.errors.SchemaError) as info:
             e.ingest(rows)
         assert (info.value.column, info.value.row, info.value.rule) == ("vector", 1, "wrong type"), str(info.value)
@@ -680,12 +681,12 @@ def test_booleans_are_not_numbers_in_ids_scores_validities_and_ages(shared):
                         (lambda: ce.DecayPolicy().evaluate([1.0, True], ["general", "general"]), QueryError)):
         with pytest.raises(error, match="boolean|True"):
             call()
-    for col in ("similarity", "reliability", "observed_at"):
-        cand = {"similarity": [0.5, 0.5], "observed_at": [1.7e15, 1.7e15], col: [0.5 if col != "observed_at" else 1.7e15,
-                                                                                 True]}
+    for col, number in (("similarity", 0.5), ("reliability", 0.5), ("observed_at", 1.7e15)):
+        cand = {"similarity": [0.5, 0.5], "observed_at": [1.7e15, 1.7e15], col: [number, True]}
         with pytest.raises(QueryError, match=f"column '{col}' mixes booleans with numbers"):
             ce.score(cand, as_of="2025-01-01")
-    ok = ce.score({"similarity": [0.5, 0.5], "observed_at": [1.7e15] * 2, "deprecated": [True, False]}, as_of="2025-01-01")
+    ok = ce.score({"similarity": [0.5, 0.5], "observed_at": [1.7e15] * 2, "deprecated": [True, False]},
+                  as_of="2025-01-01")
     assert ok.num_rows == 2  # a column of booleans where booleans belong
     _unchanged(e, before)
 
