@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "CONTAINERS", "as_float32", "shown", "arrow_type", "holds_containers",
-           "nested_deeper", "count", "thread_count", "array", "id_array"]
+from . import _core
+
+__all__ = ["THREADS_MAX", "K_MAX", "NESTING_MAX", "STRUCT_CELLS_MAX", "CONTAINERS", "as_float32", "shown", "arrow_type",
+           "holds_containers", "holds_bools", "nested_deeper", "struct_cells_beyond", "count", "thread_count", "array",
+           "id_array", "float32_rows"]
 
 #: The most worker threads an Engine, a batch search or an ingest may be given. Work is
 #: split over at most this many OS threads (each with its own stack): more than all but the
@@ -33,6 +36,10 @@ K_MAX = 2**31 - 1
 #: inference, which recurses once per level and overflows the C stack some thousands of
 #: levels down (a crash of the process). NumPy's own limit on dimensions.
 NESTING_MAX = 64
+
+#: The most cells the dicts of one column may make once Arrow's type inference makes them
+#: a struct (their distinct keys times their number: 128 MiB of int64 at most).
+STRUCT_CELLS_MAX = 1 << 24
 
 #: Never a scalar: a column of times, strings or numbers, or a vector, holding one of these
 #: is of the wrong type there.
@@ -86,6 +93,42 @@ def holds_containers(items: Any) -> bool:
     return any(issubclass(t, CONTAINERS) for t in set(map(type, items)))
 
 
+_BOOLS = (bool, np.bool_)
+
+
+def holds_bools(value: Any) -> bool:
+    """Whether ``value`` is or holds a boolean: a bool, a NumPy or Arrow array of bools (or
+    anything with a bool ``dtype``), or a list, tuple or object array with a bool anywhere
+    in it, walked without recursion (one pass in C per list). Booleans are not numbers,
+    though NumPy and Arrow read them as 1 and 0 (``np.asarray([True, 0.5])`` is
+    ``[1.0, 0.5]``), so every number array a caller gives is checked with this."""
+    todo = [value]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, _BOOLS):
+            return True
+        if isinstance(x, np.ndarray):
+            if x.dtype.kind == "b":
+                return True
+            if x.dtype != object:
+                continue
+            x = x.ravel().tolist()
+        elif isinstance(x, (pa.Array, pa.ChunkedArray)):
+            if pa.types.is_boolean(x.type):
+                return True
+            continue
+        elif not isinstance(x, (list, tuple)):
+            if getattr(getattr(x, "dtype", None), "kind", None) == "b":  # a pandas Series of bools
+                return True
+            continue
+        types = set(map(type, x))
+        if any(issubclass(t, _BOOLS) for t in types):
+            return True
+        if any(issubclass(t, (list, tuple, np.ndarray)) for t in types):
+            todo.extend(c for c in x if isinstance(c, (list, tuple, np.ndarray)))
+    return False
+
+
 def nested_deeper(items: Any, limit: int = NESTING_MAX) -> bool:
     """Whether ``items`` (a list, tuple, dict, set or object array) nests containers more
     than ``limit`` levels deep, walked without recursion and left at the first such level.
@@ -105,6 +148,33 @@ def nested_deeper(items: Any, limit: int = NESTING_MAX) -> bool:
         elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
             continue
         todo.extend((c, depth + 1) for c in x if isinstance(c, _NESTED))
+    return False
+
+
+def struct_cells_beyond(items: Any, limit: int = STRUCT_CELLS_MAX) -> bool:
+    """Whether the dicts in ``items`` (a list, tuple or object array, at any depth) would
+    make more than ``limit`` cells once Arrow's type inference makes them a struct: their
+    distinct keys times their number (every key a field of every dict, mostly nulls: n
+    dicts with a key each of their own take n × n). Walked without recursion, left once
+    past the limit."""
+    keys: set = set()
+    dicts = 0
+    todo = [items]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            keys.update(x.keys())
+            dicts += 1
+            if len(keys) * dicts > limit:
+                return True
+            x = list(x.values())
+        elif isinstance(x, np.ndarray):
+            if x.dtype != object:
+                continue
+            x = x.ravel().tolist()
+        elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
+            continue
+        todo.extend(c for c in x if isinstance(c, _NESTED))
     return False
 
 
@@ -132,17 +202,27 @@ def array(value: Any, name: str, error: type[Exception], dtype: Any = None) -> n
     """``np.asarray(value, dtype)`` (no copy when it is already such an array), or ``error``
     naming ``name``: NumPy refuses a ragged or too deeply nested sequence with its own
     ValueError, text that is not a number with another, and a caller's object may raise
-    anything from ``__array__``, ``__float__``, ``__len__`` or ``__getitem__``."""
+    anything from ``__array__``, ``__float__``, ``__len__`` or ``__getitem__``. Booleans are
+    not numbers: refused where ``dtype`` is numeric, and where they would become numbers
+    beside others (``[True, 2]``); booleans alone stay a bool array, for the caller."""
     if isinstance(value, np.ndarray) and (dtype is None or value.dtype == dtype):
         return value
+    numbers = dtype is not None and np.dtype(dtype).kind in "iufc"
+    if numbers and holds_bools(value):
+        raise error(f"{name}: {type(value).__name__} {shown(value)} holds booleans, which are not numbers")
     try:
-        return np.asarray(value, dtype)
+        a = np.asarray(value, dtype)
     except MemoryError:
         raise
     except Exception as e:  # noqa: BLE001 - the caller's objects may raise anything
         what = "an array" if dtype is None else f"an array of {np.dtype(dtype)}"
         raise error(f"{name}: {type(value).__name__} {shown(value)} cannot be made {what} "
                     f"({shown(str(e))})") from None
+    # numbers made from a list that held booleans (np.asarray([True, 2]) is [1, 2])
+    if not numbers and a.dtype.kind in "iufc" and not isinstance(value, np.ndarray) and holds_bools(value):
+        raise error(f"{name}: {type(value).__name__} {shown(value)} mixes booleans with numbers "
+                    f"(booleans are not numbers)")
+    return a
 
 
 def id_array(value: Any, name: str, error: type[Exception]) -> tuple[np.ndarray, dict[int, int]]:
@@ -189,15 +269,42 @@ def id_array(value: Any, name: str, error: type[Exception]) -> tuple[np.ndarray,
 _NOT_NUMBERS = "USMmcV"
 
 
+#: a list of Python floats (and ints up to 2^24 in magnitude) as float32 with NumPy's bits
+#: (``np.asarray(x).astype(np.float32)``), natively; None for any other list (bools too)
+list_f32 = _core.list_f32
+
+
+def float32_rows(values: Any) -> np.ndarray | None:
+    """A list of equally long lists of Python floats (and ints up to 2^24 in magnitude) as
+    a float32 array (n, d) with NumPy's bits, one native call per row (:data:`list_f32`:
+    a JSON body's vectors at ~1 µs per row against ~10 through NumPy); None for anything
+    else, booleans included (the caller takes NumPy's path, which names the problem)."""
+    if type(values) is not list or not values or type(values[0]) is not list:
+        return None
+    rows = [list_f32(r) for r in values]
+    d = len(values[0])
+    if any(r is None or len(r) != d for r in rows):
+        return None
+    return np.stack(rows) if d else np.zeros((len(rows), 0), np.float32)
+
+
 def as_float32(values: Any) -> np.ndarray:
     """A caller's numbers as a float32 array (values beyond float32 become inf, for the
-    caller's finite check). Anything that is not numbers is a TypeError or ValueError,
-    whatever the conversion of the caller's objects raised (their ``__float__`` may raise
-    anything), with the original as the cause."""
+    caller's finite check). Anything that is not numbers — booleans included, which NumPy
+    would read as 1 and 0 — is a TypeError or ValueError, whatever the conversion of the
+    caller's objects raised (their ``__float__`` may raise anything), with the original as
+    the cause. Lists of Python floats are converted natively (:func:`float32_rows`)."""
+    native = float32_rows(values) if type(values) is list else None
+    if native is None and type(values) is list:
+        native = list_f32(values)
+    if native is not None:
+        return native
     try:
         a = values if isinstance(values, np.ndarray) else np.asarray(values)
         if a.dtype.kind in _NOT_NUMBERS:
             raise TypeError(f"dtype {a.dtype} is not numbers")
+        if a.dtype.kind in "bO" and holds_bools(a) or a is not values and holds_bools(values):
+            raise TypeError("booleans are not numbers")
         with np.errstate(over="ignore", invalid="ignore"):
             return np.asarray(a, dtype=np.float32)
     except (MemoryError, TypeError, ValueError):

@@ -296,17 +296,18 @@ class StoreState:
         if isinstance(fact_types, str):
             fact_types = [fact_types]
         mask = np.zeros(max(len(self.fact_types), 1), np.uint8)
-        unknown = []
+        unknown: dict = {}  # each unknown name once, in order (a dict: a list's `in` made this quadratic)
         for name in fact_types:
-            if name in self.fact_code:
-                mask[self.fact_code[name]] = 1
-            elif name not in self.policy and name not in unknown:
-                unknown.append(name)
+            code = self.fact_code.get(name)
+            if code is not None:
+                mask[code] = 1
+            elif name not in unknown and name not in self.policy:
+                unknown[name] = None
         if unknown:
             known = list(self.fact_types) + [t for t in self.policy if t not in self.fact_code]
             listed = ", ".join(shown(t) for t in known[:_KNOWN_SHOWN]) or "none"
             more = f" and {len(known) - _KNOWN_SHOWN} more" if len(known) > _KNOWN_SHOWN else ""
-            names = ", ".join(shown(t) for t in unknown[:_KNOWN_SHOWN])
+            names = ", ".join(shown(t) for t in list(unknown)[:_KNOWN_SHOWN])
             many = len(unknown) > 1
             raise QueryError(f"fact_types: unknown fact type{'s' if many else ''} {names}: no stored row carries "
                              f"{'them' if many else 'it'} and the decay policy does not name "

@@ -462,7 +462,7 @@ def cmd_serve(args) -> int:
     except ImportError as e:
         raise CliError(f"the service needs its extra: pip install 'chrono_engine[serve]' ({e})", EXIT_REFUSED) from None
     limits = Limits(max_body=args.max_body, max_batch=args.max_batch, max_rows=args.max_rows, max_k=args.max_k,
-                    timeout=args.timeout)
+                    timeout=args.timeout, max_fact_types=args.max_fact_types, max_text=args.max_text)
     try:
         serve(args.store, host=args.host, port=args.port, name=args.name, keys_file=args.keys_file,
               allow_anonymous=args.no_auth, limits=limits, threads=args.threads, snapshots=args.snapshots,
@@ -704,6 +704,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-batch", type=_int_in(1, 2**20, ""), default=1024)
     p.add_argument("--max-rows", type=_int_in(1, 2**30, ""), default=100_000)
     p.add_argument("--max-k", type=_int_in(1, 10_000, ""), default=1000)
+    p.add_argument("--max-fact-types", type=_int_in(1, 2**20, ""), default=1024, help="fact types a search names")
+    p.add_argument("--max-text", type=_int_in(1, 2**24, " (characters)"), default=10_000,
+                   help="characters of a /query text")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds a read may take (504 after)")
     p.add_argument("--snapshots", metavar="DIR", help="where named snapshots go (default: STORE.snapshots beside it)")
     p.add_argument("--read-only", action="store_true",

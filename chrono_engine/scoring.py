@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from ._args import NESTING_MAX, arrow_type, holds_containers, nested_deeper, shown, thread_count
+from ._args import (NESTING_MAX, STRUCT_CELLS_MAX, arrow_type, holds_containers, nested_deeper, shown,
+                    struct_cells_beyond, thread_count)
 from ._columns import ARROW_ERRORS, as_frame, frame_kind, frame_to_arrow, is_polars
 from ._time import OPEN_END, column_us, errors_as
 from .decay import DecayPolicy, parse_decay
@@ -127,14 +128,29 @@ def _table(candidates: Any) -> pa.Table:
             continue
         if getattr(col, "dtype", None) == object:  # a pandas Series of objects
             col = np.asarray(col)
-        if isinstance(col, (list, tuple, np.ndarray)) and holds_containers(col) and nested_deeper(col):
-            raise QueryError(f"column {shown(name)} nests lists or dicts more than {NESTING_MAX} levels deep")
+        if isinstance(col, (list, tuple, np.ndarray)) and holds_containers(col):
+            if nested_deeper(col):
+                raise QueryError(f"column {shown(name)} nests lists or dicts more than {NESTING_MAX} levels deep")
+            if struct_cells_beyond(col):
+                raise QueryError(f"column {shown(name)}: its dicts' distinct keys times their number pass "
+                                 f"{STRUCT_CELLS_MAX:,} (Arrow would make every key a field of every dict)")
+        if isinstance(col, (list, tuple, np.ndarray)) and _mixes_bools(col):
+            raise QueryError(f"column {shown(name)} mixes booleans with numbers (booleans are not numbers; "
+                             f"Arrow would read them as 1 and 0)")
     try:
         return pa.table(candidates)
     except MemoryError:
         raise
     except Exception as e:  # noqa: BLE001 - Arrow's conversion raises many kinds (and the caller's objects any)
         raise QueryError(f"candidates: {_unconvertible(candidates)}: {shown(str(e))}") from None
+
+
+def _mixes_bools(col: Any) -> bool:
+    """Whether a column of Python objects holds booleans beside numbers (one pass in C):
+    Arrow makes ``[0.5, True]`` a double column."""
+    types = set(map(type, col))
+    return any(issubclass(t, (bool, np.bool_)) for t in types) and \
+        any(issubclass(t, (int, float, np.number)) and not issubclass(t, (bool, np.bool_)) for t in types)
 
 
 def _unconvertible(candidates: dict) -> str:

@@ -50,8 +50,12 @@ store as its new live snapshot (the store's own atomic checkpoint: a crash leave
 state or the restored one, never a mixture) and serves it. Writes wait while a snapshot or
 a restore runs; reads go on, on the old state until the restored one is open.
 
-Limits (:class:`Limits`): request body size (413), vectors per batch, rows per ingest, ``k``
-(422), and a timeout for reads (504). Every refusal names the field and changes nothing.
+Limits (:class:`Limits`): request body size (413), vectors per batch, rows per ingest or
+supersede and ids, candidates, chains per request, fact types per search, characters of a
+query's text, ``k`` (422), and a timeout for reads (504). Every refusal names the field and
+the limit and changes nothing. Every list a body holds is counted before anything reads it,
+and what grows with a body runs on the thread pool, not the event loop (a read's under
+the timeout).
 
 Read replicas (``--read-only``): the store opened read-only (no writer lock, so any number of
 processes can serve one store beside its writer); every write endpoint answers 403
@@ -74,6 +78,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -86,7 +91,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ._args import shown
 from ._coalesce import AsyncCoalescer
+from ._ipc import LayoutError, StreamError, TooLarge, read_stream
+from ._util import open_regular
 from ._state import INGEST_ORDERS, ingest_order
 from ._time import OPEN_END
 from .search import NUMERIC_COLUMNS, SearchOptions, query_cuts, to_table
@@ -102,6 +110,8 @@ _QUERY_FIELDS = ("now", "tz", "lang", "embed_text", "distinct", "undated", "wind
 ARROW = "application/vnd.apache.arrow.stream"
 _NUMPY_TYPES = {name: t.to_pandas_dtype() for name, t in NUMERIC_COLUMNS.items()}
 _READ, _WRITE = "read", "admin"
+#: columns of a /score body's candidates (seven are read; the rest are kept and not answered)
+_MAX_COLUMNS = 64
 #: the request log's lines are written together, at most this many seconds after the first
 _LOG_EVERY = 0.05
 
@@ -115,6 +125,8 @@ class Limits:
     max_rows: int = 100_000         # rows per ingest or supersede
     max_k: int = 1000               # k of a search
     timeout: float = 30.0           # seconds a read may take
+    max_fact_types: int = 1024      # fact types a search names
+    max_text: int = 10_000          # characters of a query's text
 
 
 @dataclass
@@ -327,6 +339,21 @@ def _search_group(batch: list) -> list:
 _PUBLISH_EVERY = 1.0
 
 
+#: the most bytes a worker's published counters are read to (a few kB in practice)
+_COUNTERS_MAX = 1 << 20
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """A file's bytes if it is a regular file of at most ``limit`` bytes (opened without
+    following a link or blocking on a FIFO, :func:`._util.open_regular`); OSError else."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path.name} is more than {limit} bytes")
+    return data
+
+
 class _Metrics:
     """Counters and a latency histogram per endpoint, in Prometheus' text format."""
 
@@ -366,7 +393,7 @@ class _Metrics:
         for f in folder.glob("worker-*.json"):
             if f.name != f"worker-{worker}.json":
                 try:
-                    snaps.append(orjson.loads(f.read_bytes()))
+                    snaps.append(orjson.loads(_read_regular(f, _COUNTERS_MAX)))
                 except (OSError, orjson.JSONDecodeError):
                     continue
         width = len(self._BUCKETS) + 2
@@ -481,9 +508,6 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             if not msg.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def json_of(request: Request) -> dict:
-        return parse_json(await body_of(request))
-
     def parse_json(raw: bytes) -> dict:
         try:
             obj = orjson.loads(raw)  # rejects NaN / Infinity, invalid UTF-8, nesting past 1024
@@ -498,6 +522,19 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             raise _HTTPError(422, name, f"field {name!r} is required")
         return obj[name]
 
+    def no_unknown(obj: dict, known: Any) -> None:
+        """A 422 naming the first (in sort order) of ``obj``'s fields not in ``known``."""
+        unknown = [kk for kk in obj if kk not in known]
+        if unknown:
+            first = min(unknown)
+            raise _HTTPError(422, first[:80], f"unknown field {shown(first)}")
+
+    def counted(value: Any, field_: str, limit: int, what: str) -> None:
+        """A 422 naming ``field_`` and the limit when the list ``value`` holds more than
+        ``limit`` items: checked before anything reads them."""
+        if isinstance(value, list) and len(value) > limit:
+            raise _HTTPError(422, field_, f"{len(value)} {what} exceed the limit of {limit}")
+
     def check_k(obj: dict) -> int:
         k = obj.get("k", 10)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limits.max_k:
@@ -508,9 +545,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     def options(obj: dict, skip: tuple) -> dict:
         opts = {kk: v for kk, v in obj.items() if kk not in skip}
-        unknown = sorted(set(opts) - option_names)
-        if unknown:
-            raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
+        no_unknown(opts, option_names)
+        counted(opts.get("fact_types"), "fact_types", limits.max_fact_types, "fact types")
         if isinstance(opts.get("window"), list):
             opts["window"] = tuple(opts["window"])
         return opts
@@ -520,6 +556,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             return fn(*args)
 
     async def run(fn: Any, *args: Any, read: bool = True) -> Any:
+        """``fn(*args)`` on the pool: a read (and a write's parse and checks) under the
+        timeout; a write under the gate, to its end."""
         loop = asyncio.get_running_loop()
         if not read:  # a write, once started, runs to its end: it is acknowledged or refused whole
             return await loop.run_in_executor(pool, lambda: gated(fn, *args))
@@ -529,10 +567,17 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         except asyncio.TimeoutError:
             raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
 
-    def hits(request: Request, table: pa.Table) -> Response:
-        if ARROW in request.headers.get("accept", ""):
-            return Response(_arrow_bytes(table), media_type=ARROW)
-        return Response(_dumps({"hits": _records(table)}), media_type="application/json")
+    def wants_arrow(request: Request) -> bool:
+        return ARROW in request.headers.get("accept", "")
+
+    def hits_body(table: pa.Table, arrow: bool) -> bytes:
+        return _arrow_bytes(table) if arrow else _dumps({"hits": _records(table)})
+
+    def answer(body: bytes, arrow: bool = False) -> Response:
+        return Response(body, media_type=ARROW if arrow else "application/json")
+
+    def ids_body(ids: Any) -> bytes:
+        return _dumps({"ids": np.asarray(ids, np.int64).tolist()})
 
     def collection(request: Request) -> None:
         c = request.path_params.get("c")
@@ -540,6 +585,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             raise _HTTPError(404, "collection", f"no collection {c[:80]!r} (this server has {name!r})")
 
     # ----------------------------------------------------------------- handlers
+    # A handler receives the body on the loop (at most max_body bytes); what grows with the
+    # body (the parse, the checks, the call and the answer's encoding) runs on the pool,
+    # under the timeout for reads (run): the loop goes on answering meanwhile. The single
+    # search alone is checked on the loop (search_answer), every list in it bounded first.
     async def info(request: Request) -> Response:
         collection(request)
         return JSONResponse({"name": name, "dim": engine.dim, "metric": engine.metric, "items": len(engine),
@@ -551,9 +600,8 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     async def search(request: Request) -> Response:
         collection(request)
-        arrow = ARROW in request.headers.get("accept", "")
-        body = await search_answer(await body_of(request), arrow)
-        return Response(body, media_type=ARROW if arrow else "application/json")
+        arrow = wants_arrow(request)
+        return answer(await search_answer(await body_of(request), arrow), arrow)
 
     async def search_answer(raw: bytes, arrow: bool) -> bytes:
         """One search's response body from its request body (both paths: Starlette's
@@ -571,107 +619,130 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     async def search_batch(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
-        vecs, k = require(obj, "vectors"), check_k(obj)
-        if not isinstance(vecs, list) or not vecs:
-            raise _HTTPError(422, "vectors", "vectors must be a non-empty list of vectors")
-        if len(vecs) > limits.max_batch:
-            raise _HTTPError(422, "vectors", f"{len(vecs)} vectors exceed the limit of {limits.max_batch}")
-        kw = options(obj, ("vectors", "k"))
-        return hits(request, await run(lambda: engine.search_batch(vecs, k, **kw)))
+        raw, arrow = await body_of(request), wants_arrow(request)
+
+        def work() -> bytes:
+            obj = parse_json(raw)
+            vecs, k = require(obj, "vectors"), check_k(obj)
+            if not isinstance(vecs, list) or not vecs:
+                raise _HTTPError(422, "vectors", "vectors must be a non-empty list of vectors")
+            counted(vecs, "vectors", limits.max_batch, "vectors")
+            kw = options(obj, ("vectors", "k"))
+            return hits_body(engine.search_batch(vecs, k, **kw), arrow)
+        return answer(await run(work), arrow)
 
     async def validity(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
-        at, ids = require(obj, "at"), obj.get("ids")
-        if ids is None and len(engine) > limits.max_rows:
-            raise _HTTPError(422, "ids", f"give ids: the store has more than {limits.max_rows} items")
-        if isinstance(ids, list) and len(ids) > limits.max_rows:
-            raise _HTTPError(422, "ids", f"{len(ids)} ids exceed the limit of {limits.max_rows}")
-        v = await run(lambda: engine.validity(at, ids))
-        return Response(_dumps({"validity": [float(x) for x in v]}), media_type="application/json")
+        raw = await body_of(request)
+
+        def work() -> bytes:
+            obj = parse_json(raw)
+            at, ids = require(obj, "at"), obj.get("ids")
+            if ids is None and len(engine) > limits.max_rows:
+                raise _HTTPError(422, "ids", f"give ids: the store has more than {limits.max_rows} items")
+            counted(ids, "ids", limits.max_rows, "ids")
+            v = engine.validity(at, ids)
+            return _dumps({"validity": np.asarray(v, np.float64).tolist()})
+        return answer(await run(work))
 
     async def query(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
-        text, k = require(obj, "text"), check_k(obj)
-        if engine.embedder is None:
-            raise _HTTPError(409, "embedder", "this engine has no text embedder: search with a vector instead")
-        kw = options(obj, ("text", "k") + _QUERY_FIELDS)
-        for name in _QUERY_FIELDS:
-            if name in obj:
-                kw[name] = obj[name]
-        res = await run(lambda: engine.query(text, k, **kw))
-        intent = res.intent
-        return Response(_dumps({"hits": _records(res.hits), "lang": res.lang, "as_of": res.as_of,
-                                "window": list(res.window) if res.window else None,
-                                "intent": {"mode": intent.mode, "anchor": intent.anchor,
-                                           "window": list(intent.window) if intent.window else None,
-                                           "cleaned_query": intent.cleaned_query}}),
-                        media_type="application/json")
+        raw = await body_of(request)
+
+        def work() -> bytes:
+            obj = parse_json(raw)
+            text, k = require(obj, "text"), check_k(obj)
+            if isinstance(text, str) and len(text) > limits.max_text:
+                raise _HTTPError(422, "text", f"text of {len(text)} characters exceeds the limit of {limits.max_text}")
+            if engine.embedder is None:
+                raise _HTTPError(409, "embedder", "this engine has no text embedder: search with a vector instead")
+            kw = options(obj, ("text", "k") + _QUERY_FIELDS)
+            for name in _QUERY_FIELDS:
+                if name in obj:
+                    kw[name] = obj[name]
+            res = engine.query(text, k, **kw)
+            intent = res.intent
+            return _dumps({"hits": _records(res.hits), "lang": res.lang, "as_of": res.as_of,
+                           "window": list(res.window) if res.window else None,
+                           "intent": {"mode": intent.mode, "anchor": intent.anchor,
+                                      "window": list(intent.window) if intent.window else None,
+                                      "cleaned_query": intent.cleaned_query}})
+        return answer(await run(work))
 
     async def score(request: Request) -> Response:
         from .scoring import ScoringPolicy, score as ce_score
         collection(request)
-        obj = await json_of(request)
-        cand, as_of = require(obj, "candidates"), require(obj, "as_of")
-        if not isinstance(cand, dict) or not cand or not all(isinstance(v, list) for v in cand.values()):
-            raise _HTTPError(422, "candidates", "candidates must be an object of equal-length column lists")
-        if max(len(v) for v in cand.values()) > limits.max_rows:
-            raise _HTTPError(422, "candidates", f"more than {limits.max_rows} candidates")
-        pol = {kk: obj[kk] for kk in ("fusion", "alpha", "tau", "deprecated", "future", "penalty") if kk in obj}
-        unknown = sorted(set(obj) - {"candidates", "as_of", *pol})
-        if unknown:
-            raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
-        try:
-            policy = ScoringPolicy(decay=engine.decay, **pol)
-        except TypeError as e:
-            raise _HTTPError(422, "policy", str(e)[:200]) from None
-        out = await run(lambda: ce_score(cand, as_of=as_of, policy=policy))
-        return Response(_dumps({"validity": out.column("validity").to_pylist(),
-                                "score": out.column("score").to_pylist()}), media_type="application/json")
+        raw = await body_of(request)
+
+        def work() -> bytes:
+            obj = parse_json(raw)
+            cand, as_of = require(obj, "candidates"), require(obj, "as_of")
+            if not isinstance(cand, dict) or not cand or not all(isinstance(v, list) for v in cand.values()):
+                raise _HTTPError(422, "candidates", "candidates must be an object of equal-length column lists")
+            if len(cand) > _MAX_COLUMNS:
+                raise _HTTPError(422, "candidates", f"{len(cand)} columns exceed the limit of {_MAX_COLUMNS}")
+            n = max(len(v) for v in cand.values())
+            if n > limits.max_rows:
+                raise _HTTPError(422, "candidates", f"{n} candidates exceed the limit of {limits.max_rows}")
+            pol = {kk: obj[kk] for kk in ("fusion", "alpha", "tau", "deprecated", "future", "penalty") if kk in obj}
+            no_unknown(obj, {"candidates", "as_of", *pol})
+            try:
+                policy = ScoringPolicy(decay=engine.decay, **pol)
+            except TypeError as e:
+                raise _HTTPError(422, "policy", str(e)[:200]) from None
+            out = ce_score(cand, as_of=as_of, policy=policy)
+            return _dumps({"validity": out.column("validity").to_pylist(), "score": out.column("score").to_pylist()})
+        return answer(await run(work))
 
     async def verify(request: Request) -> Response:
         from .verify import verify_chains
         from .verify.chains import is_chain_list
         collection(request)
-        obj = await json_of(request)
-        chains, at, gamma = require(obj, "chains"), require(obj, "at"), require(obj, "gamma")
-        if not is_chain_list(chains):
-            raise _HTTPError(422, "chains", "chains must be [[[item id, ...] per step] per chain]")
-        if sum(len(s) for c in chains for s in c) > limits.max_rows:
-            raise _HTTPError(422, "chains", f"more than {limits.max_rows} facts")
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
-            raise _HTTPError(422, "gamma", "gamma must be a number in [0, 1]")
-        t = await run(lambda: verify_chains(chains, (engine, at), float(gamma)))
-        return Response(_dumps({"chains": _records(t)}), media_type="application/json")
+        raw = await body_of(request)
+
+        def work() -> bytes:
+            obj = parse_json(raw)
+            chains, at, gamma = require(obj, "chains"), require(obj, "at"), require(obj, "gamma")
+            counted(chains, "chains", limits.max_rows, "chains")
+            if not is_chain_list(chains):
+                raise _HTTPError(422, "chains", "chains must be [[[item id, ...] per step] per chain]")
+            for what, n in (("steps", sum(len(c) for c in chains)),
+                            ("facts", sum(len(s) for c in chains for s in c))):
+                if n > limits.max_rows:
+                    raise _HTTPError(422, "chains", f"{n} {what} exceed the limit of {limits.max_rows}")
+            if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
+                raise _HTTPError(422, "gamma", "gamma must be a number in [0, 1]")
+            return _dumps({"chains": _records(verify_chains(chains, (engine, at), float(gamma)))})
+        return answer(await run(work))
 
     async def history(request: Request) -> Response:
         collection(request)
         known = request.query_params.get("known_at")
-        t = await run(lambda: engine.history(request.path_params["stem_id"], known))
-        return Response(_dumps({"rows": _records(t)}), media_type="application/json")
+        stem = request.path_params["stem_id"]
+        return answer(await run(lambda: _dumps({"rows": _records(engine.history(stem, known))})))
 
-    async def rows_of(request: Request) -> tuple[Any, str]:
+    def rows_of(raw: bytes, content_type: str, order: str | None) -> tuple[Any, str]:
         """An ingest's rows (a JSON body's ``rows``, or an Arrow IPC stream) and its storage
         order (``order``: the JSON body's field or the query string's, not both)."""
-        order = request.query_params.get("order")
-        if request.headers.get("content-type", "").split(";")[0].strip() == ARROW:
-            raw = await body_of(request)
-            try:
-                table = ipc.open_stream(pa.py_buffer(raw)).read_all()
-                table.validate(full=True)
-            except (pa.ArrowException, ValueError, OSError) as e:
+        if content_type.split(";")[0].strip() == ARROW:
+            try:  # what it decodes to (decompressed, dictionaries and views expanded): at most max_body
+                table = read_stream(raw, limits.max_body)
+            except TooLarge as e:
+                raise _HTTPError(413, "body", f"Arrow IPC body: {e} (the body limit)") from None
+            except LayoutError as e:
+                raise _HTTPError(422, "body", f"Arrow IPC body: {str(e)[:200]}") from None
+            except StreamError as e:
                 raise _HTTPError(400, "body", f"body is not an Arrow IPC stream ({str(e)[:120]})") from None
             n = table.num_rows
             rows: Any = table
         else:
-            obj = await json_of(request)
+            obj = parse_json(raw)
             rows = require(obj, "rows")
-            unknown = sorted(set(obj) - {"rows", "order"})
-            if unknown:
-                raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
-            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            no_unknown(obj, ("rows", "order"))
+            if not isinstance(rows, list):
+                raise _HTTPError(422, "rows", "rows must be a list of row objects")
+            counted(rows, "rows", limits.max_rows, "rows")
+            if not all(isinstance(r, dict) for r in rows):
                 raise _HTTPError(422, "rows", "rows must be a list of row objects")
             if "order" in obj:
                 if order is not None:
@@ -687,41 +758,50 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     async def ingest(request: Request) -> Response:
         collection(request)
-        rows, order = await rows_of(request)
-        ids = await run(lambda: engine.ingest(rows, order=order), read=False)
-        return JSONResponse({"ids": [int(i) for i in ids]})
+        raw = await body_of(request)
+        rows, order = await run(rows_of, raw, request.headers.get("content-type", ""),
+                                request.query_params.get("order"))
+        return answer(await run(lambda: ids_body(engine.ingest(rows, order=order)), read=False))
 
     async def supersede(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
-        stem, rows, eff = require(obj, "stem_id"), require(obj, "rows"), require(obj, "effective_at")
-        if not isinstance(rows, list) or len(rows) > limits.max_rows:
-            raise _HTTPError(422, "rows", f"rows must be a list of at most {limits.max_rows} row objects")
-        extra = {kk: obj[kk] for kk in ("version", "supersedes", "deprecate") if kk in obj}
-        unknown = sorted(set(obj) - {"stem_id", "rows", "effective_at", "version", "supersedes", "deprecate"})
-        if unknown:
-            raise _HTTPError(422, unknown[0], f"unknown field {unknown[0]!r}")
-        ids = await run(lambda: engine.supersede(stem, rows, eff, **extra), read=False)
-        return JSONResponse({"ids": [int(i) for i in ids]})
+        raw = await body_of(request)
+
+        def checked() -> tuple:
+            obj = parse_json(raw)
+            stem, rows, eff = require(obj, "stem_id"), require(obj, "rows"), require(obj, "effective_at")
+            if not isinstance(rows, list) or len(rows) > limits.max_rows:
+                raise _HTTPError(422, "rows", f"rows must be a list of at most {limits.max_rows} row objects")
+            extra = {kk: obj[kk] for kk in ("version", "supersedes", "deprecate") if kk in obj}
+            no_unknown(obj, ("stem_id", "rows", "effective_at", "version", "supersedes", "deprecate"))
+            return stem, rows, eff, extra
+        stem, rows, eff, extra = await run(checked)
+        return answer(await run(lambda: ids_body(engine.supersede(stem, rows, eff, **extra)), read=False))
+
+    def ids_of(raw: bytes, fields: tuple) -> dict:
+        """A retract's or deprecate's body: ``ids`` (at most max_rows of them) and ``fields``."""
+        obj = parse_json(raw)
+        ids = require(obj, "ids")
+        counted(ids, "ids", limits.max_rows, "ids")
+        no_unknown(obj, ("ids",) + fields)
+        return obj
 
     async def retract(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
-        ids, at = require(obj, "ids"), obj.get("at")
-        out = await run(lambda: engine.retract(ids, at), read=False)
-        return JSONResponse({"ids": [int(i) for i in out]})
+        obj = await run(ids_of, await body_of(request), ("at",))
+        return answer(await run(lambda: ids_body(engine.retract(obj["ids"], obj.get("at"))), read=False))
 
     async def deprecate(request: Request) -> Response:
         collection(request)
-        obj = await json_of(request)
-        ids = require(obj, "ids")
-        out = await run(lambda: engine.deprecate(ids, obj.get("effective_at"), obj.get("at")), read=False)
-        return JSONResponse({"ids": [int(i) for i in out]})
+        obj = await run(ids_of, await body_of(request), ("effective_at", "at"))
+        out = await run(lambda: ids_body(engine.deprecate(obj["ids"], obj.get("effective_at"), obj.get("at"))),
+                        read=False)
+        return answer(out)
 
     def snapshot_name(raw: Any, field_: str = "name") -> str:
         if not isinstance(raw, str) or not _SNAPSHOT_NAME.fullmatch(raw):
             raise _HTTPError(422, field_, f"{field_} must be 1-64 letters, digits, '.', '_' or '-', not starting "
-                                          f"with '.', got {str(raw)[:80]!r}")
+                                          f"with '.', got {shown(raw)}")
         return raw
 
     def stamp() -> str:
@@ -733,8 +813,9 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         return snap_dir
 
     def copy_to(target: Path) -> None:
-        """A full copy of the store as it is in memory, written to ``target`` (new)."""
-        if target.exists():
+        """A full copy of the store as it is in memory, written to ``target`` (new: not even
+        a symbolic link there, which the copy would be written through)."""
+        if os.path.lexists(target):
             raise _HTTPError(409, "name", f"a snapshot named {target.name!r} exists")
         target.parent.mkdir(parents=True, exist_ok=True)
         engine.save(target)
@@ -752,20 +833,28 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         await run(checkpoint_and_copy, d / snap, read=False)
         return JSONResponse({"name": snap, "path": str(d / snap), "items": len(engine), "saved": str(engine.path)})
 
-    async def snapshot_list(request: Request) -> Response:
-        collection(request)
-        d = need_store()
+    def listed(d: Path) -> bytes:
+        """The named snapshots in ``d``: its entries that are snapshots (:func:`_not_a_snapshot`)."""
         out = []
         if d.is_dir():
             for p in sorted(d.iterdir()):
-                if p.is_dir() and _SNAPSHOT_NAME.fullmatch(p.name) and (p / "CURRENT").is_file():
-                    t = _dt.datetime.fromtimestamp((p / "CURRENT").stat().st_mtime, _dt.timezone.utc)
+                if _SNAPSHOT_NAME.fullmatch(p.name) and _not_a_snapshot(p) is None:
+                    t = _dt.datetime.fromtimestamp(os.lstat(p / "CURRENT").st_mtime, _dt.timezone.utc)
                     out.append({"name": p.name, "created": t.isoformat()})
-        return JSONResponse({"snapshots": out})
+        return _dumps({"snapshots": out})
+
+    async def snapshot_list(request: Request) -> Response:
+        collection(request)
+        return answer(await run(listed, need_store()))
 
     def restore_from(src: Path) -> dict:
         nonlocal engine
         from .engine import Engine
+        why = _not_a_snapshot(src)  # checked here, under the gate, just before the open
+        if why == "missing":
+            raise _HTTPError(404, "snapshot", f"no snapshot named {src.name!r}")
+        if why is not None:
+            raise _HTTPError(422, "snapshot", f"{src.name!r} in the snapshots folder is not a snapshot: {why}")
         old = engine
         restored = Engine.open(src, read_only=True)  # verified before anything changes
         before = snap_dir / f"pre-restore-{stamp()}"
@@ -788,8 +877,6 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         collection(request)
         d = need_store()
         snap = snapshot_name(request.path_params.get("name"), "snapshot")
-        if not (d / snap / "CURRENT").is_file():
-            raise _HTTPError(404, "snapshot", f"no snapshot named {snap!r}")
         return JSONResponse(await run(restore_from, d / snap, read=False))
 
     async def livez(request: Request) -> Response:
@@ -1001,6 +1088,38 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
     app.state.engine = lambda: engine  # the engine served now (a restore or a refresh replaces it)
     app.state.refreshes = lambda: state["refreshes"]
     return app
+
+
+def _not_a_snapshot(entry: Path) -> str | None:
+    """Why ``entry``, in the snapshots folder, is not a named snapshot ("missing" when there
+    is nothing there), or None: it must be a folder, not a symbolic link, holding a store
+    whose seal (``CURRENT``, opened as a regular file) names a folder in it that is no link
+    either; the store's files are then opened without following links (storage.py). A link
+    anywhere from the snapshots folder down would let a restore replace the live store
+    with whatever store it points to, anywhere."""
+    from . import storage
+    why = _not_a_folder(entry, "it")
+    if why is not None:
+        return why
+    try:
+        live = storage.current(entry)["snapshot"]
+    except (ChronoError, OSError) as e:
+        return f"not a store ({shown(str(e))})"
+    why = _not_a_folder(entry / live, f"its snapshot folder {live}")
+    return f"its snapshot folder {live} is missing" if why == "missing" else why
+
+
+def _not_a_folder(path: Path, what: str) -> str | None:
+    """Why ``path`` is not a folder ("missing" when absent), a symbolic link not followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        return f"{what} cannot be read ({e.strerror})"
+    if stat.S_ISLNK(mode):
+        return f"{what} is a symbolic link"
+    return None if stat.S_ISDIR(mode) else f"{what} is not a folder"
 
 
 def store_version(root: Path) -> tuple:

@@ -633,3 +633,77 @@ def test_shown_never_raises_and_stays_short():
     for v in (HOSTILE["list nested 100000 deep"], HOSTILE["dict nested 100000 deep"], "x" * 10**6, 10**1000,
               10**5000, [-10**5000]):
         assert len(shown(v)) < 120
+
+
+# Booleans where numbers belong: NumPy and Arrow read them as 1 and 0 (``np.asarray([True,
+# 0.5])`` is ``[1.0, 0.5]``; Arrow makes ``[0.5, True]`` a double column), so they were
+# taken as numbers while strings and nulls were refused.
+BOOLS = {"bools": [True, False, False, False], "a bool among floats": [0.5, True, 0.0, 0.0],
+         "a bool among ints": [0, 1, True, 0], "numpy bools": np.array([True, False, False, False]),
+         "an object array with a bool": np.array([0.5, True, 0, 0], dtype=object)}
+
+
+@pytest.mark.parametrize("label", list(BOOLS))
+def test_booleans_are_not_numbers_in_query_vectors(shared, label):
+    v = BOOLS[label]
+    for call in (lambda: shared.search(v), lambda: shared.search_batch([[1.0, 0.0, 0.0, 0.0], v]),
+                 lambda: shared.search_batch(v[None, :] if isinstance(v, np.ndarray) else [v])):
+        with pytest.raises(QueryError, match="booleans are not numbers"):
+            call()
+    assert shared.search([1.0, 0.0, 0.0, 0.0], 1).num_rows == 1  # floats and small ints as ever
+    assert shared.search_batch([[1, 0, 0, 0], [0.0, 1.0, 0.0, 0.0]], 1).num_rows == 2
+
+
+@pytest.mark.parametrize("label", [k for k in BOOLS if not isinstance(BOOLS[k], np.ndarray)])
+def test_booleans_are_not_numbers_in_ingested_vectors(label):
+    e = _engine()
+    before = _snapshot(e)
+    good, bad = [1.0, 0, 0, 0], BOOLS[label]
+    for rows in ([{"vector": good, "valid_from": "2024-02-01"}, {"vector": bad, "valid_from": "2024-02-01"}],
+                 {"vector": [good, bad], "valid_from": ["2024-02-01"] * 2}):
+        with pytest.raises(ce.errors.SchemaError) as info:
+            e.ingest(rows)
+        assert (info.value.column, info.value.row, info.value.rule) == ("vector", 1, "wrong type"), str(info.value)
+    with pytest.raises(ce.errors.SchemaError, match="dtype bool"):
+        e.ingest({"vector": np.ones((2, DIM), bool), "valid_from": ["2024-02-01"] * 2})
+    _unchanged(e, before)
+
+
+def test_booleans_are_not_numbers_in_ids_scores_validities_and_ages(shared):
+    e = _engine()
+    before = _snapshot(e)
+    for call, error in ((lambda: shared.validity("2025-01-01", [0, True]), QueryError),
+                        (lambda: shared.rows_of([1, True]), QueryError),
+                        (lambda: e.retract([1, True]), ce.errors.LifecycleError),
+                        (lambda: e.deprecate([2, True], "2024-06-01"), ce.errors.LifecycleError),
+                        (lambda: ce.verify_chains([[[0]]], [0.5, True], 0.5), QueryError),
+                        (lambda: ce.verify_chains([[[1, True]]], [0.5, 0.5], 0.5), QueryError),
+                        (lambda: ce.DecayPolicy().evaluate([1.0, True], ["general", "general"]), QueryError)):
+        with pytest.raises(error, match="boolean|True"):
+            call()
+    for col, number in (("similarity", 0.5), ("reliability", 0.5), ("observed_at", 1.7e15)):
+        cand = {"similarity": [0.5, 0.5], "observed_at": [1.7e15, 1.7e15], col: [number, True]}
+        with pytest.raises(QueryError, match=f"column '{col}' mixes booleans with numbers"):
+            ce.score(cand, as_of="2025-01-01")
+    ok = ce.score({"similarity": [0.5, 0.5], "observed_at": [1.7e15] * 2, "deprecated": [True, False]},
+                  as_of="2025-01-01")
+    assert ok.num_rows == 2  # a column of booleans where booleans belong
+    _unchanged(e, before)
+
+
+def test_native_rows_have_numpys_bits():
+    """Lists of floats are converted row by row natively (_args.float32_rows): the bits of
+    np.asarray(rows).astype(float32), beyond float32's range and at its edges included."""
+    from chrono_engine._args import as_float32, float32_rows
+    rng = np.random.default_rng(4)
+    edge = float(np.finfo(np.float32).max)
+    rows = rng.normal(size=(50, DIM)).tolist() + [[edge, -edge, 3.5e38, -1e300], [1e-46, -1e-40, 2**24, -(2**24)],
+                                                   [float("-inf"), float("inf"), 0.1, 1 / 3]]
+    with np.errstate(over="ignore"):
+        want = np.asarray(rows).astype(np.float32)
+    got = float32_rows(rows)
+    assert got.dtype == np.float32 and got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    assert as_float32(rows).view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    for odd in ([[1.0, 2.0], [1.0]], [[1.0], (2.0,)], [[2**25]], [[True]], [], [1.0, 2.0]):
+        assert float32_rows(odd) is None
+    assert np.isinf(float32_rows([[float("nan")]])).all()  # NaN: inf (list_f32's), refused alike as non-finite

@@ -197,6 +197,25 @@ def test_ingest_storage_order(served, tmp_path):
     ("/validity", {"at": "2025-01-01", "ids": list(range(51))}, 422, "ids"),
     ("/supersede", {"stem_id": "s1", "rows": [{"vector": [1.0] * DIM}], "effective_at": "2020-01-01",
                     "version": "0"}, 422, "LifecycleError"),
+    # every list a body holds is bounded (the fixture's max_rows is 50; fact types 1,024 by default)
+    ("/search", {"vector": [1.0] * DIM, "fact_types": ["x"] * 1025}, 422, "fact_types"),
+    ("/search/batch", {"vectors": [[1.0] * DIM], "fact_types": ["x"] * 1025}, 422, "fact_types"),
+    ("/retract", {"ids": list(range(51))}, 422, "ids"),
+    ("/deprecate", {"ids": list(range(51)), "effective_at": "2024-05-01"}, 422, "ids"),
+    ("/retract", {"ids": [0], "when": "now"}, 422, "when"),
+    ("/verify", {"chains": [[]] * 51, "at": "2025-01-01", "gamma": 0.5}, 422, "chains"),
+    ("/verify", {"chains": [[[]] * 51], "at": "2025-01-01", "gamma": 0.5}, 422, "chains"),
+    ("/score", {"candidates": {f"c{i}": [1.0] for i in range(65)}, "as_of": "2025-01-01"}, 422, "candidates"),
+    ("/query", {"text": "x" * 10_001}, 422, "text"),
+    # booleans are not numbers (they were read as 1 and 0)
+    ("/search", {"vector": [True] + [0.0] * (DIM - 1)}, 422, "QueryError"),
+    ("/search", {"vector": [0.5, True] + [0.0] * (DIM - 2)}, 422, "QueryError"),
+    ("/search/batch", {"vectors": [[1.0] * DIM, [0.5, True] + [0.0] * (DIM - 2)]}, 422, "QueryError"),
+    ("/ingest", {"rows": [{"vector": [0.5, True] + [0.0] * (DIM - 2), "valid_from": "2024-01-01"}]}, 422,
+     "SchemaError"),
+    ("/score", {"candidates": {"similarity": [0.5, True], "valid_from": ["2024-01-01"] * 2}, "as_of": "2025-01-01"},
+     422, "QueryError"),
+    ("/validity", {"at": "2025-01-01", "ids": [0, True]}, 422, "QueryError"),
 ])
 def test_limits_and_refusals_change_nothing(served, path, body, status, field):
     srv, eng, _ = served
@@ -205,9 +224,110 @@ def test_limits_and_refusals_change_nothing(served, path, body, status, field):
         r = c.post(C + path, json=body)
     assert r.status_code == status, r.text
     assert r.json()["error"] == field
+    if "true" in json.dumps(body) and field in ("QueryError", "SchemaError"):
+        assert "boolean" in r.json()["message"], r.text
     assert len(eng) == before[0] and eng.history("s1").equals(before[2])
     for k, v in eng.columns().items():
         np.testing.assert_array_equal(v, before[1][k])
+
+
+def test_long_lists_are_refused_before_they_are_read(served):
+    """20,000 unknown fact types (a 0.2 MB body) were checked on the event loop in ~3.5 s,
+    /livez waiting meanwhile: refused by their count now, at once, naming the limit."""
+    srv, eng, _ = served
+    with _client(srv, READ) as c:
+        t = time.perf_counter()
+        r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "fact_types": [str(i) for i in range(20_000)]})
+        assert time.perf_counter() - t < 1.0
+        assert r.status_code == 422 and r.json()["error"] == "fact_types"
+        assert "20000 fact types exceed the limit of 1024" in r.json()["message"]
+        r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "fact_types": ["x", "y"]})
+        assert r.status_code == 422 and r.json()["error"] == "QueryError"  # under the limit: the engine's check
+
+
+def test_inputs_past_their_default_limits_are_refused_quickly(tmp_path):
+    """Each list or string a body brings, just past its default limit: a 422 naming the
+    field and the limit, within a second (counted before it is read; the store unchanged).
+    scripts/input_scaling.py measures the work at 1x, 10x and 100x below the limits."""
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(10))
+    srv = Server(make_app(eng, name="s", keys=Keys([ADMIN.encode()], []), log=False))
+    n = Limits().max_rows + 1
+    bodies = [("/search", {"vector": [1.0] * DIM, "fact_types": ["x"] * 1025}, "fact_types"),
+              ("/search/batch", {"vectors": [[1.0] * DIM] * 1025}, "vectors"),
+              ("/validity", {"at": "2025-01-01", "ids": list(range(n))}, "ids"),
+              ("/retract", {"ids": list(range(n))}, "ids"),
+              ("/deprecate", {"ids": list(range(n))}, "ids"),
+              ("/verify", {"chains": [[[0]]] * n, "at": "2025-01-01", "gamma": 0.5}, "chains"),
+              ("/verify", {"chains": [[[0]] * n], "at": "2025-01-01", "gamma": 0.5}, "chains"),
+              ("/verify", {"chains": [[[0] * n]], "at": "2025-01-01", "gamma": 0.5}, "chains"),
+              ("/score", {"candidates": {"similarity": [0.5] * n}, "as_of": "2025-01-01"}, "candidates"),
+              ("/query", {"text": "x" * 10_001}, "text"),
+              ("/ingest", {"rows": [{}] * n}, "rows"),
+              ("/supersede", {"stem_id": "a", "rows": [{}] * n, "effective_at": "2025-01-01"}, "rows")]
+    try:
+        with _client(srv) as c:
+            for path, body, field in bodies:
+                t = time.perf_counter()
+                r = c.post(C + path, json=body)
+                assert time.perf_counter() - t < 1.0, path
+                assert r.status_code == 422 and r.json()["error"] == field, (path, r.text)
+                assert "limit" in r.json()["message"] or "at most" in r.json()["message"], r.text
+        assert len(eng) == 10 and (eng.columns()["retracted_at"] == np.iinfo(np.int64).max).all()  # none retracted
+    finally:
+        srv.stop()
+        eng.close()
+
+
+def _ipc(table, compression=None):
+    sink = io.BytesIO()
+    with ipc.new_stream(sink, table.schema, options=ipc.IpcWriteOptions(compression=compression)) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def _views_of_one(value: bytes, n: int) -> pa.Array:
+    """``n`` string views all pointing at one long ``value`` (its bytes sent once)."""
+    head = np.zeros((n, 4), "<i4")
+    head[:, 0], head[:, 1] = len(value), int.from_bytes(value[:4], "little", signed=True)
+    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(head.tobytes()), pa.py_buffer(value)])
+
+
+def test_arrow_bodies_are_bounded_by_what_they_decode_to(served):
+    """An IPC body's bytes did not bound what it decodes to: 4.9 kB of zstd carried a 128
+    MiB string into the log and the store. Compressed buffers are sized from the lengths
+    they start with, before any is decompressed; dictionaries and string views as they
+    expand; past --max-body (200,000 here) a 413 naming the limit, the store unchanged."""
+    srv, eng, _ = served
+    n = 50
+    base = {"vector": pa.array(np.ones((n, DIM), np.float32).tolist(), pa.list_(pa.float32(), DIM)),
+            "valid_from": pa.array(["2024-03-01"] * n)}
+    big = "x" * (8 << 20)
+    bombs = {"zstd": _ipc(pa.table({**base, "title": pa.array([big] + [None] * (n - 1))}), "zstd"),
+             "lz4": _ipc(pa.table({**base, "title": pa.array([big[: 1 << 20]] + [None] * (n - 1))}), "lz4"),
+             "dictionary": _ipc(pa.table({**base, "title": pa.DictionaryArray.from_arrays(
+                 pa.array(np.zeros(n, np.int32)), pa.array(["y" * 100_000]))})),
+             "views": _ipc(pa.table({**base, "title": _views_of_one(b"z" * 100_000, n)}))}
+    before = len(eng)
+    with _client(srv) as c:
+        for what, body in bombs.items():
+            assert len(body) < 200_000, what
+            t = time.perf_counter()
+            r = c.post(f"{C}/ingest", content=body, headers={"Content-Type": ARROW})
+            assert r.status_code == 413 and r.json()["error"] == "body", (what, r.text)
+            assert "beyond the limit of 200000" in r.json()["message"], r.text
+            assert time.perf_counter() - t < 2.0, what
+        ree = pa.RunEndEncodedArray.from_arrays(pa.array([n], pa.int32()), pa.array(["abc"]))
+        r = c.post(f"{C}/ingest", content=_ipc(pa.table({**base, "title": ree})), headers={"Content-Type": ARROW})
+        assert r.status_code == 422 and "run_end_encoded" in r.json()["message"], r.text
+        assert len(eng) == before
+        # within the limit, compressed, dictionary-encoded and view bodies are taken as ever
+        small = {**base, "title": pa.array(["t"] * n).dictionary_encode(), "content": _views_of_one(b"c" * 40, n)}
+        for comp in (None, "zstd", "lz4"):
+            r = c.post(f"{C}/ingest", content=_ipc(pa.table(small), comp), headers={"Content-Type": ARROW})
+            assert r.status_code == 200, (comp, r.text)
+    assert len(eng) == before + 3 * n
+    assert eng.search(np.ones(DIM, np.float32), 1, mode="all").column("title").to_pylist() == ["t"]
 
 
 def test_mutated_search_bodies_never_get_a_5xx(served):
@@ -476,6 +596,47 @@ def test_snapshot_names_are_checked(served, name):
         r = c.post(f"{C}/snapshots/{name or 'nope'}/restore")
         assert r.status_code in (404, 422)
     assert not (path.parent / "x").exists() and len(eng) == 60
+
+
+def test_snapshots_are_real_folders_never_links(served, tmp_path):
+    """An entry of the snapshots folder that was a symbolic link to any store elsewhere was
+    listed, and restoring it replaced the live store with that store. Entries, and the
+    snapshot folder each one's seal names, must be folders, not links: listing skips the
+    others and restore refuses them (422 naming why), the store unchanged; a snapshot is
+    never written through a link either."""
+    import os
+    srv, eng, path = served
+    other = ce.Engine.create(tmp_path / "elsewhere", DIM, threads=1)
+    other.ingest(_rows(3, seed=8))
+    other.close()
+    snaps = path.parent / (path.name + ".snapshots")
+    with _client(srv) as c:
+        assert c.post(f"{C}/snapshots", json={"name": "real"}).status_code == 200
+        (snaps / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+        inner = snaps / "inner"  # a real folder whose live snapshot is a link to the other store's
+        inner.mkdir()
+        live = json.loads((tmp_path / "elsewhere" / "CURRENT").read_text())["snapshot"]
+        (inner / "CURRENT").write_bytes((tmp_path / "elsewhere" / "CURRENT").read_bytes())
+        (inner / live).symlink_to(tmp_path / "elsewhere" / live, target_is_directory=True)
+        seal = snaps / "seal"  # its seal a link to the other store's
+        seal.mkdir()
+        (seal / "CURRENT").symlink_to(tmp_path / "elsewhere" / "CURRENT")
+        (seal / live).symlink_to(tmp_path / "elsewhere" / live, target_is_directory=True)
+        names = [s["name"] for s in c.get(f"{C}/snapshots").json()["snapshots"]]
+        assert names == ["real"], names
+        for name, words in (("linked", "it is a symbolic link"), ("inner", f"{live} is a symbolic link"),
+                            ("seal", "not a store")):
+            r = c.post(f"{C}/snapshots/{name}/restore")
+            assert r.status_code == 422 and r.json()["error"] == "snapshot", (name, r.text)
+            assert words in r.json()["message"], (name, r.text)
+        assert c.post(f"{C}/snapshots/nothing/restore").status_code == 404
+        assert c.get(C).json()["items"] == 60 and len(eng) == 60
+        (snaps / "dangling").symlink_to(tmp_path / "written-through")
+        r = c.post(f"{C}/snapshots", json={"name": "dangling"})
+        assert r.status_code == 409, r.text
+        assert not (tmp_path / "written-through").exists()
+        assert c.post(f"{C}/snapshots/real/restore").status_code == 200
+    assert os.path.islink(snaps / "linked") and len(eng) == 60
 
 
 def test_snapshot_roles(served):

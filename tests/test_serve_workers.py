@@ -179,6 +179,30 @@ def test_metrics_of_the_workers_are_summed(tmp_path):
     assert a.text(10).count("chrono_requests_total{") == 2  # a itself is unchanged
 
 
+def test_metrics_files_that_are_not_regular_files_are_skipped(tmp_path):
+    """A FIFO among the published counters blocked /metrics (a read of it waits for a
+    writer, on the event loop); a link was followed. Both are skipped now."""
+    import os
+    import threading
+
+    from chrono_engine.serve import _Metrics
+    a, b = _Metrics(), _Metrics()
+    b.observe("/search", 200, 0.001)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    b.publish(elsewhere, 1)
+    folder = tmp_path / "counters"
+    folder.mkdir()
+    os.mkfifo(folder / "worker-2.json")
+    (folder / "worker-3.json").symlink_to(elsewhere / "worker-1.json")
+    out = []
+    t = threading.Thread(target=lambda: out.append(a.merged(folder, 0).text(0)), daemon=True)
+    t.start()
+    t.join(10)
+    assert out, "merged() blocked on the FIFO"
+    assert "/search" not in out[0]
+
+
 def test_a_worker_that_dies_stops_the_service_with_an_error_naming_it(tmp_path):
     proc, url = _start(tmp_path, workers=2)
     try:

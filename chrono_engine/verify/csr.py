@@ -21,7 +21,7 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from .._args import array, shown
+from .._args import array, holds_bools, shown
 from ..errors import QueryError
 
 __all__ = ["ChainBatch", "as_chain_batch"]
@@ -163,7 +163,7 @@ class ChainBatch:
             ids = np.array(flat) if flat else np.zeros(0, np.int64)
         except Exception:  # noqa: BLE001 - ragged or nested values (or objects that raise): named below
             ids = None
-        if ids is None or ids.ndim != 1 or ids.dtype.kind not in "iu":
+        if ids is None or ids.ndim != 1 or ids.dtype.kind not in "iu" or holds_bools(flat):  # [1, True]: [1, 1]
             bad = next((i for i, f in enumerate(flat) if isinstance(f, (bool, np.bool_))
                         or not isinstance(f, (int, np.integer)) or not -2**63 <= f < 2**63), 0)
             s, _ = _locate(np.cumsum(step_lens), bad)

@@ -1,0 +1,82 @@
+"""Work that grows with a caller's input stays linear in it: the argument checks of the
+public entry points, timed at sizes where a quadratic check took seconds (the service's
+bounds on the same inputs are in test_serve.py; scripts/input_scaling.py measures both at
+1x, 10x and 100x). Each test allows some 50x its time on the 2-core VM, and a quadratic
+check was well past that."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import chrono_engine as ce
+from chrono_engine.errors import QueryError
+
+DIM = 4
+
+
+@pytest.fixture(scope="module")
+def eng():
+    e = ce.Engine(dim=DIM, decay=ce.DecayPolicy({"news": ce.Exponential(half_life=30)}))
+    e.ingest({"vector": np.eye(DIM, dtype=np.float32), "valid_from": ["2024-01-01"] * DIM,
+              "fact_type": ["news", "news", "general", "general"]})
+    return e
+
+
+def _seconds(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def test_many_unknown_fact_types_are_refused_in_linear_time(eng):
+    """30,000 unknown fact types: each was looked up in the list of those already found
+    unknown (~8 s here; 100,000 in a service request stalled it for minutes); ~30 ms now."""
+    names = [f"type-{i}" for i in range(30_000)]
+
+    def search():
+        with pytest.raises(QueryError, match="unknown fact types 'type-0', 'type-1'"):
+            eng.search(np.ones(DIM, np.float32), fact_types=names)
+    assert _seconds(search) < 1.5
+    # duplicates are named once, known ones select as before
+    with pytest.raises(QueryError) as info:
+        eng.search(np.ones(DIM, np.float32), fact_types=["nope", "news", "nope"])
+    assert str(info.value).count("'nope'") == 1
+    assert eng.search(np.ones(DIM, np.float32), fact_types=["news"] * 1000, mode="all").num_rows == 2
+
+
+
+def test_rows_each_with_a_key_of_their_own_are_refused_in_linear_time():
+    """Row dicts are made columns by one Arrow conversion, which unions every row's keys:
+    n rows with a key each of their own made n columns of n rows (7,000: ~4 s; 100,000, as a
+    service's --max-rows allows, ran out of memory) before the first unknown column was
+    refused. The keys are checked first now."""
+    e = ce.Engine(dim=DIM)
+    rows = [{"vector": [1.0, 0.0, 0.0, 0.0], "valid_from": "2024-01-01", f"k{i}": 1} for i in range(7_000)]
+
+    def ingest():
+        with pytest.raises(ce.errors.SchemaError, match="unknown column 'k0'") as info:
+            e.ingest(rows)
+        assert info.value.rule == "unknown column"
+    assert _seconds(ingest) < 1.0
+    assert len(e) == 0
+
+
+def test_score_columns_of_sparse_dicts_are_refused_in_linear_time():
+    """ce.score keeps columns it does not read, as Arrow infers them: dicts each with a key
+    of their own made a struct of n fields by n rows (8,000: ~5 s; the service's 100,000
+    candidates, a 1.2 MB body, would not fit in memory). Dicts whose distinct keys times
+    their number pass 2**24 cells are refused first; dense ones are kept as ever."""
+    n = 8_000
+    sparse = {"similarity": [0.5] * n, "observed_at": [1.7e15] * n, "extra": [{f"k{i}": 1} for i in range(n)]}
+
+    def score():
+        with pytest.raises(QueryError, match="column 'extra': its dicts' distinct keys times their number"):
+            ce.score(sparse, as_of="2025-01-01")
+    assert _seconds(score) < 1.0
+    nested = {"similarity": [0.5], "observed_at": [1.7e15], "extra": [[{f"k{i}": 1} for i in range(n)]]}
+    with pytest.raises(QueryError, match="column 'extra'"):
+        ce.score(nested, as_of="2025-01-01")
+    dense = {**sparse, "extra": [{"a": i, "b": [i]} for i in range(n)]}
+    assert ce.score(dense, as_of="2025-01-01").column("extra").to_pylist()[3] == {"a": 3, "b": [3]}
