@@ -145,8 +145,33 @@ def test_decay_kernel_variants_agree_and_keep_shape(variant):
     got = _core.decay_eval(ages, spec, variant)
     assert got.shape == (7, 11)
     base = _core.decay_eval(ages, spec, "")
-    np.testing.assert_allclose(got, base, rtol=1e-14, atol=0)
+    np.testing.assert_array_equal(got, base)  # bit for bit: the build does not fuse a * b + c
     assert _core.decay_eval(np.zeros(0), spec, variant).shape == (0,)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[1:])
+def test_every_kernel_variant_computes_the_same_bits(variant):
+    """Every variant of this build rounds the same operations in the same order
+    (``-ffp-contract=off``, fixed-lane reductions): decay values of every family, float
+    and int8 dot products, equal bit for bit to the first (baseline) variant's.
+    ``scripts/compare_builds.py`` compares whole builds of other instruction set levels."""
+    base = VARIANTS[1]
+    rng = np.random.default_rng(77)
+    ages = _edge_ages(rng)
+    for name, fam in sorted(FAMILY_SPECS.items()):
+        spec = fam._kernel_spec()
+        spec = np.array(spec[:4] + (float(spec[4]),))
+        np.testing.assert_array_equal(_core.decay_eval(ages, spec, variant), _core.decay_eval(ages, spec, base),
+                                      err_msg=name)
+    for d in (1, 15, 16, 17, 100, 384):
+        a, b = rng.normal(size=d).astype(np.float32), rng.normal(size=d).astype(np.float32)
+        assert _core.dot(a, b, variant) == _core.dot(a, b, base)
+        C = rng.integers(-127, 128, (9, d), dtype=np.int8)
+        Q = rng.normal(size=(5, d)).astype(np.float32)
+        np.testing.assert_array_equal(_core.dot_qt_i8(C, Q, variant), _core.dot_qt_i8(C, Q, base))
+        which = np.array([4, 0, 2], np.uint32)
+        np.testing.assert_array_equal(_core.dot_i8_some(C[0], Q, which, variant),
+                                      _core.dot_i8_some(C[0], Q, which, base))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
