@@ -71,3 +71,15 @@ def test_verify_chains_against_engine_and_time(small_corpus):
     unknown = int(ids.max()) + 1000
     with pytest.raises(QueryError, match=r"chain 1, step 0: fact id %d is not in the engine" % unknown):
         ce.verify_chains([[[int(ids[0])]], [[unknown]]], (small_engine, t), 0.4)
+
+
+@pytest.mark.parametrize("chains", [[[]], [[[]]], [[[], []], []]], ids=["no-steps", "empty-step", "mixed"])
+def test_verify_chains_without_facts_against_an_engine(small_corpus, chains):
+    """Chains that name no fact at all (a service body of ``{"chains": [[]]}``) answer as
+    the array form does, with no weakest fact, instead of an IndexError (a 500)."""
+    eng = ce.Engine(small_corpus.vector.shape[1])
+    eng.ingest({k: v[:20] for k, v in small_corpus.to_dict().items()})
+    got = ce.verify_chains(chains, (eng, "2025-01-01"), 0.5)
+    want = ce.verify_chains(chains, np.zeros(0), 0.5)
+    assert got.equals(want)
+    assert got.column("weakest_fact").null_count == len(chains)

@@ -256,7 +256,9 @@ def _verify_against_engine(batch: ChainBatch, engine: Any, t: Any, gamma: float)
     local = ChainBatch(batch.chain_offsets, batch.step_offsets, inv.astype(np.int64).reshape(-1))
     arrays = verify_arrays(local, v, gamma)
     wf = arrays["weakest_fact"]
-    arrays["weakest_fact"] = np.where(wf >= 0, uniq[np.maximum(wf, 0)], -1).astype(np.int64)
+    # chains without facts have no weakest one (-1 everywhere; nothing to index)
+    arrays["weakest_fact"] = (np.where(wf >= 0, uniq[np.maximum(wf, 0)], -1) if len(uniq)
+                              else np.full(wf.shape, -1)).astype(np.int64)
     arrays["targets"] = uniq[arrays["targets"]].astype(np.int64)
     return report_table(arrays, batch.chain_offsets, gamma)
 
