@@ -427,6 +427,8 @@ def read_snapshot(path: str | os.PathLike, key: bytes | None = None, *, seal: di
     seal = current(root) if seal is None else seal  # the caller's, when it read it already
     name = seal["snapshot"]
     snap = root / name
+    if snap.is_symlink():  # its files are opened without following links; the folder too
+        raise CorruptStoreError(f"{root}: snapshot {name} is a symbolic link, not a folder of the store")
     try:
         body = _read_bounded(snap / "manifest.json", root, _MANIFEST_LIMIT)
     except FileNotFoundError:

@@ -582,6 +582,18 @@ def test_current_names_a_missing_snapshot(copy_of):
     _expect_corrupt(copy_of, cls=StorageError)
 
 
+def test_a_snapshot_folder_that_is_a_link_is_refused(copy_of, tmp_path):
+    """The live snapshot's folder is a symbolic link (here to an identical copy elsewhere,
+    so every checksum holds): refused, as a link in place of any of its files is."""
+    snap = _snap(copy_of)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(str(snap), elsewhere)
+    snap.symlink_to(elsewhere, target_is_directory=True)
+    _expect_corrupt(copy_of, "symbolic link")
+    with pytest.raises(CorruptStoreError, match="symbolic link"):
+        ce.Engine.open(copy_of, read_only=True)
+
+
 def test_deleted_snapshot_directory(copy_of):
     shutil.rmtree(_snap(copy_of))
     _expect_corrupt(copy_of, cls=StorageError)
