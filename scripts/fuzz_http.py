@@ -191,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         server = subprocess.Popen([sys.executable, "-m", "chrono_engine.cli", "serve", str(store), "--host", "127.0.0.1",
                                    "--port", str(port), "--keys-file", str(keys), "--threads", "1",
                                    "--timeout", str(args.timeout)],
-                                  stdout=subprocess.DEVNULL, stderr=log, env=dict(os.environ))
+                                  # cwd: not the checkout, whose source tree would shadow the installed package
+                                  stdout=subprocess.DEVNULL, stderr=log, env=dict(os.environ), cwd=tmp)
 
         def tail() -> str:
             log.flush()
