@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=5.0, help="the service's --timeout (default 5 s)")
     ap.add_argument("--max-rss-mb", type=float, default=1500.0)
     args = ap.parse_args(argv)
+    if args.seconds == 0:  # as scripts/fuzz.sh: CHRONO_FUZZ_SECONDS=0 skips
+        print("fuzz_http: 0 seconds, skipped", file=sys.stderr)
+        return 0
     if not 0 < args.seconds <= 24 * 3600 or not 0 < args.max_requests <= 10**7 or not 0 < args.timeout <= 60:
         ap.error("--seconds in (0, 86400], --max-requests in (0, 1e7], --timeout in (0, 60]")
 
