@@ -3,7 +3,6 @@ it is decompressed or expanded, and damaged streams are StreamErrors, never anot
 from __future__ import annotations
 
 import io
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -36,10 +35,8 @@ def test_a_stream_within_the_limit_reads_as_written(compression):
 def test_compressed_buffers_are_sized_before_they_are_decompressed(compression):
     body = _ipc(pa.table({"t": pa.array(["x" * (64 << 20)])}), compression)
     assert len(body) < 1 << 20
-    t = time.perf_counter()
-    with pytest.raises(TooLarge) as info:
+    with pytest.raises(TooLarge, match="its buffers, decompressed,") as info:  # from the lengths alone
         read_stream(body, 16 << 20)
-    assert time.perf_counter() - t < 0.5  # nothing was decompressed
     assert info.value.size >= 64 << 20 and info.value.limit == 16 << 20
 
 

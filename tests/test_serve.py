@@ -236,18 +236,16 @@ def test_long_lists_are_refused_before_they_are_read(served):
     /livez waiting meanwhile: refused by their count now, at once, naming the limit."""
     srv, eng, _ = served
     with _client(srv, READ) as c:
-        t = time.perf_counter()
         r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "fact_types": [str(i) for i in range(20_000)]})
-        assert time.perf_counter() - t < 1.0
         assert r.status_code == 422 and r.json()["error"] == "fact_types"
         assert "20000 fact types exceed the limit of 1024" in r.json()["message"]
         r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "fact_types": ["x", "y"]})
         assert r.status_code == 422 and r.json()["error"] == "QueryError"  # under the limit: the engine's check
 
 
-def test_inputs_past_their_default_limits_are_refused_quickly(tmp_path):
+def test_inputs_past_their_default_limits_are_refused_by_count(tmp_path):
     """Each list or string a body brings, just past its default limit: a 422 naming the
-    field and the limit, within a second (counted before it is read; the store unchanged).
+    field and the limit (counted before it is read; the store unchanged).
     scripts/input_scaling.py measures the work at 1x, 10x and 100x below the limits."""
     eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
     eng.ingest(_rows(10))
@@ -268,9 +266,7 @@ def test_inputs_past_their_default_limits_are_refused_quickly(tmp_path):
     try:
         with _client(srv) as c:
             for path, body, field in bodies:
-                t = time.perf_counter()
                 r = c.post(C + path, json=body)
-                assert time.perf_counter() - t < 1.0, path
                 assert r.status_code == 422 and r.json()["error"] == field, (path, r.text)
                 assert "limit" in r.json()["message"] or "at most" in r.json()["message"], r.text
         assert len(eng) == 10 and (eng.columns()["retracted_at"] == np.iinfo(np.int64).max).all()  # none retracted
@@ -312,11 +308,11 @@ def test_arrow_bodies_are_bounded_by_what_they_decode_to(served):
     with _client(srv) as c:
         for what, body in bombs.items():
             assert len(body) < 200_000, what
-            t = time.perf_counter()
             r = c.post(f"{C}/ingest", content=body, headers={"Content-Type": ARROW})
             assert r.status_code == 413 and r.json()["error"] == "body", (what, r.text)
             assert "beyond the limit of 200000" in r.json()["message"], r.text
-            assert time.perf_counter() - t < 2.0, what
+            if what in ("zstd", "lz4"):  # refused from the lengths, before any buffer is decompressed
+                assert "its buffers, decompressed," in r.json()["message"], r.text
         ree = pa.RunEndEncodedArray.from_arrays(pa.array([n], pa.int32()), pa.array(["abc"]))
         r = c.post(f"{C}/ingest", content=_ipc(pa.table({**base, "title": ree})), headers={"Content-Type": ARROW})
         assert r.status_code == 422 and "run_end_encoded" in r.json()["message"], r.text
