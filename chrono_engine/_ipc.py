@@ -22,7 +22,7 @@ import pyarrow.ipc as ipc
 
 from ._args import arrow_type
 
-__all__ = ["StreamError", "LayoutError", "TooLarge", "read_stream", "expanded_bytes"]
+__all__ = ["StreamError", "LayoutError", "TooLarge", "read_stream", "check_compressed", "expanded_bytes"]
 
 # MessageHeader union codes (format/Message.fbs)
 _DICTIONARY_BATCH, _RECORD_BATCH = 2, 3
@@ -97,7 +97,7 @@ def _decoded_body(meta: bytes, body: pa.Buffer | None) -> int:
     return int(np.where(prefix == -1, spans[:, 1] - 8, prefix).sum())
 
 
-def _check_compressed(raw: bytes, limit: int) -> None:
+def check_compressed(raw: bytes, limit: int) -> None:
     """TooLarge when the stream's message bodies decode (decompress) past ``limit``,
     judged from their metadata and the length each compressed buffer starts with."""
     reader = ipc.MessageReader.open_stream(pa.py_buffer(raw))
@@ -181,7 +181,7 @@ def read_stream(raw: bytes, limit: int) -> pa.Table:
     TooLarge otherwise, StreamError for bytes that are not a stream (Arrow's errors, and
     names that are not UTF-8) or a layout not taken."""
     try:
-        _check_compressed(raw, limit)
+        check_compressed(raw, limit)
         table = ipc.open_stream(pa.py_buffer(raw)).read_all()
         table.validate()  # buffer sizes: what expanded_bytes reads is there
         size = expanded_bytes(table)

@@ -66,6 +66,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ._ipc import check_compressed
 from ._util import NotRegularFile, open_regular
 from .errors import ConfigError, CorruptStoreError, StorageError
 
@@ -144,10 +145,13 @@ def encode_commit(c: Commit) -> bytes:
 
 def _table(blob: bytes, what: str) -> pa.Table:
     try:
+        # the writer never compresses: buffers that would decompress past the record's own
+        # bytes are a crafted record (a few kB of zstd can carry gigabytes)
+        check_compressed(blob, len(blob))
         t = ipc.open_stream(pa.py_buffer(blob)).read_all()
         t.validate(full=True)
         return t
-    except (pa.ArrowException, ValueError, OSError) as e:
+    except (pa.ArrowException, ValueError, OSError) as e:  # TooLarge and StreamError are ValueErrors
         raise CorruptStoreError(f"{what} is unreadable ({e})") from None
 
 
@@ -217,6 +221,11 @@ def records_start(name: str, version: int = VERSION) -> int:
     return len(_MAGIC[version]) + 2 + len(name) + _DIGEST + (2 * _MARK_SIZE if version >= 3 else 0)
 
 
+def _slots_at(name: str) -> int:
+    """The byte offset of a version 3 log's first mark slot."""
+    return records_start(name) - 2 * _MARK_SIZE
+
+
 def create(path: Path, snapshot: str, key: bytes | None) -> None:
     """Write an empty log for ``snapshot`` at ``path`` (synced)."""
     start = records_start(snapshot)
@@ -244,7 +253,7 @@ def _version(data: bytes, snapshot: str, key: bytes | None, where: str) -> int:
 def _marks(data: bytes, snapshot: str, key: bytes | None) -> list:
     """The two mark slots of a version 3 log's first bytes: (seq, end), or None for a slot
     that fails its digest."""
-    at = len(header(snapshot, key))
+    at = _slots_at(snapshot)
     out = []
     for i in range(2):
         slot = data[at + i * _MARK_SIZE:at + (i + 1) * _MARK_SIZE]
@@ -259,7 +268,6 @@ def read(path: Path, snapshot: str, key: bytes | None) -> tuple[list[tuple[int, 
     """The commits of the log at ``path`` (with each one's byte offset) and the offset where
     the valid records end (a torn tail after it). Raises CorruptStoreError, or
     FileNotFoundError when there is no log."""
-    where = f"{snapshot}/{LOG_NAME}"
     fd = _open_regular(path, os.O_RDONLY)  # FileNotFoundError passes through
     with os.fdopen(fd, "rb") as f:
         # the marks first, then the records: whatever a mark read here covers was written
@@ -475,9 +483,8 @@ class LogWriter:
         target = min(self._synced, self._acked)
         if self.version < 3 or target <= self._marked or self.broken:
             return
-        slots = records_start(self.snapshot) - 2 * _MARK_SIZE
         try:
-            os.pwrite(self.fd, _mark(*target, self.key), slots + self._slot * _MARK_SIZE)
+            os.pwrite(self.fd, _mark(*target, self.key), _slots_at(self.snapshot) + self._slot * _MARK_SIZE)
         except OSError:
             return
         self._marked = target

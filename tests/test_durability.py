@@ -278,6 +278,33 @@ def test_a_forged_record_is_refused_by_the_same_rules_as_an_ingest(store):
         ce.Engine.open(store, read_only=True)
 
 
+def test_a_forged_record_that_decompresses_to_gigabytes_is_refused(store):
+    """A record whose new rows are a zstd-compressed Arrow stream (the writer never
+    compresses) that would decompress far past the record's own bytes: refused from the
+    buffers' lengths, before anything is decompressed."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    import chrono_engine._wal as wal
+    with ce.Engine.open(store, threads=1) as eng:
+        eng.ingest(_rows(2, 1))
+    log = _log(store)
+    data = log.read_bytes()
+    sink = io.BytesIO()
+    table = pa.table({"title": pa.array(["x" * (64 << 20)])})
+    with ipc.new_stream(sink, table.schema, options=ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_table(table)
+    blob = sink.getvalue()
+    head = json.dumps({"append": len(blob), "update": 0, "update_fields": []}).encode()
+    payload = len(head).to_bytes(4, "little") + head + blob
+    assert len(payload) < 1 << 20
+    log.write_bytes(data + wal.encode_record(2, payload, None))
+    with pytest.raises(CorruptStoreError, match="record 2: new rows is unreadable.*decompressed"):
+        ce.Engine.open(store, read_only=True)
+
+
 def test_a_refused_write_is_not_logged(store):
     with ce.Engine.open(store, threads=1) as eng:
         eng.ingest({**_rows(2, 1), "id": [1, 2]})
