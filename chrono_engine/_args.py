@@ -129,6 +129,21 @@ def holds_bools(value: Any) -> bool:
     return False
 
 
+def _nested_in(x: Any, dict_items: list) -> list:
+    """The containers directly inside ``x`` (a dict's: those among ``dict_items``, its keys
+    and/or values); [] for a scalar, a NumPy array of numbers, or a sequence of scalars (one
+    pass in C, :func:`holds_containers`). The step of the non-recursive walks below."""
+    if isinstance(x, dict):
+        x = dict_items
+    elif isinstance(x, np.ndarray):
+        if x.dtype != object:
+            return []
+        x = x.ravel().tolist()
+    elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
+        return []
+    return [c for c in x if isinstance(c, _NESTED)]
+
+
 def nested_deeper(items: Any, limit: int = NESTING_MAX) -> bool:
     """Whether ``items`` (a list, tuple, dict, set or object array) nests containers more
     than ``limit`` levels deep, walked without recursion and left at the first such level.
@@ -139,15 +154,8 @@ def nested_deeper(items: Any, limit: int = NESTING_MAX) -> bool:
         x, depth = todo.pop()
         if depth > limit:
             return True
-        if isinstance(x, dict):
-            x = [*x.keys(), *x.values()]
-        elif isinstance(x, np.ndarray):
-            if x.dtype != object:
-                continue
-            x = x.ravel().tolist()
-        elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
-            continue
-        todo.extend((c, depth + 1) for c in x if isinstance(c, _NESTED))
+        inner = _nested_in(x, [*x.keys(), *x.values()] if isinstance(x, dict) else [])
+        todo.extend((c, depth + 1) for c in inner)
     return False
 
 
@@ -167,14 +175,7 @@ def struct_cells_beyond(items: Any, limit: int = STRUCT_CELLS_MAX) -> bool:
             dicts += 1
             if len(keys) * dicts > limit:
                 return True
-            x = list(x.values())
-        elif isinstance(x, np.ndarray):
-            if x.dtype != object:
-                continue
-            x = x.ravel().tolist()
-        elif not isinstance(x, (list, tuple, set, frozenset)) or not holds_containers(x):
-            continue
-        todo.extend(c for c in x if isinstance(c, _NESTED))
+        todo.extend(_nested_in(x, list(x.values()) if isinstance(x, dict) else []))
     return False
 
 
@@ -294,11 +295,11 @@ def as_float32(values: Any) -> np.ndarray:
     would read as 1 and 0 — is a TypeError or ValueError, whatever the conversion of the
     caller's objects raised (their ``__float__`` may raise anything), with the original as
     the cause. Lists of Python floats are converted natively (:func:`float32_rows`)."""
-    native = float32_rows(values) if type(values) is list else None
-    if native is None and type(values) is list:
-        native = list_f32(values)
-    if native is not None:
-        return native
+    if type(values) is list:
+        native = float32_rows(values)
+        native = list_f32(values) if native is None else native
+        if native is not None:
+            return native
     try:
         a = values if isinstance(values, np.ndarray) else np.asarray(values)
         if a.dtype.kind in _NOT_NUMBERS:
