@@ -567,6 +567,12 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         except asyncio.TimeoutError:
             raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
 
+    async def pooled(request: Request, work: Any, arrow: bool = False) -> Response:
+        """A read: the body received on the loop, then ``work`` of its JSON object (parsed,
+        checked, run and encoded) on the pool, under the timeout."""
+        raw = await body_of(request)
+        return answer(await run(lambda: work(parse_json(raw))), arrow)
+
     def wants_arrow(request: Request) -> bool:
         return ARROW in request.headers.get("accept", "")
 
@@ -619,38 +625,33 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
 
     async def search_batch(request: Request) -> Response:
         collection(request)
-        raw, arrow = await body_of(request), wants_arrow(request)
+        arrow = wants_arrow(request)
 
-        def work() -> bytes:
-            obj = parse_json(raw)
+        def work(obj: dict) -> bytes:
             vecs, k = require(obj, "vectors"), check_k(obj)
             if not isinstance(vecs, list) or not vecs:
                 raise _HTTPError(422, "vectors", "vectors must be a non-empty list of vectors")
             counted(vecs, "vectors", limits.max_batch, "vectors")
             kw = options(obj, ("vectors", "k"))
             return hits_body(engine.search_batch(vecs, k, **kw), arrow)
-        return answer(await run(work), arrow)
+        return await pooled(request, work, arrow)
 
     async def validity(request: Request) -> Response:
         collection(request)
-        raw = await body_of(request)
 
-        def work() -> bytes:
-            obj = parse_json(raw)
+        def work(obj: dict) -> bytes:
             at, ids = require(obj, "at"), obj.get("ids")
             if ids is None and len(engine) > limits.max_rows:
                 raise _HTTPError(422, "ids", f"give ids: the store has more than {limits.max_rows} items")
             counted(ids, "ids", limits.max_rows, "ids")
             v = engine.validity(at, ids)
             return _dumps({"validity": np.asarray(v, np.float64).tolist()})
-        return answer(await run(work))
+        return await pooled(request, work)
 
     async def query(request: Request) -> Response:
         collection(request)
-        raw = await body_of(request)
 
-        def work() -> bytes:
-            obj = parse_json(raw)
+        def work(obj: dict) -> bytes:
             text, k = require(obj, "text"), check_k(obj)
             if isinstance(text, str) and len(text) > limits.max_text:
                 raise _HTTPError(422, "text", f"text of {len(text)} characters exceeds the limit of {limits.max_text}")
@@ -667,15 +668,13 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                            "intent": {"mode": intent.mode, "anchor": intent.anchor,
                                       "window": list(intent.window) if intent.window else None,
                                       "cleaned_query": intent.cleaned_query}})
-        return answer(await run(work))
+        return await pooled(request, work)
 
     async def score(request: Request) -> Response:
         from .scoring import ScoringPolicy, score as ce_score
         collection(request)
-        raw = await body_of(request)
 
-        def work() -> bytes:
-            obj = parse_json(raw)
+        def work(obj: dict) -> bytes:
             cand, as_of = require(obj, "candidates"), require(obj, "as_of")
             if not isinstance(cand, dict) or not cand or not all(isinstance(v, list) for v in cand.values()):
                 raise _HTTPError(422, "candidates", "candidates must be an object of equal-length column lists")
@@ -692,16 +691,14 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
                 raise _HTTPError(422, "policy", str(e)[:200]) from None
             out = ce_score(cand, as_of=as_of, policy=policy)
             return _dumps({"validity": out.column("validity").to_pylist(), "score": out.column("score").to_pylist()})
-        return answer(await run(work))
+        return await pooled(request, work)
 
     async def verify(request: Request) -> Response:
         from .verify import verify_chains
         from .verify.chains import is_chain_list
         collection(request)
-        raw = await body_of(request)
 
-        def work() -> bytes:
-            obj = parse_json(raw)
+        def work(obj: dict) -> bytes:
             chains, at, gamma = require(obj, "chains"), require(obj, "at"), require(obj, "gamma")
             counted(chains, "chains", limits.max_rows, "chains")
             if not is_chain_list(chains):
@@ -713,7 +710,7 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
             if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
                 raise _HTTPError(422, "gamma", "gamma must be a number in [0, 1]")
             return _dumps({"chains": _records(verify_chains(chains, (engine, at), float(gamma)))})
-        return answer(await run(work))
+        return await pooled(request, work)
 
     async def history(request: Request) -> Response:
         collection(request)
