@@ -17,6 +17,12 @@ ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
                 ValueError, OverflowError)
 
 
+def numpy_dtype(t: pa.DataType) -> np.dtype:
+    """The NumPy dtype of a primitive Arrow type (``DataType.to_pandas_dtype`` needs pandas
+    with pyarrow < 26, which the core does not depend on)."""
+    return pa.array([], t).to_numpy(zero_copy_only=False).dtype
+
+
 def pandas_type(obj: Any, name: str):
     """pandas' class ``name`` if pandas is imported (it is optional: if it is not imported,
     ``obj`` is not a pandas object), else None."""

@@ -93,6 +93,7 @@ import pyarrow.ipc as ipc
 
 from ._args import shown
 from ._coalesce import AsyncCoalescer
+from ._columns import numpy_dtype
 from ._ipc import LayoutError, StreamError, TooLarge, read_stream
 from ._util import open_regular
 from ._state import INGEST_ORDERS, ingest_order
@@ -108,7 +109,7 @@ __all__ = ["Limits", "Keys", "make_app", "serve"]
 _QUERY_FIELDS = ("now", "tz", "lang", "embed_text", "distinct", "undated", "window_fit")
 
 ARROW = "application/vnd.apache.arrow.stream"
-_NUMPY_TYPES = {name: t.to_pandas_dtype() for name, t in NUMERIC_COLUMNS.items()}
+_NUMPY_TYPES = {name: numpy_dtype(t) for name, t in NUMERIC_COLUMNS.items()}
 _READ, _WRITE = "read", "admin"
 #: columns of a /score body's candidates (seven are read; the rest are kept and not answered)
 _MAX_COLUMNS = 64

@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from . import _wal
+from ._columns import numpy_dtype
 from ._state import STRING_COLUMNS, StoreState
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END
 from ._util import NotRegularFile, fsync_dir, fsync_file, open_regular
@@ -608,7 +609,7 @@ def _check_meta(table: pa.Table, snap: Snapshot) -> dict:
     for name in numeric:
         if table.column(name).null_count:
             raise CorruptStoreError(f"{where}: column {name!r} has nulls")
-    c = {name: np.ascontiguousarray(table.column(name).to_numpy(), dtype=table.schema.field(name).type.to_pandas_dtype())
+    c = {name: np.ascontiguousarray(table.column(name).to_numpy(), dtype=numpy_dtype(table.schema.field(name).type))
          for name in numeric}
 
     def fail(col: str, bad: np.ndarray, rule: str) -> None:
@@ -764,7 +765,7 @@ def _restore_amendments(state: StoreState, snap: Snapshot) -> None:
     for name in _AMEND_SCHEMA.names:
         if t.column(name).null_count:
             raise CorruptStoreError(f"{where}: column {name!r} has nulls")
-        a[name] = np.ascontiguousarray(t.column(name).to_numpy(), dtype=t.schema.field(name).type.to_pandas_dtype())
+        a[name] = np.ascontiguousarray(t.column(name).to_numpy(), dtype=numpy_dtype(t.schema.field(name).type))
     for name in ("tx", "valid_to", "deprecated_from"):
         v = a[name]
         bad = (v < MIN_TIME_US) | (v > MAX_TIME_US)
