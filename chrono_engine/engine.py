@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,14 @@ import numpy as np
 import pyarrow as pa
 
 from . import _wal, lifecycle, search as _search, storage
-from ._coalesce import AsyncCoalescer, Coalescer, Request
+from ._coalesce import AsyncCoalescer, Coalescer
 from ._embedder import declared_dim, embedder_dim
 from ._args import as_float32, count, id_array, shown, thread_count
 from ._state import ALL_KNOWN, StoreState, embed_content, ingest_order
 from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
 from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, SchemaError, StorageError
-from .search import QueryResult, SearchOptions, query_cuts
+from .search import PreparedSearch, QueryResult, SearchOptions, query_cuts
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
 
@@ -125,6 +125,7 @@ class Engine:
         #: calls that arrive while a group runs form the next one). See docs/search.md.
         self.coalesce_group, self.coalesce_wait = 64, 0.0
         self._coalescer = Coalescer()  # given self._run_group per call: no cycle through it
+        self._params: dict = {}  # the core's parameters by options, k and settings (_core_params)
         self._async: dict = {}  # event loop -> AsyncCoalescer (asearch)
         self._async_lock = threading.Lock()
         self._store: dict | None = None  # the store opened for writing: root, lock, key, fsync
@@ -253,42 +254,92 @@ class Engine:
         mode, as_of, known_at, window, fusion, alpha, tau, deprecated, future,
         deprecation_penalty, arbitrate, fact_types, exact, explain, lang, verify).
         """
-        key, payload = self._prepare(vector, k, options, kwargs)
+        call = self.prepare_search(vector, k, options, **kwargs)
         c = self._coalescer
         c.max_group = self._max_group()
         c.wait = _seconds(self.coalesce_wait, "coalesce_wait", 0.01)
         if not c.alone():
-            return c.submit(key, payload, self._run_group)
+            return c.submit(call.key, call, self._run_group)
         try:  # the engine idle: this call runs now, alone, as the coalescer would run it
-            if payload[2].verify is None:
-                return self._run_lone(key[0], payload)
-            return self._run_group([Request(key, payload, None)])[0]
+            return self.search_prepared([call])[0]
         finally:
             c.release()
 
-    def _prepare(self, vector: Any, k: Any, options: SearchOptions | None, kwargs: dict) -> tuple:
-        """One :meth:`search` call checked and resolved (its times, "now" included, fixed
-        when the call is made): its grouping key and its payload for :meth:`_group_table`.
-        Raises the call's QueryError."""
+    def prepare_search(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
+                       **kwargs: Any) -> PreparedSearch:
+        """One :meth:`search` call checked and described once, its times ("now" included)
+        fixed when the call is made: the query vector, the options, ``k`` and the core's
+        parameters (the fact-type mask among them), ready for :meth:`search_prepared`.
+        Raises the call's QueryError. The seam of every single search (``search``,
+        ``asearch``, the coalescer, ``chrono serve``); docs/search.md.
+
+        >>> eng = Engine(dim=2); _ = eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01"}])
+        >>> call = eng.prepare_search([1, 0], k=1, mode="all")
+        >>> eng.search_prepared([call])[0].column("id").to_pylist()
+        [0]
+        """
+        q = self._query_vector(vector)
+        opts, okey = _search.options_for_call(options, kwargs)
+        k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
+        times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
+        key = (k, okey)
+        return PreparedSearch(q, times, opts, k, self._core_params(opts, key), key)
+
+    def _query_vector(self, vector: Any) -> np.ndarray:
+        """One search's query vector, checked (a QueryError names what is wrong)."""
         # the common calls cheaply: a float32 array, or a list of floats (a JSON body's)
         # converted natively with NumPy's bits; anything else, and every odd vector, by NumPy
         v = _search.list_f32(vector) if type(vector) is list else vector
         q = None if v is None else _search.query_vector_one(v, self.dim, self.metric)
-        if q is None:
-            try:
-                v = as_float32(vector)
-            except (TypeError, ValueError) as e:
-                raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
-                                 f"({shown(str(e))})") from None
-            if v.ndim != 1:
-                raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
-            q = _search.query_vectors(v[None, :], self.dim, self.metric)[0]
-        opts, okey = _search.options_for_call(options, kwargs)
-        k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
-        times = _search.query_times(opts, 1, now_us())  # "now" is when the call was made
-        if opts.fact_types is not None:
-            self._state.type_mask(opts.fact_types)  # a bad name fails this call, not its group
-        return (k, okey), (q, times, opts)
+        if q is not None:
+            return q
+        try:
+            v = as_float32(vector)
+        except (TypeError, ValueError) as e:
+            raise QueryError(f"vector must be {self.dim} numbers, got {type(vector).__name__} {shown(vector)} "
+                             f"({shown(str(e))})") from None
+        if v.ndim != 1:
+            raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
+        return _search.query_vectors(v[None, :], self.dim, self.metric)[0]
+
+    def _core_params(self, opts: SearchOptions, key: tuple) -> tuple:
+        """The core's parameters for options ``opts`` (:func:`~chrono_engine.search.core_params`),
+        built once per distinct options, k, planner settings and count of fact types (a
+        new fact type can make a restricting mask select more), and reused."""
+        planner = tuple([getattr(self, name) for name in _PLANNER])
+        ck = (key, planner, tuple([type(v) for v in planner]), len(self._state.fact_types))
+        try:
+            hit = self._params.get(ck)
+        except TypeError:  # an unhashable setting: built (and refused) below
+            ck = hit = None
+        if hit is None:
+            hit = _search.core_params(self._state, opts, key[0], dict(zip(_PLANNER, planner)))
+            if ck is not None:
+                if len(self._params) >= 256:
+                    self._params.clear()
+                self._params[ck] = hit
+        return hit
+
+    def search_prepared(self, calls: Sequence[PreparedSearch], finish: Callable[[Any, Any], list] | None = None,
+                        *, form: str = "table") -> list:
+        """The answers of calls prepared by :meth:`prepare_search` with one ``key``, run as
+        one batch: by default each call's result table (that of :meth:`search`). A query
+        the batch cannot answer (its similarity overflows float32) makes the group run its
+        calls one by one, so that only that call fails (its result is its QueryError).
+
+        ``finish(answer, calls)`` turns the batch's answer for the calls ``calls``
+        (indices into ``calls``) into one result per call; ``answer`` is, by ``form``:
+        the ``search_batch`` table ("table", its ``query`` column numbering the calls),
+        its columns before Arrow ("columns", :func:`~chrono_engine.search.result_columns`;
+        the table where a call asks for the layer-3 gate), or each call's JSON body
+        where the core writes them ("json", else as "columns")."""
+        if form not in _search.FORMS:
+            raise QueryError(f"form must be one of {', '.join(_search.FORMS)}, got {shown(form)}")
+        if finish is None and form == "table":
+            if len(calls) == 1 and calls[0].options.verify is None:
+                return [self._run_lone(calls[0])]
+            finish = _split
+        return self._answers(calls, finish, form=form)
 
     async def asearch(self, vector: Any, k: int = 10, options: SearchOptions | None = None,
                       **kwargs: Any) -> pa.Table:
@@ -304,10 +355,10 @@ class Engine:
         [0]
         """
         import asyncio
-        key, payload = self._prepare(vector, k, options, kwargs)
+        call = self.prepare_search(vector, k, options, **kwargs)
         c = self._async_coalescer(asyncio.get_running_loop())
         c.max_group = self._max_group()
-        return await c.submit(key, payload, self._run_group)
+        return await c.submit(call.key, call, self._run_group)
 
     def _max_group(self) -> int:
         return count(self.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
@@ -324,65 +375,39 @@ class Engine:
         return c
 
     def _run_group(self, batch: list) -> list:
-        """One coalesced group (:mod:`chrono_engine._coalesce`): the calls' queries as one
-        ``search_batch``, split back per call (:meth:`_answers`); a lone call without
-        ``verify``: :meth:`_run_lone`."""
-        payloads = [r.payload for r in batch]
-        if len(batch) == 1 and payloads[0][2].verify is None:
-            return [self._run_lone(batch[0].key[0], payloads[0])]
+        """One coalesced group (:mod:`chrono_engine._coalesce`): its calls' answers."""
+        return self.search_prepared([r.payload for r in batch])
 
-        def split(table: pa.Table, calls: Any) -> list:
-            cuts = query_cuts(table.column("query").to_numpy(), len(calls))
-            table = table.drop_columns(["query"])
-            return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
-        return self._answers(payloads, batch[0].key[0], split)
-
-    def _run_lone(self, k: int, payload: tuple) -> pa.Table:
-        """One call prepared by :meth:`_prepare`, without ``verify``, run alone: its table
-        without the ``query`` column, in one native call
-        (:func:`~chrono_engine.search.lone_table`) without ``explain`` where that answers,
-        else by :meth:`_answers`. Raises the call's QueryError."""
-        q, times, opts = payload
-        if not opts.explain:
-            table = _search.lone_table(self._state, q, k, opts, self._planner(), times)
+    def _run_lone(self, call: PreparedSearch) -> pa.Table:
+        """One prepared call, without ``verify``, run alone: its table without the
+        ``query`` column, in one native call (:func:`~chrono_engine.search.lone_table`)
+        without ``explain`` where that answers, else by :meth:`_answers`. Raises the
+        call's QueryError."""
+        if not call.options.explain:
+            table = _search.lone_table(self._state, call)
             if table is not None:
                 return table
-        return self._answers([payload], k, lambda table, calls: [table], with_query=False)[0]
+        return self._answers([call], lambda table, calls: [table], with_query=False)[0]
 
-    def _answers(self, payloads: list, k: int, finish: Callable[[Any, Any], list], *, table: bool | str = True,
+    def _answers(self, calls: Sequence[PreparedSearch], finish: Callable[[Any, Any], list], *, form: str = "table",
                  with_query: bool = True) -> list:
-        """The answers of calls prepared by :meth:`_prepare` with one key:
-        ``finish(answer, calls)`` turns the :meth:`_group_table` answer of the calls
-        ``calls`` (indices into ``payloads``) into one result per call. A query the batch
-        cannot answer (its similarity overflows float32) makes the group run its calls one
-        by one, so that only that call fails (its result is its QueryError)."""
+        """:meth:`search_prepared`'s batch, and its calls one by one where the batch raises
+        a QueryError."""
         try:
-            return finish(self._group_table(payloads, k, table=table, with_query=with_query), range(len(payloads)))
+            return finish(self._batch_answer(calls, form, with_query), range(len(calls)))
         except QueryError:
-            if len(payloads) == 1:
+            if len(calls) == 1:
                 raise
         out = []
-        for i, p in enumerate(payloads):
+        for i, call in enumerate(calls):
             try:
-                out += finish(self._group_table([p], k, table=table, with_query=with_query), [i])
+                out += finish(self._batch_answer([call], form, with_query), [i])
             except QueryError as e:
                 out.append(e)
         return out
 
-    def _group_table(self, payloads: list, k: int, *, table: bool | str = True, with_query: bool = True) -> Any:
-        """The calls prepared by :meth:`_prepare` with one key, as one ``search_batch``
-        table (its ``query`` column numbering the calls); with ``table=False``, its result
-        columns before Arrow (:func:`chrono_engine.search.result_columns`) unless the calls
-        ask for the layer-3 gate (``verify``); with ``table="json"``, each call's JSON body
-        where :func:`chrono_engine.search.run` writes them; ``with_query=False``: without
-        the ``query`` column (one call)."""
-        if len(payloads) == 1:  # a lone call: its arrays as they are
-            q, times = payloads[0][0][None, :], payloads[0][1]
-        else:
-            q = np.stack([p[0] for p in payloads])
-            times = tuple(np.concatenate([p[1][i] for p in payloads]) for i in range(4))
-        return _search.run(self._state, q, k, payloads[0][2], self._planner(), self.threads, times, table=table,
-                           with_query=with_query)
+    def _batch_answer(self, calls: Sequence[PreparedSearch], form: str, with_query: bool) -> Any:
+        return _search.run(self._state, _search.joined(calls), self.threads, form=form, with_query=with_query)
 
     def search_batch(self, vectors: Any, k: int = 10, options: SearchOptions | None = None, *,
                      threads: int | None = None, **kwargs: Any) -> pa.Table:
@@ -404,10 +429,19 @@ class Engine:
         The GIL is released; queries run on ``threads`` workers (default: the engine's; an
         integer from 1 to 1024, else a QueryError).
         """
+        threads = self.threads if threads is None else thread_count(threads, "threads", QueryError)
+        return _search.run(self._state, self.prepare_batch(vectors, k, options, **kwargs), threads)
+
+    def prepare_batch(self, vectors: Any, k: int = 10, options: SearchOptions | None = None,
+                      **kwargs: Any) -> PreparedSearch:
+        """:meth:`search_batch`'s queries checked and described once (:meth:`prepare_search`
+        for many queries; ``as_of`` / ``known_at`` may give one time per query)."""
         opts = SearchOptions.of(options, **kwargs)
         q = _search.query_vectors(vectors, self.dim, self.metric)
-        threads = self.threads if threads is None else thread_count(threads, "threads", QueryError)
-        return _search.run(self._state, q, k, opts, self._planner(), threads)
+        k = count(k, "k", lo=1, hi=_search.K_MAX, error=QueryError)
+        times = _search.query_times(opts, q.shape[0], now_us())
+        key = (k, _search.options_key(opts))
+        return PreparedSearch(q, times, opts, k, self._core_params(opts, key), key)
 
     def _planner(self) -> dict:
         return {name: getattr(self, name) for name in _PLANNER}
@@ -866,6 +900,13 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
+
+
+def _split(table: pa.Table, calls: Any) -> list:
+    """A batch's table as one table per call, without the ``query`` column."""
+    cuts = query_cuts(table.column("query").to_numpy(), len(calls))
+    table = table.drop_columns(["query"])
+    return [table.slice(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def _seconds(value: Any, name: str, most: float) -> float:

@@ -346,93 +346,119 @@ def options_key(opts: SearchOptions) -> tuple:
     return tuple([getattr(opts, name) for name in _KEY_NAMES])
 
 
-def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-                threads: int, times: tuple | None = None) -> tuple[dict, np.ndarray]:
-    """One batch of queries through the core's planner: its raw answer (NumPy arrays by
-    hit: query, rank, row, id, score, similarity, validity, decay, penalty; by query:
-    certified, plan) and each query's T.
+class PreparedSearch:
+    """One search described once: the seam every search crosses (:meth:`Engine.search
+    <chrono_engine.Engine.search>`, ``search_batch``, ``asearch``, the coalescer and the
+    service), made by :meth:`Engine.prepare_search <chrono_engine.Engine.prepare_search>`
+    (one query) or ``search_batch`` (many), run by :meth:`Engine.search_prepared
+    <chrono_engine.Engine.search_prepared>`.
 
-    ``planner``: ef, ef_max, scan_limit, seed_ef, seed_min, group and scan (the Engine's
-    settings). ``times``: (T, known_at, window start, window end) per query, already
-    resolved (:func:`query_times`), instead of reading them from ``opts``."""
-    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
+    ``queries``: (n, dim) float32, unit length under cosine (one query: a (dim,) vector);
+    ``times``: (T, known_at, window start, window end), int64 µs per query, "now" fixed
+    when the call was made; ``options``: the checked :class:`SearchOptions`; ``k``: checked
+    once; ``params``: the core's parameters (:func:`core_params`: option codes, the
+    fact-type mask, k, the planner settings), built once per distinct set of options;
+    ``key``: calls with equal keys run as one batch, their times as arrays."""
+
+    __slots__ = ("queries", "times", "options", "k", "params", "key")
+
+    def __init__(self, queries: np.ndarray, times: tuple, options: SearchOptions, k: int, params: tuple,
+                 key: tuple) -> None:
+        self.queries, self.times, self.options, self.k, self.params, self.key = \
+            queries, times, options, k, params, key
+
+    def __repr__(self) -> str:
+        n = 1 if self.queries.ndim == 1 else self.queries.shape[0]
+        return f"PreparedSearch({n} quer{'y' if n == 1 else 'ies'}, k={self.k}, mode={self.options.mode!r})"
+
+    def batch(self) -> tuple[np.ndarray, tuple]:
+        """The queries as (n, dim) and their times."""
+        q = self.queries
+        return (q[None, :] if q.ndim == 1 else q), self.times
+
+
+def joined(calls: Sequence[PreparedSearch]) -> PreparedSearch:
+    """Calls with one key as one batch: their queries stacked, their times concatenated."""
+    if len(calls) == 1:
+        return calls[0]
+    first = calls[0]
+    q = np.stack([c.queries for c in calls])
+    times = tuple(np.concatenate([c.times[i] for c in calls]) for i in range(4))
+    return PreparedSearch(q, times, first.options, first.k, first.params, first.key)
+
+
+def core_params(state: StoreState, opts: SearchOptions, k: int, planner: dict) -> tuple:
+    """The core's parameters of a search with options ``opts`` and a checked ``k``: mode,
+    fusion, α, τ, the out-of-force codes, the penalty, arbitration, the fact-type mask
+    (an unknown type is a QueryError here, :meth:`StoreState.type_mask`), k, exact, and
+    the planner's settings (:func:`planner_args`; the graph walk's width at least 4·k)."""
     ef, ef_max, scan_limit, seed_ef, seed_min, group, scan = planner_args(planner)
-    t, ka, ws, we = query_times(opts, q.shape[0], now_us()) if times is None else times
-    mask = state.type_mask(opts.fact_types)
-    out = state.core.search_batch(
-        q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
-        OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate), mask, k,
-        bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min, group, scan, max(int(threads), 1))
+    return (MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau, OUT_OF_FORCE[opts.deprecated],
+            OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate),
+            state.type_mask(opts.fact_types), k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef,
+            seed_min, group, scan)
+
+
+def core_search(state: StoreState, call: PreparedSearch, threads: int) -> tuple[dict, np.ndarray]:
+    """One prepared search's queries through the core's planner: its raw answer (NumPy
+    arrays by hit: query, rank, row, id, score, similarity, validity, decay, penalty; by
+    query: certified, plan) and each query's T."""
+    q, times = call.batch()
+    t, ka, ws, we = times
+    out = state.core.search_batch(q, t, ka, ws, we, *call.params, max(int(threads), 1))
     _overflowed(out, state.metric)
     out["known_at"] = ka  # per query: the result table shows each hit as known then
     return out, t
 
 
-def lone_table(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-               times: tuple | None = None) -> pa.Table | None:
-    """One query's result table without its ``query`` column (no ``explain``, no gate) in
-    one native call (``Store.search_one``: the planner, the hits' metadata, strings and
-    citations, and the Arrow batch), the table :func:`core_search` then
+def lone_table(state: StoreState, call: PreparedSearch) -> pa.Table | None:
+    """One prepared query's result table without its ``query`` column (no ``explain``, no
+    gate) in one native call (``Store.search_one``: the planner, the hits' metadata,
+    strings and citations, and the Arrow batch), the table :func:`core_search` then
     :func:`result_table` make, column for column; None where that path must answer
     instead (the core says which: an overflowed similarity, whose QueryError it raises; a
     write that raced the search; a citation only Python writes) or before any ingest."""
     strings = state.hit_strings()
     if strings is None:
         return None
-    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
-    ef, ef_max, scan_limit, seed_ef, seed_min, _, scan = planner_args(planner)
-    t, ka, ws, we = query_times(opts, 1, now_us()) if times is None else times
-    mask = state.type_mask(opts.fact_types)
+    t, ka, ws, we = call.times
+    p = call.params
     return _native_table(False, lambda with_schema: state.core.search_one(
-        q, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
-        OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate),
-        mask, k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min, scan, strings, state.stems,
-        opts.lang == "zh", with_schema))
+        call.queries, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), *p[:16], p[17], strings, state.stems,
+        call.options.lang == "zh", with_schema))
 
 
 def planner_args(planner: dict) -> tuple:
-    """The planner settings (an Engine's ``_planner()``) checked, as the core takes them:
-    ef, ef_max, scan_limit, seed_ef, seed_min, group, the scan order's code; a bad one is a
-    ConfigError naming it."""
-    key = tuple(planner.items())
-    kinds = tuple([type(v) for v in planner.values()])  # True == 1 and 64.0 == 64: types too
-    try:
-        hit = _PLANNER_CHECKED.get(key)
-    except TypeError:  # an unhashable setting: checked below (and refused)
-        key = hit = None
-    if hit is not None and hit[0] == kinds:
-        return hit[1]
+    """The planner settings (an Engine's ``ef``, ``ef_max``, ...) checked, as the core
+    takes them: ef, ef_max, scan_limit, seed_ef, seed_min, group, the scan order's code; a
+    bad one is a ConfigError naming it."""
     args = tuple(count(planner[name], name, lo=lo, hi=2**62, error=ConfigError) for name, lo in _PLANNER_MIN.items())
-    args += (choice(planner["scan"], SCAN_ORDERS, "scan"),)
-    if key is not None:
-        if len(_PLANNER_CHECKED) >= 64:
-            _PLANNER_CHECKED.clear()
-        _PLANNER_CHECKED[key] = (kinds, args)
-    return args
+    return args + (choice(planner["scan"], SCAN_ORDERS, "scan"),)
 
 
-#: planner settings already checked (:func:`planner_args`): by their items, with their types
-_PLANNER_CHECKED: dict = {}
+#: what a search's answer is made into (:func:`run`)
+FORMS = ("table", "columns", "json")
 
 
-def run(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
-        threads: int, times: tuple | None = None, *, table: bool | str = True,
+def run(state: StoreState, call: PreparedSearch, threads: int, *, form: str = "table",
         with_query: bool = True) -> pa.Table | dict | list:
     """:func:`core_search`, then its answer as the result table (and the layer-3 gate);
-    with ``table=False`` and no gate, as :func:`result_columns` (no Arrow); with
-    ``table="json"``, each query's JSON body (:func:`result_json`) where it applies (no
-    ``explain``, no gate, at most :data:`_NATIVE_MAX` hits), else as ``table=False``;
+    ``form="columns"`` without the gate: as :func:`result_columns` (no Arrow);
+    ``form="json"``: each query's JSON body (:func:`result_json`) where it applies (no
+    ``explain``, no gate, at most :data:`_NATIVE_MAX` hits), else as ``"columns"``;
     ``with_query=False``: without the ``query`` column (one query; no gate)."""
-    out, t = core_search(state, q, k, opts, planner, threads, times)
+    out, t = core_search(state, call, threads)
+    opts = call.options
+    n = 1 if call.queries.ndim == 1 else call.queries.shape[0]
     if opts.verify is None:
-        if table == "json" and not opts.explain:
-            bodies = result_json(state, out, opts.lang, q.shape[0])
+        if form == "json" and not opts.explain:
+            bodies = result_json(state, out, opts.lang, n)
             if bodies is not None:
                 return bodies
-        if table is not True:  # False, or "json" past the native bodies
+        if form != "table":
             return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
         return result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode], with_query=with_query)
-    table = _gate(result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode]), opts.verify, q.shape[0])
+    table = _gate(result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode]), opts.verify, n)
     return table if with_query else table.drop_columns(["query"])
 
 

@@ -91,7 +91,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ._args import shown
+from ._args import count, shown
 from ._coalesce import AsyncCoalescer
 from ._columns import numpy_dtype
 from ._ipc import LayoutError, StreamError, TooLarge, read_stream
@@ -326,14 +326,14 @@ def _search_group(batch: list) -> list:
     :meth:`Engine.search`): JSON bodies written by one native call
     (:func:`chrono_engine.search.result_json`) when no call of the group wants Arrow and
     none asks ``explain`` or ``verify``; else from the group's result columns."""
-    eng, k = batch[0].key[0], batch[0].key[1][0]
+    eng = batch[0].key[0]
     arrow = [r.payload[1] for r in batch]
 
     def bodies(answer: Any, calls: Any) -> list:
         if isinstance(answer, list):  # every call's JSON body, written natively
             return answer
         return _group_bodies(answer, [arrow[i] for i in calls])
-    return eng._answers([r.payload[0] for r in batch], k, bodies, table="json" if not any(arrow) else False)
+    return eng.search_prepared([r.payload[0] for r in batch], bodies, form="columns" if any(arrow) else "json")
 
 
 #: seconds between a worker's publications of its counters (``chrono serve --workers``)
@@ -617,10 +617,10 @@ def make_app(engine: Any, *, name: str = "default", keys: Keys | None = None, li
         vec, k = require(obj, "vector"), check_k(obj)
         kw = options(obj, ("vector", "k"))
         eng = engine
-        key, payload = eng._prepare(vec, k, None, kw)  # the call's own checks, its times fixed now
-        searches.max_group = eng._max_group()
+        call = eng.prepare_search(vec, k, **kw)  # the call's own checks, its times fixed now
+        searches.max_group = count(eng.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
         try:
-            return await searches.submit((eng, key), (payload, arrow), _search_group, limits.timeout)
+            return await searches.submit((eng, call.key), (call, arrow), _search_group, limits.timeout)
         except asyncio.TimeoutError:
             raise _HTTPError(504, "timeout", f"the request took longer than {limits.timeout} s") from None
 

@@ -46,8 +46,8 @@ def test_one_vector_scale_is_the_unit_vector_rounded():
 
 
 def test_planner_settings_are_checked_by_value_and_type():
-    """The planner settings are checked once per distinct set (search.planner_args keeps
-    the checked tuple), by value and type: True or 1.0 after 1 are still refused."""
+    """The planner settings are checked once per distinct set (the engine keeps the core's
+    parameters by their values and types): True or 1.0 after 1 are still refused."""
     eng = ce.Engine(2)
     eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01"}])
     for good, bad in ((1, True), (1, 1.0), (64, np.float64(64)), (4096, [4096])):

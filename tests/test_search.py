@@ -649,17 +649,16 @@ def test_native_result_table_equals_the_arrow_path(lang):
     for a, b in ((0, 100), (100, 150), (150, 300)):
         eng.ingest(rows[a:b])
     eng.retract(ids=[3])
-    st, pl = eng._state, eng._planner()
+    st = eng._state
     S._NATIVE_SCHEMAS.clear()  # the first tables import their schema, the later ones reuse it
     for i in range(20):
         opts = ce.SearchOptions(mode="as_of", as_of=f"2024-{1 + i % 12:02d}-15", lang=lang, arbitrate=i % 3 > 0)
         raw = rng.standard_normal((1 + i % 3, 8)).astype(np.float32)
-        q = S.query_vectors(raw, 8, "cosine")
-        out, t = S.core_search(st, q, 10, opts, pl, 1)
+        out, t = S.core_search(st, eng.prepare_batch(raw, 10, opts), 1)
         native = S.result_table(st, out, False, lang, t, S.MODES[opts.mode])
         assert native.equals(S.to_table(S.result_columns(st, out, False, lang, t, S.MODES[opts.mode])))
         alone = eng.search(raw[0], 10, options=opts)
-        one, t1 = S.core_search(st, q[:1], 10, opts, pl, 1)
+        one, t1 = S.core_search(st, eng.prepare_batch(raw[:1], 10, opts), 1)
         assert alone.equals(S.to_table(S.result_columns(st, one, False, lang, t1, S.MODES[opts.mode]))
                             .drop_columns(["query"]))
 
@@ -668,8 +667,9 @@ def _python_lone(eng, vector, k, opts):
     """A lone search's table as the Python path makes it (core_search, then result_table)."""
     from chrono_engine import search as S
     st = eng._state
-    key, (q, times, o) = eng._prepare(vector, k, opts, {})
-    out, t = S.core_search(st, q[None, :], k, o, eng._planner(), 1, times)
+    call = eng.prepare_search(vector, k, opts)
+    o = call.options
+    out, t = S.core_search(st, call, 1)
     return S.result_table(st, out, False, o.lang, t, S.MODES[o.mode], with_query=False)
 
 
@@ -745,11 +745,11 @@ def test_search_one_defers_an_overflow_to_the_python_path(metric):
     eng.ingest([{"vector": [3e19, 3e19, 0, 0], "valid_from": "2024-01-01"},
                 {"vector": [1, 0, 0, 0], "valid_from": "2024-01-01"}])
     st = eng._state
-    key, (q, times, o) = eng._prepare(np.array([3e19, 3e19, 0, 0], np.float32) if metric == "ip"
-                                      else np.array([-3e19, -3e19, 0, 0], np.float32), 2, None, {})
-    assert S.lone_table(st, q, 2, o, eng._planner(), times) is None
+    call = eng.prepare_search(np.array([3e19, 3e19, 0, 0], np.float32) if metric == "ip"
+                              else np.array([-3e19, -3e19, 0, 0], np.float32), 2)
+    assert S.lone_table(st, call) is None
     with pytest.raises(ce.errors.QueryError, match="overflows float32"):
-        eng.search(q, 2)
+        eng.search(call.queries, 2)
 
 
 def test_search_one_defers_rows_its_strings_do_not_hold():

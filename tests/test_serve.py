@@ -685,9 +685,9 @@ def test_group_bodies_equal_per_call_answers(opts):
     rows[5]["valid_to"] = "2024-07-01T00:00:00.5Z"
     eng.ingest(rows)
     q = np.random.default_rng(4).normal(size=(9, DIM)).astype(np.float32)
-    prepared = [eng._prepare(v, 6, None, opts) for v in q]
-    table = eng._group_table([p for _, p in prepared], 6)
-    columns = eng._group_table([p for _, p in prepared], 6, table=False)
+    prepared = [eng.prepare_search(v, 6, **opts) for v in q]
+    table = eng.search_prepared(prepared, lambda answer, calls: [answer])[0]
+    columns = eng.search_prepared(prepared, lambda answer, calls: [answer], form="columns")[0]
     assert isinstance(columns, pa.Table) == ("verify" in opts)  # the gate's columns come with the table
     arrow = [i % 3 == 0 for i in range(9)]
     for answer in (table, columns):
@@ -842,12 +842,12 @@ def test_native_json_bodies_equal_the_python_path(lang):
     for a, b in ((0, 100), (100, 150), (150, 300)):
         eng.ingest(rows[a:b])
     eng.retract(ids=[3])
-    st, pl = eng._state, eng._planner()
+    st = eng._state
     for i in range(20):
         opts = ce.SearchOptions(mode="as_of", as_of=f"{2023 + (i % 7 == 0)}-{1 + i % 12:02d}-15", lang=lang,
                                 arbitrate=i % 3 > 0)
-        q = S.query_vectors(rng.standard_normal((1 + i % 4, 8)).astype(np.float32), 8, "cosine")
-        out, t = S.core_search(st, q, 10, opts, pl, 1)
+        q = rng.standard_normal((1 + i % 4, 8)).astype(np.float32)
+        out, t = S.core_search(st, eng.prepare_batch(q, 10, opts), 1)
         native = S.result_json(st, out, lang, len(q))
         python = _group_bodies(S.result_columns(st, out, False, lang, t, S.MODES[opts.mode]), [False] * len(q))
         assert len(native) == len(python) == len(q)

@@ -56,10 +56,8 @@ class CoreOnly(ce.Engine):
     string bookkeeping (the full-API test below checks the two together)."""
 
     def search_batch(self, vectors, k=10, options=None, *, threads=None, **kwargs):
-        opts = ce.SearchOptions.of(options, **kwargs)
-        q = search.query_vectors(vectors, self.dim, self.metric)
-        out, _ = search.core_search(self._state, q, k, opts, self._planner(),
-                                    self.threads if threads is None else threads)
+        call = self.prepare_batch(vectors, k, options, **kwargs)
+        out, _ = search.core_search(self._state, call, self.threads if threads is None else threads)
         rows = out["row"].astype(np.int64)
         cols = self._state.columns_at(rows)
         return pa.table({
