@@ -678,7 +678,7 @@ def test_single_search_json_and_arrow_equal_the_engine(served):
 @pytest.mark.parametrize("opts", [{"mode": "all", "explain": True}, {"mode": "as_of", "as_of": "2024-05-02"},
                                   {"mode": "latest", "lang": "zh", "verify": 0.5}])
 def test_group_bodies_equal_per_call_answers(opts):
-    from chrono_engine.serve import _group_bodies
+    from chrono_engine.serve.encode import group_bodies as _group_bodies
     eng = ce.Engine(dim=DIM)
     rows = _rows(80, seed=3)
     rows[3]["title"] = None
@@ -702,7 +702,7 @@ def test_group_bodies_equal_per_call_answers(opts):
 
 @pytest.mark.parametrize("n", [0, 3, 64, 65, 700])
 def test_iso_timestamps_equal_datetime_isoformat(n):
-    from chrono_engine.serve import _iso_utc
+    from chrono_engine.serve.encode import iso_utc as _iso_utc
     rng = np.random.default_rng(n)
     lo, hi = -62135596800 * 10**6, 253402300799 * 10**6  # years 1 .. 9999
     us = rng.integers(lo, hi, n)
@@ -832,7 +832,7 @@ def test_native_json_bodies_equal_the_python_path(lang):
     as the bodies the Python path writes from the result columns: null titles, versions,
     stems and open ends, a string table in three parts, a retraction, empty answers."""
     from chrono_engine import search as S
-    from chrono_engine.serve import _group_bodies
+    from chrono_engine.serve.encode import group_bodies as _group_bodies
     rng = np.random.default_rng(6)
     eng = ce.Engine(8, decay=ce.DecayPolicy(default=ce.Exponential(half_life=30)))
     rows = [{"vector": rng.standard_normal(8).astype(np.float32), "valid_from": f"2024-{1 + i % 12:02d}-01T{i % 24:02d}:00:00.{i:06d}",

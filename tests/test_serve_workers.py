@@ -156,7 +156,7 @@ def test_workers_answer_as_the_engine_refuse_writes_and_stop_gracefully(tmp_path
 def test_metrics_of_the_workers_are_summed(tmp_path):
     """_Metrics.merged: this worker's counters now plus every other published file's; a
     file that is not counters is skipped."""
-    from chrono_engine.serve import _Metrics
+    from chrono_engine.serve.metrics import Metrics as _Metrics
     a, b = _Metrics(), _Metrics()
     for m, n, secs in ((a, 3, 0.0002), (b, 5, 0.02)):
         for _ in range(n):
@@ -185,7 +185,7 @@ def test_metrics_files_that_are_not_regular_files_are_skipped(tmp_path):
     import os
     import threading
 
-    from chrono_engine.serve import _Metrics
+    from chrono_engine.serve.metrics import Metrics as _Metrics
     a, b = _Metrics(), _Metrics()
     b.observe("/search", 200, 0.001)
     elsewhere = tmp_path / "elsewhere"
