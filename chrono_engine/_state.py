@@ -156,7 +156,7 @@ class StoreState:
         self.parts: list[int] = []
         #: (table, columns, their _core.StringColumns): see :meth:`hit_strings`
         self._views: tuple | None = None
-        #: hit citations by language and row (chrono_engine.search._hit_citations)
+        #: hit citations by language and row (chrono_engine.search.results._hit_citations)
         self.cited: dict[str, dict[int, str]] = {}
         self.write = threading.Lock()
         #: the log of the store this state was opened from for writing (None: in memory only)

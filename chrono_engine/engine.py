@@ -541,7 +541,7 @@ class Engine:
            (:func:`~chrono_engine.search.window_closeness`; the default was chosen on the
            TimeQA benchmark's tune part, ``benches/bench_temporal_qa.py``). With the fit
            on, a fact that began up to a quarter before the window's start also qualifies
-           (``search.WINDOW_LEAD_US``): "In June 2017 he replaced ..." answers "from Jul
+           (``search.text.WINDOW_LEAD_US``): "In June 2017 he replaced ..." answers "from Jul
            2017 to Jul 2018", and the fit ranks it by that distance.
            The core is asked for more rows until this answer is exact (up to 4,096 rows;
            past that ``certified`` is False);
@@ -865,7 +865,7 @@ class Engine:
         keep = (c["ingested_at"] <= k) & (c["retracted_at"] > k) if known_at is not None else \
             c["retracted_at"] == OPEN_END
         if fact_types is not None:
-            wanted = _search._names(fact_types, "fact_types")
+            wanted = _search.name_list(fact_types, "fact_types")
             wanted = [wanted] if isinstance(wanted, str) else list(wanted)
             unknown = [t for t in wanted if t not in names]
             if unknown:

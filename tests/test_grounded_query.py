@@ -181,7 +181,7 @@ def test_the_window_fit_fetches_until_exact_and_says_when_it_stops(monkeypatch):
     res = eng.query("from 2004 to 2008", k=3, now=NOW, embed=lambda t: q, window_fit=30.0)
     assert sorted(res.hits.column("id").to_pylist()) == [n - 3, n - 2, n - 1]
     assert all(res.hits.column("certified").to_pylist())
-    monkeypatch.setattr(_search, "POST_FETCH_MAX", 20)
+    monkeypatch.setattr(_search.text, "POST_FETCH_MAX", 20)
     res = eng.query("from 2004 to 2008", k=3, now=NOW, embed=lambda t: q, window_fit=30.0)
     assert not any(res.hits.column("certified").to_pylist())
 

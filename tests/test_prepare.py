@@ -119,7 +119,7 @@ def _same(kwargs, options=None):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_options_match_the_general_path_in_any_order(seed):
-    S._OPTIONS_CACHE.clear()
+    S.options._OPTIONS_CACHE.clear()
     order = np.random.default_rng(seed).permutation(len(CALLS) * 3) % len(CALLS)
     base = S.SearchOptions(mode="as_of", as_of=1, explain=True)
     for i in order.tolist():

@@ -224,7 +224,7 @@ def test_query_errors(corpus):
 def test_citations_of_few_rows_equal_the_arrow_path(lang):
     """A search's few hits take a Python path (search._FEW); it must give the strings the
     vectorised Arrow path gives."""
-    from chrono_engine.search import _FEW, citations
+    from chrono_engine.search.results import _FEW, citations
     titles = ["Travel Policy", None, "差旅报销管理制度", "", "a\u0301 title"]
     versions = ["2.0", None, "v1.2.3", "3", "1.0.0.7"]
     vf = np.array([0, 1_700_000_000_000_000, -86_400_000_001, 253_402_300_799_000_000, 42], np.int64)

@@ -380,10 +380,8 @@ def test_open_window_end_anchors_decay_now(monkeypatch):
     """With an open end and no as_of, decay is anchored at now (a closed window's default
     is its end)."""
     import chrono_engine.engine as engine_mod
-    import chrono_engine.search as search_mod
     now = 1_893_456_000_000_000  # 2030-01-01, after the rows' ingest
-    monkeypatch.setattr(search_mod, "now_us", lambda: now)
-    monkeypatch.setattr(engine_mod, "now_us", lambda: now)
+    monkeypatch.setattr(engine_mod, "now_us", lambda: now)  # the engine fixes each call's now
     eng = ce.Engine(2, decay=ce.Exponential(half_life=3650))
     eng.ingest({"vector": [[1, 0], [1, 0.1], [1, 0.2]], "valid_from": ["2020-01-01", "2023-01-01", "2024-05-01"],
                 "valid_to": ["2021-01-01", None, None]})
@@ -588,7 +586,7 @@ def test_record_batch_builds_what_pyarrow_builds():
     gives the table pyarrow builds from the same columns, nulls included, and refuses
     columns of the wrong type or length by name."""
     from chrono_engine import _core
-    from chrono_engine.search import _TS
+    from chrono_engine.search.results import _TS
     valid = np.array([True, False, True])
     cols = [("q", "i", np.array([3, 1, 2], np.int32), None), ("id", "L", np.array([7, 2**64 - 1, 0], np.uint64), None),
             ("s", "g", np.array([0.5, -1.0, np.inf]), None), ("f", "f", np.array([1, 2, 3], np.float32), valid),
@@ -650,7 +648,7 @@ def test_native_result_table_equals_the_arrow_path(lang):
         eng.ingest(rows[a:b])
     eng.retract(ids=[3])
     st = eng._state
-    S._NATIVE_SCHEMAS.clear()  # the first tables import their schema, the later ones reuse it
+    S.results._NATIVE_SCHEMAS.clear()  # the first tables import their schema, the later ones reuse it
     for i in range(20):
         opts = ce.SearchOptions(mode="as_of", as_of=f"2024-{1 + i % 12:02d}-15", lang=lang, arbitrate=i % 3 > 0)
         raw = rng.standard_normal((1 + i % 3, 8)).astype(np.float32)
@@ -809,7 +807,7 @@ def test_native_citation_equals_the_python_one(lang):
             for version in _VERSIONS:
                 got = ce._core.citation(title, version, vf, lang == "zh")
                 try:
-                    want = S._few_citations([title], [version], np.array([vf], np.int64), lang)[0]
+                    want = S.results._few_citations([title], [version], np.array([vf], np.int64), lang)[0]
                 except SchemaError:
                     assert got is None, (version, got)
                     continue

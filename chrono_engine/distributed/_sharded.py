@@ -262,7 +262,7 @@ class ShardedEngine:
         parts = self._all("search_batch", q, k, sub, **kw)
         table = _merge(pa.concat_tables(parts), nq, k)
         if opts.verify is not None:
-            table = _search._gate(table, opts.verify, nq)
+            table = _search.gate(table, opts.verify, nq)
         return table
 
     def search(self, vector: Any, k: int = 10, options: Any = None, **kwargs: Any) -> pa.Table:
