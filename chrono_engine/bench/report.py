@@ -143,7 +143,7 @@ def print_table(report: dict, cfg: Config, nslow: int) -> None:
 
 def target_ratio(cfg: Config) -> float:
     """The speed goal a run is judged by: 10x the best peer for batches (the engine's
-    first goal), 5x for one ``Engine.search`` per query (``--engine-batch 1``, issue 22)."""
+    first goal), 5x for one ``Engine.search`` per query (``--engine-batch 1``)."""
     return 5.0 if cfg.engine_batch == 1 else 10.0
 
 

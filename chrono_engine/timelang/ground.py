@@ -1,5 +1,5 @@
 """``ground``: the time-scoped facts of a text (a chunk of a document), for ingesting text
-whose time lives inside it rather than in validity columns (issue 24, docs/time.md).
+whose time lives inside it rather than in validity columns (docs/time.md).
 
 Every time expression :func:`parse_time` finds becomes one :class:`GroundedFact`: the
 expression's span and the validity interval it gives the statement around it. How an

@@ -1,4 +1,4 @@
-"""Temporal knowledge graphs (layer 2, issue 6): loading and the forecasting evaluation
+"""Temporal knowledge graphs (layer 2): loading and the forecasting evaluation
 (temporal rules with learned decay, and a decayed recurrency baseline).
 
 :func:`load` reads a TKG forecasting dataset, a directory or a name such as ``"icews14"``

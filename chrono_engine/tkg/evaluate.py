@@ -9,7 +9,7 @@ time < t (single-step). Ranking is time-aware filtered: other entities that are 
 **average** rule (rank = 1 + #better + #tied / 2), which is stricter than TLogic's "best";
 an entity without any score ties with every other unscored entity.
 
-The scorer is a decayed recurrency baseline (not the rule learner of issue 6): the score of o
+The scorer is a decayed recurrency baseline (not the rule learner, tkg.rules): the score of o
 for (s, r, ?, t) is ``Σ exp(-β (t - t'))`` over earlier facts (s, r, o, t'), plus
 ``w_s · Σ exp(-β (t - t'))`` over earlier facts (s, r', o, t') with any relation, plus
 ``w_r · (share of earlier (·, r, o) facts)`` as a fallback for pairs never seen together.
