@@ -45,9 +45,10 @@ SETTLE_MAX = 0.002
 
 
 class Request:
-    """One queued call: its options key, its payload and, once served, its result."""
+    """One queued call: its options key, its payload and, once served, its result (or, for
+    an asyncio call, the future that receives it)."""
 
-    __slots__ = ("key", "payload", "run", "done", "lead", "result", "error")
+    __slots__ = ("key", "payload", "run", "done", "lead", "result", "error", "future")
 
     def __init__(self, key: Hashable, payload: Any, run: Callable[[list], list]) -> None:
         self.key, self.payload, self.run = key, payload, run
@@ -55,6 +56,7 @@ class Request:
         self.lead = False    # set when this call is to lead the next group
         self.result: Any = None
         self.error: BaseException | None = None
+        self.future: asyncio.Future | None = None  # an AsyncCoalescer call's
 
 
 class Coalescer:
@@ -197,7 +199,7 @@ class AsyncCoalescer:
         self.inline, self.max_group = inline, max_group
         self.settle = max(0, int(settle))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self._queue: list = []   # (Request, future)
+        self._queue: list[Request] = []
         self._busy = False
         #: groups run and calls served (for tests and metrics)
         self.groups = self.calls = 0
@@ -206,12 +208,12 @@ class AsyncCoalescer:
                      timeout: float | None = None) -> Any:
         loop = asyncio.get_running_loop()
         req = Request(key, payload, run)
-        fut = loop.create_future()
-        self._queue.append((req, fut))
+        fut = req.future = loop.create_future()
+        self._queue.append(req)
         if self.inline and not self._busy and len(self._queue) == 1:
             for _ in range(2):  # turns of the loop: calls already received join the queue
                 await asyncio.sleep(0)
-            if not self._busy and len(self._queue) == 1 and self._queue[0][0] is req:
+            if not self._busy and len(self._queue) == 1 and self._queue[0] is req:
                 self._queue.clear()
                 self.groups += 1
                 self.calls += 1
@@ -232,21 +234,22 @@ class AsyncCoalescer:
             timer.cancel()
 
     def _start(self, loop: Any) -> None:
-        key = self._queue[0][0].key
+        key = self._queue[0].key
         size = max(1, min(int(self.max_group), 1024))
         group, rest = [], []
-        for item in self._queue:
-            (group if len(group) < size and item[0].key == key else rest).append(item)
+        for req in self._queue:
+            (group if len(group) < size and req.key == key else rest).append(req)
         self._queue = rest
         self._busy = True
         self.groups += 1
         self.calls += len(group)
-        reqs = [r for r, _ in group]
-        loop.run_in_executor(self._pool, _run_batch, reqs).add_done_callback(lambda f: self._done(loop, group, f))
+        loop.run_in_executor(self._pool, _run_batch, list(group)).add_done_callback(
+            lambda f: self._done(loop, group, f))
 
     def _done(self, loop: Any, group: list, f: Any) -> None:
         results = f.result()  # _run_batch returns each call's result or error
-        for (_, fut), res in zip(group, results):
+        for req, res in zip(group, results):
+            fut = req.future
             if fut.done():  # timed out (or its task was cancelled)
                 continue
             if isinstance(res, BaseException):
