@@ -41,6 +41,7 @@ __all__ = ["Engine", "QueryResult", "SearchOptions"]
 
 # the planner settings: Engine attributes, saved with the store
 _PLANNER = ("ef", "ef_max", "scan_limit", "seed_ef", "seed_min", "group", "scan")
+_PLANNER_SET = frozenset(_PLANNER)
 # the constructor's integer settings and their ranges: a saved store's manifest feeds them
 # too, and each sizes an allocation or a loop in the core
 _SIZES = {"dim": (1, storage.MAX_DIM), "M": (2, 2048), "ef_construction": (1, 1 << 20), "ef": (1, 1 << 24),
@@ -302,18 +303,22 @@ class Engine:
             raise QueryError(f"vector must be 1-D of length {self.dim}, got shape {v.shape}")
         return _search.query_vectors(v[None, :], self.dim, self.metric)[0]
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _PLANNER_SET and "_params" in self.__dict__:
+            self._params.clear()  # the core's parameters hold the planner's settings
+        object.__setattr__(self, name, value)
+
     def _core_params(self, opts: SearchOptions, key: tuple) -> tuple:
         """The core's parameters for options ``opts`` (:func:`~chrono_engine.search.core_params`),
-        built once per distinct options, k, planner settings and count of fact types (a
-        new fact type can make a restricting mask select more), and reused."""
-        planner = tuple([getattr(self, name) for name in _PLANNER])
-        ck = (key, planner, tuple([type(v) for v in planner]), len(self._state.fact_types))
+        built once per distinct options, k and count of fact types (a new fact type can
+        make a restricting mask select more), and reused until a planner setting is set."""
+        ck = (key, len(self._state.fact_types))
         try:
             hit = self._params.get(ck)
-        except TypeError:  # an unhashable setting: built (and refused) below
+        except TypeError:  # an unhashable option: built (and refused) below
             ck = hit = None
         if hit is None:
-            hit = _search.core_params(self._state, opts, key[0], dict(zip(_PLANNER, planner)))
+            hit = _search.core_params(self._state, opts, key[0], self._planner())
             if ck is not None:
                 if len(self._params) >= 256:
                     self._params.clear()
