@@ -217,7 +217,7 @@ class Store:
         """The stored vectors of ``rows``, (n, dim)."""
     def vector_hashes(self, weights: _U64, threads: int) -> _U64:
         """Per row, sum_j bits(x_j) * weights[j] mod 2**64 (the float32 bit patterns): the
-        fingerprints that bind meta.arrow to graph.bin (storage.py). GIL released."""
+        fingerprints that bind meta.arrow to graph.bin (storage/checkpoint.py). GIL released."""
     def set_partition(self, centroids: _F32, delta: float) -> None:
         """New centroids (C, dim) and δ for the probe plan (probe.hpp); every row unassigned."""
     def assign_partition(self, first: int, assignment: _U16) -> None:

@@ -10,7 +10,7 @@ centroid (NumPy/BLAS, in chunks).
 The partition is derived data: built when a store reaches ``partition_min`` rows (on
 ingest, or on open of a store saved before format 4), extended to new rows on every write,
 rebuilt with more centroids when the store has doubled, saved with the store
-(``storage._partition_tables``) so that an open reproduces it. Cosine and ip only.
+(``storage.checkpoint._partition_tables``) so that an open reproduces it. Cosine and ip only.
 """
 from __future__ import annotations
 

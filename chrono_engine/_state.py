@@ -28,7 +28,7 @@ from ._embedder import is_temporal, text_vectors
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
 from .decay import DecayPolicy
 from .errors import EmbeddingError, NotFoundError, QueryError, SchemaError, StorageError
-from .schema import IngestBatch, _canon, _raw_columns, _times, normalize_rows
+from .schema import IngestBatch, _times, canonical_column, columns_of, normalize_rows
 
 #: with Engine.ingest's ``order="auto"``, a batch of at least this many rows whose
 #: valid_from is out of order is stored in valid_from order (docs/data-model.md)
@@ -547,13 +547,13 @@ def embed_content(embedder: Any, rows: Any, at_us: int | None = None) -> Any:
     "embedding") naming the row."""
     if embedder is None:
         return rows
-    raw = _raw_columns(rows)
+    raw = columns_of(rows)
     if "vector" in raw or "content" not in raw:
         return rows
     n = len(raw["content"])
     if n == 0 or (at_us is None and "valid_from" not in raw):
         return rows
-    content = _canon("content", raw["content"])
+    content = canonical_column("content", raw["content"])
     texts = content.to_pylist() if isinstance(content, pa.Array) else list(content)
     for i, t in enumerate(texts):
         if not isinstance(t, str):
@@ -567,16 +567,16 @@ def embed_content(embedder: Any, rows: Any, at_us: int | None = None) -> Any:
     if at_us is not None:
         t_us = np.full(n, at_us, np.int64)
     else:
-        t_us, _ = _times("valid_from", _canon("valid_from", raw["valid_from"]), nullable=False)
+        t_us, _ = _times("valid_from", canonical_column("valid_from", raw["valid_from"]), nullable=False)
         if "observed_at" in raw:
-            obs, nulls = _times("observed_at", _canon("observed_at", raw["observed_at"]), nullable=True)
+            obs, nulls = _times("observed_at", canonical_column("observed_at", raw["observed_at"]), nullable=True)
             t_us = obs if nulls is None else np.where(nulls, t_us, obs)
     modality = None
     if embedder.temporal.modalities:
         if "modality" not in raw:
             raise SchemaError(f"column 'modality' is required: the embedder encodes modalities "
                               f"{embedder.temporal.modalities} (embedding)", column="modality", rule="embedding")
-        mc = _canon("modality", raw["modality"])
+        mc = canonical_column("modality", raw["modality"])
         modality = mc.to_pylist() if isinstance(mc, pa.Array) else list(mc)
     try:
         vectors = embedder.embed(texts, t_us, modality)

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ._time import MIN_TIME_US, OPEN_END, _calendar_us
 from .errors import SchemaError
-from .schema import _canon, _length, _raw_columns
+from .schema import canonical_column, column_length, columns_of
 from .timelang.ground import ground
 
 __all__ = ["ground_rows"]
@@ -37,7 +37,7 @@ _REFUSED = {"valid_from": "ground_rows sets valid_from and valid_to from the tex
 def _take(name: str, col: Any, src: np.ndarray) -> Any:
     if isinstance(col, np.ndarray) and col.ndim == 2:  # a vector matrix
         return col[src]
-    col = _canon(name, col)
+    col = canonical_column(name, col)
     if isinstance(col, np.ndarray):
         return col[src]
     if isinstance(col, (pa.Array, pa.ChunkedArray)):
@@ -61,20 +61,20 @@ def ground_rows(rows: Any, *, doc_date: Any = None, tz: Any = None) -> dict[str,
     Returns a dict of columns. ``observed_at`` is left as given: absent, each row's decay
     is measured from its fact's start.
     """
-    cols = _raw_columns(rows)
+    cols = columns_of(rows)
     for name in cols:
         if name in _REFUSED:
             raise SchemaError(_REFUSED[name], column=name, rule="set by ground_rows")
     if "content" not in cols:
         raise SchemaError("ground_rows needs a 'content' column: the text to read times from",
                           column="content", rule="required column")
-    n = _length("content", cols["content"])
+    n = column_length("content", cols["content"])
     for name, col in cols.items():
-        m = _length(name, col)
+        m = column_length(name, col)
         if m != n:
             raise SchemaError(f"column {name!r} has {m} rows, 'content' has {n}", column=name,
                               rule="column lengths differ")
-    content = _canon("content", cols["content"])
+    content = canonical_column("content", cols["content"])
     texts = content.to_pylist() if isinstance(content, (pa.Array, pa.ChunkedArray)) else list(content)
     if isinstance(doc_date, np.ndarray) and doc_date.ndim == 0:
         doc_date = doc_date.item()

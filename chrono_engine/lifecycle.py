@@ -71,7 +71,7 @@ from ._embedder import is_temporal, text_vectors
 from ._state import ALL_KNOWN, StoreState, embed_content, strings_at
 from ._time import OPEN_END, errors_as, iso as _iso, now_us, scalar_us
 from .errors import LifecycleError, NotFoundError, SchemaError
-from .schema import _raw_columns, format_version, parse_version
+from .schema import columns_of, format_version, parse_version
 
 # supersede / retract / history / apply_event work on an engine's StoreState and are
 # reached through the Engine's methods; on_approval_event is the public hook.
@@ -165,7 +165,7 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
     head_version = strings.column("version")[int(head_rows[0])].as_py()
     existing = {int(k) for k in keys}
 
-    raw = _raw_columns(rows)
+    raw = columns_of(rows)
     if "vector" not in raw:
         raise LifecycleError("rows need a 'vector' column (the new version's embeddings), or 'content' "
                              "and an engine embedder")

@@ -208,8 +208,11 @@ def _version_keys(arr: pa.Array, column: str) -> np.ndarray:
 
 # --------------------------------------------------------------------------- input containers
 
-def _raw_columns(rows: Any) -> dict[str, Any]:
-    """Split the supported containers into name -> column (not yet converted)."""
+def columns_of(rows: Any) -> dict[str, Any]:
+    """Split the supported containers into name -> column (not yet converted): a pyarrow
+    Table or RecordBatch, a pandas or polars DataFrame, a dict of columns, a list of row
+    dicts (whose keys must be columns the data model knows). SchemaError otherwise, or for
+    a column named twice."""
     if isinstance(rows, (pa.Table, pa.RecordBatch)):
         names = list(rows.column_names)
         cols = {}
@@ -232,7 +235,7 @@ def _raw_columns(rows: Any) -> dict[str, Any]:
             table = rows.to_arrow()
         except Exception as e:  # noqa: BLE001 - polars raises its own kinds (an Object column)
             _fail(f"the polars DataFrame does not convert to Arrow: {shown(str(e))}", rule="unsupported input")
-        return _raw_columns(table)
+        return columns_of(table)
     if is_polars(rows, "LazyFrame"):
         _fail("rows is a polars LazyFrame: collect() it first", rule="unsupported input")
     if isinstance(rows, Mapping):  # polars Series as Arrow arrays (zero-copy where polars allows)
@@ -311,7 +314,9 @@ def _typed_vectors(rows: list) -> pa.Array | None:
         return None
 
 
-def _length(name: str, col: Any) -> int:
+def column_length(name: str, col: Any) -> int:
+    """The number of rows of column ``name`` (an Arrow, NumPy or pandas column, or a list);
+    SchemaError "wrong type" for anything else, a 0-d array included."""
     if isinstance(col, (pa.Array, pa.ChunkedArray)):
         return len(col)
     if isinstance(col, np.ndarray):
@@ -323,8 +328,9 @@ def _length(name: str, col: Any) -> int:
     _fail(f"expected an array or list, got {type(col).__name__}", column=name, rule="wrong type")
 
 
-def _canon(name: str, col: Any):
-    """One column as a pa.Array, a non-object 1-D np.ndarray, or a list of Python objects."""
+def canonical_column(name: str, col: Any):
+    """One column as a pa.Array, a non-object 1-D np.ndarray, or a list of Python objects
+    (:func:`._time.scalar_column`); SchemaError "wrong type" for an array of another shape."""
     col = scalar_column(col)
     if isinstance(col, np.ndarray) and col.ndim != 1:
         _fail(f"expected a 1-D column, got shape {col.shape}", column=name, rule="wrong type")
@@ -786,10 +792,10 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
         raise ConfigError(f"now_us={now_us} is outside years 1..9999")
     dim = int(dim)
 
-    raw = _raw_columns(rows)
+    raw = columns_of(rows)
     _check_names(raw)
     raw = {k: v for k, v in raw.items() if not _INDEX_LEVEL.fullmatch(k)}
-    lengths = {name: _length(name, col) for name, col in raw.items()}
+    lengths = {name: column_length(name, col) for name, col in raw.items()}
     if not lengths or max(lengths.values()) == 0:
         _fail("no rows to ingest", rule="empty")
     for name in REQUIRED_COLUMNS:
@@ -800,7 +806,7 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
         if length != n:
             _fail(f"has {length} rows but 'vector' has {n}", column=name, rule="column length")
 
-    cols = {name: (_canon(name, col) if name != "vector" else col) for name, col in raw.items()}
+    cols = {name: (canonical_column(name, col) if name != "vector" else col) for name, col in raw.items()}
     get = cols.get
 
     ids = None

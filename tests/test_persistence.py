@@ -22,7 +22,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 import chrono_engine as ce
-import chrono_engine.storage as storage_module
+import chrono_engine.storage.checkpoint as storage_module
 from chrono_engine.errors import ChronoError, CorruptStoreError, StorageError
 from chrono_engine.synthetic import US_PER_DAY, make_corpus, times_for_selectivity
 from storefiles import reseal, snap_dir
@@ -436,7 +436,7 @@ _CRASH_SCRIPT = textwrap.dedent("""
     import os, sys
     import numpy as np
     import chrono_engine as ce
-    import chrono_engine.storage as em
+    import chrono_engine.storage.checkpoint as em
     path = sys.argv[1]
     eng = ce.Engine.open(path)
     eng.ingest({"vector": np.ones((5, eng.dim), np.float32), "valid_from": ["2030-01-01"] * 5})
@@ -784,8 +784,8 @@ def test_core_vector_fingerprints_equal_the_numpy_reference(dim, metric):
     x[2] *= np.float32(1e30) if metric == "l2" else 1
     e = ce.Engine(dim, metric=metric, threads=2)
     e.ingest({"vector": x, "valid_from": np.full(n, 0, np.int64), "content": ["c"] * n})
-    got = storage_module._vector_hashes(e._state)
-    w = storage_module._hash_weights()[:dim]
+    got = storage_module.vector_hashes(e._state)
+    w = storage_module.hash_weights()[:dim]
     bits = e._state.core.vectors(np.arange(n, dtype=np.uint32)).view(np.uint32).astype(np.uint64)
     want = (bits * w).sum(axis=1)  # the definition: bit patterns x weights, mod 2**64
     assert got.dtype == np.uint64 and len(got) == n

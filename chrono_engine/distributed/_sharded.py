@@ -30,7 +30,7 @@ from .._state import embed_content, ingest_order, storage_order
 from .._time import now_us
 from ..errors import ConfigError, NotFoundError, QueryError, ShardError, StorageError
 from ..grounding import _take
-from ..schema import _raw_columns, normalize_rows
+from ..schema import columns_of, normalize_rows
 from .. import search as _search
 from .._util import import_extra
 
@@ -209,7 +209,7 @@ class ShardedEngine:
         rows = embed_content(self.embedder, rows)
         now = now_us()
         batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now)
-        raw = {k: v for k, v in _raw_columns(rows).items() if not re.fullmatch(r"__index_level_\d+__", str(k))}
+        raw = {k: v for k, v in columns_of(rows).items() if not re.fullmatch(r"__index_level_\d+__", str(k))}
         n = batch.n
         perm = storage_order(batch.valid_from, order)  # None: stored as given
         if batch.ids is not None:
@@ -292,7 +292,7 @@ class ShardedEngine:
         if not isinstance(stem_id, str):
             raise QueryError(f"stem_id must be a string, got {shown(stem_id)}")
         s = shard_of(stem_id, self.n_shards)
-        raw = dict(_raw_columns(embed_content(self.embedder, rows)))
+        raw = dict(columns_of(embed_content(self.embedder, rows)))
         n = len(next(iter(raw.values()))) if raw else 0
         if "id" not in raw and n:
             raw["id"] = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)

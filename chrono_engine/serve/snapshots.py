@@ -139,7 +139,7 @@ def not_a_snapshot(entry: Path) -> str | None:
     """Why ``entry``, in the snapshots folder, is not a named snapshot ("missing" when there
     is nothing there), or None: it must be a folder, not a symbolic link, holding a store
     whose seal (``CURRENT``, opened as a regular file) names a folder in it that is no link
-    either; the store's files are then opened without following links (storage.py). A link
+    either; the store's files are then opened without following links (storage/). A link
     anywhere from the snapshots folder down would let a restore replace the live store
     with whatever store it points to, anywhere."""
     from .. import storage

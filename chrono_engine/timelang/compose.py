@@ -228,7 +228,7 @@ def _is_day(c: Cand | None) -> bool:
 
 def _is_part(c: Cand | None) -> bool:
     """A part of the day already on its day (明天下午, "tomorrow evening")."""
-    return (c is not None and c.day is not None and c.day[1] is not None and c.grain == "hour"
+    return (c is not None and c.day is not None and c.day.part is not None and c.grain == "hour"
             and c.fuzzy and c.cls == "cal")
 
 
@@ -237,7 +237,7 @@ def _part_for(text: str, c: Cand, part: str | None) -> str | None:
     ("tonight at 1am") or is a small hour of the night ("tonight around 3")."""
     if _HALF_SAID.search(text, c.b, c.e):
         return None
-    if part in NIGHT_PARTS and c.clock[0] is not None and c.clock[0] < 5:
+    if part in NIGHT_PARTS and c.clock.hour is not None and c.clock.hour < 5:
         return None
     return part
 
@@ -251,33 +251,31 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
         if c.cls in ("clock", "weakclock"):
             prev = out[-1] if out else None
             nxt = sel[i + 1] if i + 1 < n else None
-            part = c.clock[4]
-            if (c.clock[0] is None and part and nxt is not None and nxt.cls == "clock"
-                    and nxt.clock[0] is not None and nxt.clock[4] is None and nxt.b - c.e <= 1
+            part = c.clock.part
+            if (c.clock.hour is None and part and nxt is not None and nxt.cls == "clock"
+                    and nxt.clock.hour is not None and nxt.clock.part is None and nxt.b - c.e <= 1
                     and not text[c.e:nxt.b].strip()):
                 # 下午5:00, 晚上9:30, "evening 7:30": the part of the day sets the clock's half
-                h, mi, sec, grain, _ = nxt.clock
-                nxt.clock = (h, mi, sec, grain, part)
+                nxt.clock = nxt.clock._replace(part=part)
                 nxt.b = c.b
                 i += 1
                 continue
-            if (_is_part(prev) and c.clock[0] is not None and c.clock[4] is None
+            if (_is_part(prev) and c.clock.hour is not None and c.clock.part is None
                     and c.b - prev.e <= 8 and _GAP_DAY_CLOCK.match(text, prev.e, c.b)):
                 # 明天下午5:00: the clock on the part's day, in its half
-                h, mi, sec, grain, _ = c.clock
-                c.clock = (h, mi, sec, grain, _part_for(text, c, prev.day[1]))
+                c.clock = c.clock._replace(part=_part_for(text, c, prev.day.part))
                 b = prev.b
-                attach_clock_to_day(c, prev.day[0], ctx)
+                attach_clock_to_day(c, prev.day.date, ctx)
                 c.b = b
                 out[-1] = c
                 i += 1
                 continue
-            if (prev is not None and prev.day is not None and c.clock[0] is not None
+            if (prev is not None and prev.day is not None and c.clock.hour is not None
                     and c.b - prev.e <= 6 and _CONNECT.match(text, prev.e, c.b)):
                 # 下午3点到5点, 3pm-5pm: the second clock shares the first one's day and part
-                h, mi, sec, grain, part = c.clock
-                c.clock = (h, mi, sec, grain, part or prev.day[1])
-                attach_clock_to_day(c, prev.day[0], ctx)
+                h, part = c.clock.hour, c.clock.part
+                c.clock = c.clock._replace(part=part or prev.day.part)
+                attach_clock_to_day(c, prev.day.date, ctx)
                 c.floating = prev.floating
                 # "2am" after 10pm is the next day's; "10am-12am" (h 0) keeps the old reading, noon
                 am = h != 0 and _AM_SAID.search(text, c.b, c.e) is not None
@@ -297,18 +295,17 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                     and (_GAP_DAY_CLOCK.match(text, prev.e, c.b)
                          # "May 22-11:30": a clock with its minutes hyphened to a day is
                          # that day's, not the end of a range from that day to today
-                         or (text[prev.e:c.b] == "-" and c.clock[3] in ("minute", "second")))):
+                         or (text[prev.e:c.b] == "-" and c.clock.grain in ("minute", "second")))):
                 b = prev.b
                 attach_clock_to_day(c, prev.start.date(), ctx)
                 c.b = b
                 out[-1] = c
-            elif (_is_part(nxt) and c.clock[0] is not None and c.clock[4] is None and nxt.b - c.e <= 6
+            elif (_is_part(nxt) and c.clock.hour is not None and c.clock.part is None and nxt.b - c.e <= 6
                   and _GAP_CLOCK_DAY.match(text, c.e, nxt.b)):
                 # "five-thirty tomorrow evening": the clock on the part's day, in its half
-                h, mi, sec, grain, _ = c.clock
-                c.clock = (h, mi, sec, grain, _part_for(text, c, nxt.day[1]))
+                c.clock = c.clock._replace(part=_part_for(text, c, nxt.day.part))
                 e = nxt.e
-                attach_clock_to_day(c, nxt.day[0], ctx)
+                attach_clock_to_day(c, nxt.day.date, ctx)
                 c.e = e
                 out.append(c)
                 i += 1
@@ -321,7 +318,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 i += 1
             elif c.cls == "clock":
                 w = (_WORD_BEFORE.search(text, max(0, c.b - 24), c.b)
-                     if c.clock[3] == "hour" and c.clock[4] is None and c.role != "range start" else None)
+                     if c.clock.grain == "hour" and c.clock.part is None and c.role != "range start" else None)
                 ranged = (nxt is not None and nxt.cls == "clock" and nxt.b - c.e <= 6
                           and _CONNECT.match(text, c.e, nxt.b) is not None)  # "10am to 12pm": a time
                 if w is not None and not ranged and w.group("w").lower() not in _LONE_CLOCK_CUES:
@@ -329,7 +326,7 @@ def _clocks(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                     continue  # "Which label signed 2AM in 2010": not a time of day
                 out.append(attach_clock_to_day(c, ctx.today, ctx))
                 c.floating = True
-            elif c.clock[0] is None and c.clock[4]:
+            elif c.clock.hour is None and c.clock.part:
                 # "in the morning", "afternoon classes": a part of the day alone is today's;
                 # a query's intent and the grounding leave it out (it says when in a day,
                 # not which day)
@@ -878,7 +875,7 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
             skip = True
         h1, m1, h2, m2 = c.inner
         if day is None:
-            if (prev is not None and prev.cls == "weakclock" and prev.clock[0] is None and c.b - prev.e <= 6
+            if (prev is not None and prev.cls == "weakclock" and prev.clock.hour is None and c.b - prev.e <= 6
                     and _HOURS_GAP.match(text, prev.e, c.b)):
                 out.append(c)  # "next Monday morning 6-8": the part finds its day first (compose)
             elif (m1 or m2) and _FROM_BETWEEN_AT.match(text, c.b):
@@ -889,7 +886,7 @@ def _hours(text: str, sel: list[Cand], ctx: Ctx) -> list[Cand]:
                 out.append(r)
             continue
         if _is_part(day):  # "between 7 and 9 last night": the hours in the part's half of the day
-            part = day.day[1]
+            part = day.day.part
             if part in _PM_PARTS and h1 < 12 and not (part in _EN_NIGHT and h1 < 5):
                 h1, h2 = h1 + 12, (h2 + 12 if h2 < 12 else h2)
                 if (h2, m2) <= (h1, m1):

@@ -16,6 +16,7 @@ from . import periods as P
 from .grammar import (
     RELATIVE_YEAR,
     Cand,
+    Clock,
     amount_cand,
     cal,
     clock_cand,
@@ -424,7 +425,7 @@ def relative_day(m, ctx):
     c = cal(m.start(), m.end(), s, e, "day")
     if w == "tonight":
         c.cls = "clock"
-        c.clock = (None, 0, 0, "hour", "tonight")
+        c.clock = Clock(None, 0, 0, "hour", "tonight")
         return attach_clock_to_day(c, d, ctx)
     return c
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import date as _date
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import NamedTuple
 
@@ -22,7 +23,9 @@ GRAIN_ORDER = {g: i for i, g in enumerate(GRAINS)}
 __all__ = [
     "GRAIN_ORDER",
     "RELATIVE_YEAR",
+    "AttachedDay",
     "Cand",
+    "Clock",
     "Ctx",
     "Rule",
     "amount_cand",
@@ -56,6 +59,23 @@ class Ctx:
         if p is None:
             p = self._periods[grain] = P.period(self.now, grain)
         return p
+
+
+class Clock(NamedTuple):
+    """A time of day still waiting for its day (:attr:`Cand.clock`)."""
+
+    hour: int | None  # None: a part of the day said alone ("下午", "in the morning")
+    minute: int
+    second: int
+    grain: str  # the grain it was written in: hour, minute or second
+    part: str | None  # the part of the day it was said with (下午, "pm", "tonight"), if any
+
+
+class AttachedDay(NamedTuple):
+    """The day a clock was put on, and the part of the day it kept (:attr:`Cand.day`)."""
+
+    date: _date  # the alias keeps the field's name from hiding the type
+    part: str | None
 
 
 class Cand:
@@ -93,7 +113,7 @@ class Cand:
         self.prio = 0
         self.fzpart = None
         self.lend = "y"  # what rebuild takes from the other side of a range: y or ym
-        self.day = None  # (date, part of day) for a clock attached to its day
+        self.day = None  # AttachedDay of a clock attached to its day
         self.floating = False  # a clock time put on today for want of a written day
         self.joined = None  # the day candidate written before a bounded clock ("feb 1st by 6:00")
         # the amounts of an amount phrase: [(n, unit), ...] of a duration; (n, unit, "ago" /
@@ -219,7 +239,7 @@ def clock_cand(b: int, e: int, h: int, mi: int = 0, sec: int = 0, grain: str = "
     """A time of day still waiting for its day (``compose`` attaches it): hour, minute,
     second, the grain it was written in and the part of the day it was said with."""
     c = Cand(b, e, None, None, grain, "point", cls, fuzzy=fuzzy)
-    c.clock = (h, mi, sec, grain, part)
+    c.clock = Clock(h, mi, sec, grain, part)
     return c
 
 

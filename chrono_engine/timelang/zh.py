@@ -16,6 +16,7 @@ from ..errors import TimeParseError
 from . import periods as P
 from .grammar import (
     RELATIVE_YEAR,
+    AttachedDay,
     Cand,
     Ctx,
     amount_cand,
@@ -428,7 +429,7 @@ def attach_clock_to_day(c: Cand, day, ctx: Ctx) -> Cand:
     """Give a clock candidate its day: fills start / end and makes it a calendar unit."""
     ds = day_at(day, ctx.tz)
     h, mi, sec, grain, part = c.clock
-    c.day = (day, part)
+    c.day = AttachedDay(day, part)
     if h is None:  # a part of the day
         h0, h1 = PART_HOURS[part]
         c.start, c.end = clock_on_day(ds, h0, 0, 0), clock_on_day(ds, h1, 0, 0)

@@ -574,7 +574,7 @@ struct PyStore {
     return out;
   }
 
-  // Per row, the fingerprint storage.py checks a store's vectors against: the sum over j
+  // Per row, the fingerprint storage/recovery.py checks a store's vectors against: the sum over j
   // of bits(x_j) * w_j modulo 2^64 (bits: the float32 bit pattern as an unsigned integer),
   // for rows [0, n). `weights`: at least dim of them. The GIL is released; rows are split
   // over `threads` workers (the sum is exact modular arithmetic: any order gives the same).

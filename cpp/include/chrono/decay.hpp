@@ -1,6 +1,6 @@
 // Decay families D(age), as one small parameter record per fact type.
 //
-// The Python layer (chrono_engine/decay.py) converts every family to this record with
+// The Python layer (chrono_engine/decay/families.py) converts every family to this record with
 // `_kernel_spec()`; `decay.evaluate_spec` there is the NumPy reference of the kernels'
 // decay (src/kernels_impl.hpp, decay_one).
 #pragma once
