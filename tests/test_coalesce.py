@@ -290,6 +290,7 @@ def test_asearch_a_query_that_fails_in_a_group_fails_alone():
     assert asyncio.run(main()) == ["overflow" if i % 2 == 0 else [1] for i in range(20)]
 
 
+@pytest.mark.slow
 def test_async_coalescer_inline_timeout_and_group_errors():
     """The service's mode (inline=True): a lone call runs on the loop's thread, concurrent
     ones on the worker; a timed-out call raises TimeoutError while its group runs on; an

@@ -150,6 +150,7 @@ _REVERSED_INTERVAL = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_single_reversed_interval_is_refused_not_a_crash(tmp_path):
     """The issue's case: one row with valid_to < valid_from segfaulted restore."""
     proc = subprocess.run([sys.executable, "-c", _REVERSED_INTERVAL, str(tmp_path / "s")], capture_output=True,
@@ -194,6 +195,7 @@ _THREADS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
                     reason="RLIMIT_AS cannot be combined with AddressSanitizer (scripts/sanitize.sh), whose "
                            "shadow memory alone reserves terabytes of address space")

@@ -397,6 +397,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_writers_in_two_processes(store):
     first = subprocess.Popen([sys.executable, "-c", _WRITER, str(store), "wait"], stdout=subprocess.PIPE,
                              stdin=subprocess.PIPE, text=True, cwd=str(store.parent))

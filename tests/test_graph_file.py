@@ -492,6 +492,7 @@ _SPECIAL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_special_files_are_refused_without_blocking(tmp_path):
     """A FIFO (open would block), a symlink to /dev/zero (endless), a directory, a device:
     refused at once, in a child process so that a hang fails the test."""
@@ -594,6 +595,7 @@ def _fuzz(workdir: Path, seed: int, count: int) -> None:
     print(f"refused {refused} loaded {loaded}")
 
 
+@pytest.mark.slow
 def test_random_mutations_never_crash(tmp_path):
     proc = subprocess.run([sys.executable, __file__, "fuzz", str(tmp_path), "20", "2000"], capture_output=True,
                           text=True, timeout=600)

@@ -448,6 +448,7 @@ _CRASH_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_process_killed_mid_save_keeps_previous_copy(engine, corpus, copy_of):
     # cwd outside the checkout: `python -c` puts the cwd first on sys.path, and the source
     # tree's chrono_engine/ (no compiled core) must not shadow the installed package
@@ -681,6 +682,7 @@ def _rechecksum(path: Path) -> None:
     reseal(path)
 
 
+@pytest.mark.slow
 def test_rechecksummed_truncated_metadata(copy_of):
     _truncate(_snap(copy_of) / "meta.arrow", 0.5)
     _rechecksum(copy_of)
@@ -689,6 +691,7 @@ def test_rechecksummed_truncated_metadata(copy_of):
     assert out.startswith("STORAGE_ERROR CorruptStoreError") and "meta.arrow" in out, out
 
 
+@pytest.mark.slow
 def test_rechecksummed_metadata_of_another_store(copy_of, tmp_path):
     other = ce.Engine(DIM, threads=1)
     other.ingest({"vector": np.ones((7, DIM), np.float32), "valid_from": ["2024-01-01"] * 7})
@@ -700,6 +703,7 @@ def test_rechecksummed_metadata_of_another_store(copy_of, tmp_path):
     assert out.startswith("STORAGE_ERROR CorruptStoreError"), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "other store"])
 def test_rechecksummed_bad_graph(copy_of, tmp_path, damage):
     g = _snap(copy_of) / "graph.bin"

@@ -288,6 +288,7 @@ np.savez(sys.argv[3], **out)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", ["cosine", "ip"])
 def test_certified_search_agrees_across_kernel_variants(tmp_path, metric):
     """The planner's compact caps take a different path per variant (float group dots, or

@@ -400,6 +400,7 @@ def test_concurrent_clients_equal_a_sequential_replay(served):
     assert got == seq
 
 
+@pytest.mark.slow
 def test_shutdown_during_writes_loses_no_acknowledged_write(served):
     srv, eng, path = served
     acked, stop = [], threading.Event()
@@ -449,6 +450,7 @@ def test_keys_file(tmp_path, monkeypatch):
     assert "short" not in str(info.value)  # a key is never echoed
 
 
+@pytest.mark.slow
 def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
     """`chrono serve` as a real process: answers on loopback, and SIGTERM finishes with a
     checkpoint that holds every acknowledged write."""
@@ -697,6 +699,7 @@ def test_iso_timestamps_equal_datetime_isoformat(n):
                              "1970-01-01T00:00:00+00:00"]
 
 
+@pytest.mark.slow
 def test_request_log_and_metrics_histogram(tmp_path):
     eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
     eng.ingest(_rows(20))
@@ -915,6 +918,7 @@ def _wait_for(fn, what, seconds=30.0):
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_read_replica_refuses_writes_and_follows_its_writer(tmp_path):
     """A read replica (``read_only``, ``refresh``) beside the store's writer, over HTTP: every
     write endpoint is refused (401 / 403 authorization / 403 read_only) with nothing changed;
