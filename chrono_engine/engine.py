@@ -769,7 +769,8 @@ class Engine:
         """
         st, c = self._state, self._coalescer
         C, covered, delta = st.core.partition_info()
-        loops = list(self._async.values())
+        with self._async_lock:
+            loops = list(self._async.values())
         return {"rows": len(st), "id_map": str(st.core.id_map_mode),
                 "partition": {"centroids": int(C), "rows": int(covered), "delta": float(delta),
                               "built_at": int(st.partition_built_at) if C else 0},
