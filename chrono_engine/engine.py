@@ -786,6 +786,81 @@ class Engine:
         m["names_per_item"] = m["names"] / n
         return m
 
+    def stats(self) -> dict:
+        """How the store keeps its rows and how its searches were served, as counts (O(1);
+        read without the write lock, so parts may straddle a concurrent write).
+
+        - ``rows``: the items stored (``len(engine)``).
+        - ``id_map``: how ids lead to rows: ``"identity"`` (every id equals its row: nothing
+          is stored), ``"dense"`` (arrays over the id range) or ``"hash"`` (a hash table,
+          once ids lie far beyond the row count).
+        - ``partition``: the probe plan's partition (:meth:`partition`): ``centroids`` (0:
+          the store keeps none), ``rows`` (rows assigned to them), ``delta`` (the probe's
+          allowance δ) and ``built_at`` (the store's size when the centroids were chosen).
+        - ``search``: ``calls`` to :meth:`search` served and the ``groups`` they ran in
+          (coalescing, docs/search.md: calls / groups is the mean group size).
+        - ``asearch``: the same for :meth:`asearch`, over the event ``loops`` whose
+          coalescers are alive (those of closed loops go when another loop calls).
+
+        >>> eng = Engine(dim=2); _ = eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01", "id": 7}])
+        >>> s = eng.stats(); s["id_map"], s["partition"]["centroids"], s["search"]
+        ('dense', 0, {'groups': 0, 'calls': 0})
+        """
+        st, c = self._state, self._coalescer
+        C, covered, delta = st.core.partition_info()
+        with self._async_lock:
+            loops = list(self._async.values())
+        return {"rows": len(st), "id_map": str(st.core.id_map_mode),
+                "partition": {"centroids": int(C), "rows": int(covered), "delta": float(delta),
+                              "built_at": int(st.partition_built_at) if C else 0},
+                "search": {"groups": c.groups, "calls": c.calls},
+                "asearch": {"loops": len(loops), "groups": sum(a.groups for a in loops),
+                            "calls": sum(a.calls for a in loops)}}
+
+    def partition(self) -> dict:
+        """The coarse partition of the vectors that a lone approximate :meth:`search` probes
+        (the probe plan, docs/search.md), a consistent copy: ``centroids`` (float32,
+        (C, dim); C = 0 when the store keeps none: under l2, or below
+        :attr:`partition_min` rows), ``members`` (C uint32 arrays: each centroid's rows,
+        in ingest order, ascending), ``delta`` and ``built_at`` (as :meth:`stats`). Derived
+        data: every row goes to its nearest centroid; the centroids are chosen again once
+        the store has doubled. O(rows); waits for a write in progress.
+
+        >>> eng = Engine(dim=2); eng.partition_min = 0
+        >>> _ = eng.ingest({"vector": [[1, 0], [0, 1], [1, 1]], "valid_from": ["2024-01-01"] * 3})
+        >>> p = eng.partition(); p["centroids"].shape[1], sorted(np.concatenate(p["members"]).tolist())
+        (2, [0, 1, 2])
+        """
+        st = self._state
+        with st.write:
+            C, _, delta = st.core.partition_info()
+            cents = st.partition_centroids
+            if not C or cents is None:
+                return {"centroids": np.zeros((0, self.dim), np.float32), "members": [], "delta": 0.0,
+                        "built_at": 0}
+            return {"centroids": np.array(cents, np.float32), "delta": float(delta),
+                    "members": [st.core.partition_members(j) for j in range(int(C))],
+                    "built_at": int(st.partition_built_at)}
+
+    def strings(self, ids: Any = None) -> pa.Table:
+        """The stored string columns (``content``, ``title``, ``source``, ``modality``,
+        ``version``, ``supersedes``; null where a row has none) as an Arrow table, of every
+        item in ingest order (the store's own table, immutable: no copy) or of ``ids``, in
+        the order given (NotFoundError names the first unknown id). Stem ids and fact types
+        are not among them: :meth:`history` and :attr:`fact_types` name those.
+
+        >>> eng = Engine(dim=2)
+        >>> _ = eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01", "title": "a", "content": "x"}])
+        >>> eng.strings().select(["title", "content", "source"]).to_pylist()
+        [{'title': 'a', 'content': 'x', 'source': None}]
+        """
+        from ._state import strings_at
+
+        table = self._state.strings()
+        if ids is None:
+            return table if table is not None else strings_at(None, np.zeros(0, np.int64))
+        return strings_at(table, self.rows_of(ids))
+
     def validity(self, at: Any, ids: Any = None) -> np.ndarray:
         """V(e, T) = q_e · D_j(T − t_e) (paper eqs. 2-3) for the items ``ids`` (default:
         every item, in ingest order): reliability times the decay of the item's fact type

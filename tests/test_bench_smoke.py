@@ -305,6 +305,7 @@ def test_best_time_repeats_at_least_min_repeat_and_keeps_the_best(monkeypatch):
     assert len(calls) == 2 and abs(best - 0.1) < 1e-12
 
 
+@pytest.mark.slow
 def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     """``chrono bench --serve`` on a tiny corpus: the engine's HTTP service as a process on
     loopback, closed-loop clients at two concurrencies; its answers reach the oracle's
@@ -335,6 +336,7 @@ def test_serve_load_bench_runs_end_to_end(tmp_path, monkeypatch):
     assert row["requests"] > 0 and row["errors"] == 0 and row["recall"] >= 0.95 and row["server_cores"] > 0
 
 
+@pytest.mark.slow
 def test_serve_replicas_bench_runs_end_to_end(tmp_path, monkeypatch):
     """benches/bench_serve_replicas.py on a tiny corpus: one and two ``chrono serve
     --read-only`` processes on one store, the clients split between them; every answer

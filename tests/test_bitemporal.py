@@ -170,17 +170,8 @@ def test_every_view_equals_the_replayed_event_log(events, seed):
             exp += ref.search(views[int(ki)], vecs, decay_fn(eng), q, 5, mode=mode, t=[ti], known_at=[ki],
                               future=future, penalty=0.3, **kw)
         assert_same_topk(got, scores, exp)
-    # what a result table reads of its hits (hit_meta, one time or one per row) is columns_at's
-    rows = rng.integers(0, vecs.shape[0], 16).astype(np.uint32)
-    for ka in (rng.choice(k, 16).astype(np.int64), k[:1].astype(np.int64)):
-        got, want = eng._state.hit_meta(rows, ka), eng._state.columns_at(rows, ka)
-        for name in ("valid_from", "valid_to", "stem"):
-            np.testing.assert_array_equal(got[name], want[name])
-        open_ = want["valid_to"] == OPEN_END
-        if open_.any():
-            np.testing.assert_array_equal(got["valid_to_valid"], ~open_)
-        else:
-            assert got["valid_to_valid"] is None
+    # (what a result table reads of its hits, hit_meta, is checked against columns_at in
+    # test_internal_bitemporal.py, over the same event sequences)
     # history and columns as known at any transaction time agree with the model
     for ki in k[::8]:
         view = model.view(ki)

@@ -300,6 +300,7 @@ HOSTILE_CLI = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(HOSTILE_CLI))
 def test_bad_input_is_one_error_line_with_the_documented_exit_status(hostile_files, case):
     """Tracebacks (a CSV vector of the wrong length, --batch 0, an empty .npy, -k 10**30),
@@ -328,6 +329,7 @@ def test_threads_zero_still_means_every_core(tmp_path, capsys):
     assert code == 0 and json.loads(out)["items"] == 2
 
 
+@pytest.mark.slow
 def test_a_store_held_by_another_writer_is_a_one_line_refusal(tmp_path):
     """Writing commands take the store's writer lock: while another writer holds it they
     exit 1 with one line (not 3: nothing is wrong with the files); readers still work."""

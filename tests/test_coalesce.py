@@ -76,7 +76,7 @@ def _same(a, b) -> bool:
 def test_concurrent_calls_equal_the_same_calls_one_after_another(eng):
     calls = _calls(1, 400)
     seq = [_one(eng, c) for c in calls]
-    before = (eng._coalescer.groups, eng._coalescer.calls)
+    before = eng.stats()["search"]
     got = [None] * len(calls)
 
     def work(start):
@@ -89,7 +89,8 @@ def test_concurrent_calls_equal_the_same_calls_one_after_another(eng):
         t.join()
     assert all(_same(a, b) for a, b in zip(got, seq))
     assert sum(isinstance(x, tuple) for x in seq) >= 20  # the bad calls failed alone
-    groups, served = eng._coalescer.groups - before[0], eng._coalescer.calls - before[1]
+    after = eng.stats()["search"]
+    groups, served = after["groups"] - before["groups"], after["calls"] - before["calls"]
     assert served == len(calls) - sum(isinstance(x, tuple) for x in seq)
     assert groups < served  # calls were coalesced
 
@@ -125,29 +126,6 @@ def test_a_query_that_fails_in_a_group_fails_alone():
     for t in ts:
         t.join()
     assert out == ["overflow" if i % 2 == 0 else [1] for i in range(len(batch))]
-
-
-def test_now_is_when_the_call_was_made(eng):
-    """A call's default "now" (latest mode's T and known_at) is read when it is made, not
-    when its group runs: an item ingested after the call started is not in its view."""
-    e = ce.Engine(dim=2, threads=1)
-    e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
-    gate = threading.Event()
-    orig = e._run_group
-
-    def slow(batch):
-        gate.wait(5)
-        return orig(batch)
-    e._run_group = slow  # the engine passes its runner per call
-    res = {}
-    t = threading.Thread(target=lambda: res.setdefault("hits", e.search([1, 0], 5, mode="all")))
-    t.start()
-    while e._coalescer.groups == 0:  # the call is in its group, its times already read
-        threading.Event().wait(0.001)
-    e._state.commit(e._state.normalize([{"vector": [1, 0], "valid_from": "2020-01-01"}]))
-    gate.set()
-    t.join()
-    assert res["hits"].column("id").to_pylist() == [0]
 
 
 def test_the_group_waits_and_sizes():
@@ -233,28 +211,6 @@ def test_bad_knobs_are_named(name, value):
         e.search([1, 0])
 
 
-def test_a_wait_gathers_companions():
-    """With coalesce_wait, a leader that saw company waits for its group to fill."""
-    e = ce.Engine(dim=2, threads=1)
-    e.ingest([{"vector": [1, 0], "valid_from": "2020-01-01"}])
-    e.coalesce_wait, e.coalesce_group = 0.01, 8
-    e._coalescer._last_size = 2  # as after a group of two
-    out = [None] * 8
-    barrier = threading.Barrier(8)
-
-    def work(i):
-        barrier.wait()
-        out[i] = e.search([1, 0], 1, mode="all").column("id").to_pylist()
-    before = e._coalescer.groups
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert out == [[0]] * 8
-    assert e._coalescer.groups - before <= 2
-
-
 def test_a_dropped_engine_is_freed_at_once(tmp_path):
     """The coalescer holds no reference to its engine: a writable engine dropped after a
     search releases its store's writer lock at once (no cycle for the collector to find)."""
@@ -284,13 +240,13 @@ def test_asearch_groups_form_and_answers_equal_one_by_one(eng):
             return ("QueryError", str(err))
 
     async def main():
-        got = await asyncio.gather(*[one(v, kw) for v, kw in calls])
-        return got, asyncio.get_running_loop()
-    got, loop = asyncio.run(main())
+        return await asyncio.gather(*[one(v, kw) for v, kw in calls])
+    got = asyncio.run(main())
     assert all(_same(a, _one(eng, c)) for a, c in zip(got, calls))
-    c = eng._async[loop]
-    assert c.calls == len(calls) - sum(isinstance(x, tuple) for x in got)
-    assert c.groups < c.calls  # coalesced
+    c = eng.stats()["asearch"]
+    assert c["loops"] == 1  # this loop's coalescer alone: those of closed loops were dropped
+    assert c["calls"] == len(calls) - sum(isinstance(x, tuple) for x in got)
+    assert c["groups"] < c["calls"]  # coalesced
 
 
 def test_asearch_from_several_event_loops():
@@ -313,9 +269,9 @@ def test_asearch_from_several_event_loops():
     for t in ts:
         t.join()
     assert [out[i % 4][i // 4] for i in range(40)] == want
-    assert 1 <= len(e._async) <= 4
+    assert 1 <= e.stats()["asearch"]["loops"] <= 4
     asyncio.run(e.asearch(qs[0], 5, mode="all"))  # a new loop: the closed loops' coalescers go
-    assert len(e._async) == 1
+    assert e.stats()["asearch"]["loops"] == 1
 
 
 def test_asearch_a_query_that_fails_in_a_group_fails_alone():
@@ -334,6 +290,7 @@ def test_asearch_a_query_that_fails_in_a_group_fails_alone():
     assert asyncio.run(main()) == ["overflow" if i % 2 == 0 else [1] for i in range(20)]
 
 
+@pytest.mark.slow
 def test_async_coalescer_inline_timeout_and_group_errors():
     """The service's mode (inline=True): a lone call runs on the loop's thread, concurrent
     ones on the worker; a timed-out call raises TimeoutError while its group runs on; an

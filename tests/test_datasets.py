@@ -142,6 +142,7 @@ def test_a_failed_download_keeps_files_that_were_already_complete(tiny, tmp_path
     assert _files_under(tmp_path / "tiny") == ["sub", "sub/b.txt"]
 
 
+@pytest.mark.slow
 def test_timeout_unreachable_host_and_bad_base_url(tiny, tmp_path):
     _serve(tiny, TINY.files[0], A, "stall")
     with pytest.raises(DownloadError, match=r"download failed \(.*timed out"):

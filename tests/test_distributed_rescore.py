@@ -125,6 +125,7 @@ def no_deprecations():
 
 # --------------------------------------------------------------------- equal to ce.score
 
+@pytest.mark.slow
 def test_rescore_equals_ce_score_bit_for_bit_on_a_million_rows(local_ray):
     t = candidates(N_BIG)
     ref = ce.score(t, as_of=T_QUERY, policy=PRODUCT)
@@ -137,6 +138,7 @@ def test_rescore_equals_ce_score_bit_for_bit_on_a_million_rows(local_ray):
     assert_same(out, ref)
 
 
+@pytest.mark.slow
 def test_preserve_order_and_a_fixed_pool_of_threaded_actors(local_ray):
     t = candidates(200_000, seed=1)
     ref = ce.score(t, as_of=T_US, policy=LINEAR)
@@ -151,6 +153,7 @@ def test_preserve_order_and_a_fixed_pool_of_threaded_actors(local_ray):
     assert_same(out, ref, realign=False)
 
 
+@pytest.mark.slow
 def test_parquet_round_trip_equals_ce_score(local_ray, tmp_path):
     t = candidates(300_000, seed=2)
     ref = ce.score(t, as_of="2025-06-01T00:00:00Z", policy=LINEAR)
@@ -185,6 +188,7 @@ def test_the_callable_is_ce_score_and_the_policy_pickles():
 
 # ------------------------------------------------------------------------- hostile input
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change, kwargs, message", [
     (lambda t: t.drop_columns(["similarity"]), {}, "need a 'similarity' column"),
     (lambda t: t.set_column(1, "similarity", pa.array(["x"] * t.num_rows)), {}, "'similarity' must be numeric"),
@@ -212,6 +216,7 @@ def test_bad_arguments_are_query_errors_on_the_driver(local_ray, change, kwargs,
         rescore(ds, **kw)
 
 
+@pytest.mark.slow
 def test_not_a_dataset_and_bad_parquet_arguments(local_ray, tmp_path):
     pq.write_table(candidates(10), tmp_path / "in.parquet")
     with pytest.raises(QueryError, match="dataset must be a ray.data.Dataset, got Table"):
@@ -228,6 +233,7 @@ def test_not_a_dataset_and_bad_parquet_arguments(local_ray, tmp_path):
     assert not os.path.exists(tmp_path / "o")
 
 
+@pytest.mark.slow
 def test_a_bad_value_inside_an_actor_shows_our_message(local_ray):
     """A reliability outside (0, 1] is a value: found by the actor that scores it. The job
     fails (no hang) with Ray's error, whose text carries ours."""

@@ -81,6 +81,7 @@ CASES = [dict(mode="latest", as_of="2024-06-01"),
          dict(mode="as_of", as_of="2023-03-15", explain=True, verify=0.3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_shards", [2, 4])
 def test_sharded_equals_single_engine(local_ray, single, n_shards):
     sh = ce.distributed.ShardedEngine(n_shards, DIM, decay=POLICY, cpus_per_shard=2 / n_shards)
@@ -112,6 +113,7 @@ def test_placement_is_blake2b_of_the_stem():
     assert ce.distributed.shard_of(None, 4, 10) == 2
 
 
+@pytest.mark.slow
 def test_save_open_and_a_killed_shard(local_ray, single, tmp_path):
     sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1, timeout=60)
     _apply(sh)
@@ -143,6 +145,7 @@ def test_save_open_and_a_killed_shard(local_ray, single, tmp_path):
         ce.distributed.ShardedEngine.open(tmp_path / "sharded", cpus_per_shard=1)
 
 
+@pytest.mark.slow
 def test_rejected_calls_change_nothing(local_ray, tmp_path):
     sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1)
     try:
@@ -179,6 +182,7 @@ def test_rejected_calls_change_nothing(local_ray, tmp_path):
         sh.shutdown()
 
 
+@pytest.mark.slow
 def test_ingest_order_per_shard(local_ray):
     """``order`` goes to every shard's part: each shard stores its rows by valid_from, and
     the ids and answers are the single engine's stored by valid_from."""
@@ -203,6 +207,7 @@ def test_ingest_order_per_shard(local_ray):
         sh.shutdown()
 
 
+@pytest.mark.slow
 def test_default_order_numbers_a_large_batch_as_one_engine(local_ray):
     """The default ("auto"): a batch of at least CLUSTER_MIN rows out of order gets the ids
     one engine gives it (numbering the rows by valid_from), and every shard stores its

@@ -102,13 +102,22 @@ def test_checkpoint_empties_the_log_and_keeps_everything(store):
     _assert_same(eng, ce.Engine.open(store, read_only=True))
 
 
+def _validated(rows: dict):
+    """``rows`` validated as an ingest into a new ``Engine(DIM)`` validates them (the
+    store's dim, metric and decay policy), as the write path logs a batch."""
+    from chrono_engine._time import now_us
+    from chrono_engine.schema import normalize_rows
+    e = ce.Engine(DIM)
+    return normalize_rows(rows, dim=e.dim, metric=e.metric, known_fact_type=e.decay.knows, now_us=now_us())
+
+
 def _unacknowledged_record(store, seq: int, rows: dict) -> bytes:
     """The record a writer would write next (``seq``) for ``rows``: what a process killed
     while writing it leaves a prefix of after the acknowledged records."""
-    import chrono_engine._state as state
     import chrono_engine._wal as wal
-    batch = ce.Engine(DIM)._state.normalize(rows)
-    return wal.encode_record(seq, wal.encode_commit(wal.Commit(append=state.batch_table(batch))), None)
+    from chrono_engine import _state
+    batch = _validated(rows)
+    return wal.encode_record(seq, wal.encode_commit(wal.Commit(append=_state.batch_table(batch))), None)
 
 
 def test_a_torn_last_record_is_dropped_and_cut_by_the_next_writer(store):
@@ -268,8 +277,9 @@ def test_a_forged_record_is_refused_by_the_same_rules_as_an_ingest(store):
     name = snap_dir(store).name
     start = wal.records_start(name)
     head = wal.header(name, None) + wal._mark(0, start, None) * 2  # no acknowledged record
-    rows = ce.Engine(DIM)._state.normalize(_rows(2, 1))
-    table = __import__("chrono_engine._state", fromlist=["batch_table"]).batch_table(rows)
+    from chrono_engine import _state
+    rows = _validated(_rows(2, 1))
+    table = _state.batch_table(rows)
     bad = table.set_column(table.column_names.index("valid_to"), "valid_to",
                            __import__("pyarrow").array(rows.valid_from - 1))
     payload = wal.encode_commit(wal.Commit(append=bad))
@@ -387,6 +397,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_writers_in_two_processes(store):
     first = subprocess.Popen([sys.executable, "-c", _WRITER, str(store), "wait"], stdout=subprocess.PIPE,
                              stdin=subprocess.PIPE, text=True, cwd=str(store.parent))

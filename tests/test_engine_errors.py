@@ -66,10 +66,8 @@ def _state(e: ce.Engine):
         e.search_batch(QUERIES, 5, mode="as_of", as_of="2022-06-01", known_at=KNOWN_AT, exact=True),
         e.search_batch(QUERIES, 5, mode="latest", as_of="2023-06-01", known_at=KNOWN_AT, explain=True),
     ]
-    strings = e._state.strings()
     return dict(n=len(e), cols=cols, searches=searches, fact_types=list(e.fact_types),
-                stems=e.stems, strings=None if strings is None else strings.num_rows,
-                vectors=e.vectors())
+                stems=e.stems, strings=e.strings().num_rows, vectors=e.vectors())
 
 
 def assert_unchanged(e: ce.Engine, before: dict, *, probe_ingest: bool = True) -> None:

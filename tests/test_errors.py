@@ -65,6 +65,7 @@ def test_tkg_unknown_split_raises_not_found_error():
     assert str(info.value) == "split must be one of ('train', 'valid', 'test'), got 'dev'"
 
 
+@pytest.mark.slow
 def test_the_embed_layer_without_its_extra_says_which_extra_to_install(tmp_path):
     """onnx and onnxruntime are the [embed] extra: without them the package and every layer
     but embed import and work; an encoder raises MissingDependencyError naming the extra."""
@@ -96,6 +97,7 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+@pytest.mark.slow
 def test_the_embed_extra_is_imported_on_first_use_only(tmp_path):
     code = "import sys, chrono_engine.embed; print(sorted({'onnx', 'onnxruntime'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

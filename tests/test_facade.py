@@ -28,6 +28,7 @@ def test_every_public_name_resolves_and_is_listed_by_dir():
         ce.nope  # noqa: B018
 
 
+@pytest.mark.slow
 def test_lazy_layers_are_not_imported_with_the_package(tmp_path):
     code = ("import sys, chrono_engine as ce; names = dir(ce); "
             "print(sorted(m for m in ('numba', 'onnx', 'onnxruntime', 'chrono_engine.tkg', "

@@ -94,12 +94,15 @@ def _unchanged(e: ce.Engine, before: tuple) -> None:
         np.testing.assert_array_equal(cols[k], before[1][k], err_msg=k)
 
 
+# where the shared engine's store is saved (the ``shared`` fixture fills it in)
+SAVED: dict = {}
+
 # name -> (call(engine, value), writes). Reads share one engine; writes get a fresh one.
 ENTRIES = {
     # threads (failure 5) and the other counts
     "Engine(threads=)": (lambda e, v: ce.Engine(DIM, threads=v), False),
     "Engine.threads = ": (lambda e, v: setattr(e, "threads", v), True),
-    "Engine.open(threads=)": (lambda e, v: ce.Engine.open(e._saved, threads=v), False),
+    "Engine.open(threads=)": (lambda e, v: ce.Engine.open(SAVED["store"], threads=v), False),
     "search_batch(threads=)": (lambda e, v: e.search_batch(Q[None], threads=v), False),
     "search(k=)": (lambda e, v: e.search(Q, k=v), False),
     "search_batch(k=)": (lambda e, v: e.search_batch(Q[None], k=v), False),
@@ -284,8 +287,8 @@ ENTRIES.update({
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
     e = _engine()
-    e._saved = tmp_path_factory.mktemp("store") / "s"
-    e.save(e._saved)
+    SAVED["store"] = tmp_path_factory.mktemp("store") / "s"
+    e.save(SAVED["store"])
     return e
 
 
@@ -293,8 +296,6 @@ def _leaks(call, writes: bool, shared_engine: ce.Engine, values: dict) -> list[s
     leaks = []
     for label, v in values.items():
         e = _engine() if writes else shared_engine
-        if writes:
-            e._saved = shared_engine._saved
         before = _snapshot(e)
         try:
             call(e, v)
@@ -495,7 +496,7 @@ def test_threads_is_an_integer_from_1_to_the_cap(bad, shared):
     with pytest.raises(QueryError, match="threads"):
         shared.search_batch(Q[None], threads=bad)
     with pytest.raises(ConfigError, match="threads"):  # the caller's argument: not a "corrupt store"
-        ce.Engine.open(shared._saved, threads=bad)
+        ce.Engine.open(SAVED["store"], threads=bad)
 
 
 def test_threads_accepts_numpy_integers_the_cap_and_none(shared):
@@ -508,7 +509,7 @@ def test_threads_accepts_numpy_integers_the_cap_and_none(shared):
     assert e.threads == 2 and isinstance(e.threads, int)
     e.threads = None
     assert e.threads == min(os.cpu_count() or 1, THREADS_MAX)
-    assert ce.Engine.open(shared._saved, threads=np.int32(2)).threads == 2
+    assert ce.Engine.open(SAVED["store"], threads=np.int32(2)).threads == 2
     assert shared.search_batch(Q[None], 2, threads=np.int16(THREADS_MAX)).num_rows == 2
 
 

@@ -88,7 +88,7 @@ def test_ids_number_the_stored_rows_in_valid_from_order(corpus, pair):
     np.testing.assert_array_equal(ib[perm], np.arange(N))
     np.testing.assert_array_equal(stored["valid_from"], corpus.valid_from[perm])
     np.testing.assert_array_equal(a.columns()["id"], ia)
-    assert a._state.core.id_map_mode == b._state.core.id_map_mode == "identity"
+    assert a.stats()["id_map"] == b.stats()["id_map"] == "identity"
     assert b.memory()["metadata"] == a.memory()["metadata"]  # no id map: nothing to pay
     _same_items(a, b, ia, ib)
     rng = np.random.default_rng(3)
@@ -154,7 +154,7 @@ def test_given_ids_move_with_their_rows_and_a_refusal_names_the_callers_row(corp
     data["id"] = ids
     e = ce.Engine(DIM, threads=1)
     np.testing.assert_array_equal(e.ingest(data, order="auto"), ids)
-    assert e._state.core.id_map_mode == "dense"
+    assert e.stats()["id_map"] == "dense"
     np.testing.assert_array_equal(e.columns(ids)["valid_from"], corpus.valid_from)
     # a second batch reusing one of those ids: refused, naming the row of the batch as given
     more = make_corpus(N, DIM, clusters=24, seed=12).to_dict()
@@ -177,14 +177,14 @@ def test_the_id_map_stays_right_from_identity_to_dense_to_hash():
             d["id"] = np.asarray(ids, dtype=np.uint64)
         return d
     known = list(e.ingest(rows(50), order="valid_from"))  # automatic ids number the stored rows
-    assert e._state.core.id_map_mode == "identity" and sorted(known) == list(range(50))
+    assert e.stats()["id_map"] == "identity" and sorted(known) == list(range(50))
     np.testing.assert_array_equal(e.columns()["id"], np.arange(50))
     known += list(e.ingest(rows(30, np.arange(50, 80)), order="valid_from"))  # given in input order, stored by time
-    assert e._state.core.id_map_mode == "dense"
+    assert e.stats()["id_map"] == "dense"
     known += list(e.ingest(rows(3, [1000, 90, 500])))  # still below 2 * rows + 2^16
-    assert e._state.core.id_map_mode == "dense"
+    assert e.stats()["id_map"] == "dense"
     known += list(e.ingest(rows(2, [2**63, 2**64 - 2])))  # far beyond: a hash map
-    assert e._state.core.id_map_mode == "hash"
+    assert e.stats()["id_map"] == "hash"
     known += list(e.ingest(rows(1)))  # the last automatic id
     assert known[-1] == 2**64 - 1
     known = np.array(known, dtype=np.uint64)
@@ -211,7 +211,7 @@ def test_a_batch_larger_than_the_slack_keeps_its_ids_in_arrays():
     ids = e.ingest({"vector": rng.normal(size=(n, 2)), "valid_from": vf.astype("datetime64[us]"),
                     "id": np.arange(n, dtype=np.uint64)}, order="valid_from")
     np.testing.assert_array_equal(ids, np.arange(n))
-    assert e._state.core.id_map_mode == "dense"
+    assert e.stats()["id_map"] == "dense"
     assert e.rows_of([n - 1, 0]).tolist() == [0, n - 1]
     np.testing.assert_array_equal(e.columns(ids)["valid_from"], vf)
 
@@ -240,7 +240,7 @@ def test_the_log_and_the_saved_store_keep_the_stored_order(corpus, tmp_path, fsy
     eng.save()
     eng.close()
     reopened = ce.Engine.open(path, read_only=True)
-    assert reopened._state.core.id_map_mode == ("dense" if given else "identity")
+    assert reopened.stats()["id_map"] == ("dense" if given else "identity")
     np.testing.assert_array_equal(reopened.columns()["id"], replayed.columns()["id"])
     assert reopened.search_batch(q, 10, as_of=t, exact=True).equals(want)
 
@@ -252,7 +252,7 @@ def test_order_is_checked_and_small_or_sorted_batches_stay_as_given(corpus):
             e.ingest(corpus.to_dict(), order=bad)
     assert len(e) == 0
     e.ingest(corpus.to_dict())  # the default, "auto": a batch this large, out of order, by valid_from
-    assert e._state.core.id_map_mode == "identity"
+    assert e.stats()["id_map"] == "identity"
     np.testing.assert_array_equal(e.columns()["valid_from"], np.sort(corpus.valid_from))
     given = ce.Engine(DIM, threads=1)
     given.ingest(corpus.to_dict(), order="input")
@@ -260,11 +260,11 @@ def test_order_is_checked_and_small_or_sorted_batches_stay_as_given(corpus):
     small = make_corpus(_state.CLUSTER_MIN - 1, DIM, seed=3).to_dict()
     s = ce.Engine(DIM, threads=1)
     s.ingest(small, order="auto")  # below CLUSTER_MIN rows: as given
-    assert s._state.core.id_map_mode == "identity"
+    assert s.stats()["id_map"] == "identity"
     np.testing.assert_array_equal(s.columns()["valid_from"], small["valid_from"].astype(np.int64))
     f = ce.Engine(DIM, threads=1)
     f.ingest(make_corpus(50, DIM, seed=3).to_dict(), order="valid_from")  # any size
-    assert np.all(np.diff(f.columns()["valid_from"]) >= 0) and f._state.core.id_map_mode == "identity"
+    assert np.all(np.diff(f.columns()["valid_from"]) >= 0) and f.stats()["id_map"] == "identity"
     g = ce.Engine(DIM, threads=1)
     g.ingest(corpus.in_time_order().to_dict(), order="valid_from")  # already in order: as given
-    assert g._state.core.id_map_mode == "identity"
+    assert g.stats()["id_map"] == "identity"

@@ -52,7 +52,7 @@ def snapshot(eng):
     res = eng.search(vec(0), k=10, mode="all", as_of="2026-05-01", arbitrate=False, known_at=FAR).select(["id", "score"]).to_pylist()
     latest = eng.search(vec(0), k=10, as_of="2026-05-01", known_at=FAR).select(["id", "score"]).to_pylist()
     return (len(eng), {k: v.tolist() for k, v in cols.items()}, hist, res, latest,
-            eng.count_valid_at("2025-01-01"), eng.stems, eng._state.strings().num_rows)
+            eng.count_valid_at("2025-01-01"), eng.stems, eng.strings().num_rows)
 
 
 def test_get_returns_stored_rows_in_the_order_asked():

@@ -51,7 +51,7 @@ def test_version_codes_widen_past_65535_distinct_versions(tmp_path, reopen):
     # for stems whose two rows sit on both sides of the widening (rows 30,000..34,999 and
     # 65,000..69,999) as for the others
     for row in (0, 29_999, 30_000, 34_999):
-        q = eng._state.core.vectors(np.array([row], dtype=np.uint32))
+        q = eng.vectors([row])  # ids are the rows here (automatic, in time order)
         res = eng.search(q[0], 5, mode="all", exact=True)
         stems = res.column("stem_id").to_pylist()
         assert stems.count(f"s{row}") == 1, (row, stems)
@@ -117,7 +117,7 @@ def test_metadata_bytes_per_item_within_goal():
     assert 44 <= m["metadata_per_item"] <= 52, m
     assert per_item <= 64, m
     # reported apart: the Arrow string columns and the Python name dictionaries
-    assert m["strings"] == eng._state.strings().nbytes > 0
+    assert m["strings"] == eng.strings().nbytes > 0
     chars = sum(len(s.encode()) for s in eng.stems)
     assert m["names_per_item"] * len(eng) == m["names"]
     assert chars <= m["names"] <= chars + 24 * len(eng.stems) + 4096
@@ -175,7 +175,7 @@ def test_stem_and_fact_type_names_come_back_from_codes(tmp_path):
     assert len(res) == n
     got = dict(zip(res.column("id").to_pylist(), res.column("stem_id").to_pylist()))
     assert [got[int(i)] for i in ids] == stems
-    assert "fact_type" not in eng._state.strings().column_names and "stem_id" not in eng._state.strings().column_names
+    assert "fact_type" not in eng.strings().column_names and "stem_id" not in eng.strings().column_names
     eng.save(tmp_path / "e")
     snap = snap_dir(tmp_path / "e")
     with pa.memory_map(str(snap / "meta.arrow")) as src:

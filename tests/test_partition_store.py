@@ -32,22 +32,27 @@ def live(tmp_path_factory):
 
 
 def members(e) -> list:
-    C = e._state.core.partition_info()[0]
-    return [e._state.core.partition_members(j).tolist() for j in range(C)]
+    return [m.tolist() for m in e.partition()["members"]]
+
+
+def info(e) -> tuple[int, int, float]:
+    """(centroids, rows assigned, delta) of the engine's partition."""
+    p = e.stats()["partition"]
+    return p["centroids"], p["rows"], p["delta"]
 
 
 def test_the_partition_is_saved_and_opened_without_a_rebuild(live, monkeypatch):
     eng, path, corpus = live
-    C, covered, delta = eng._state.core.partition_info()
+    C, covered, delta = info(eng)
     assert C > 0 and covered == N
 
     def no_kmeans(*a, **k):
         raise AssertionError("open rebuilt the partition")
     monkeypatch.setattr(partition_module, "_centroids", no_kmeans)
     back = ce.Engine.open(path, read_only=True)
-    assert back._state.core.partition_info() == (C, covered, delta)
-    np.testing.assert_array_equal(back._state.partition_centroids, eng._state.partition_centroids)
-    assert back._state.partition_built_at == eng._state.partition_built_at
+    assert info(back) == (C, covered, delta)
+    np.testing.assert_array_equal(back.partition()["centroids"], eng.partition()["centroids"])
+    assert back.partition()["built_at"] == eng.partition()["built_at"]
     assert members(back) == members(eng)
     # the probe answers (approximate, plan-dependent) are the live engine's
     qv = corpus.queries(20, seed=5)
@@ -69,13 +74,13 @@ def test_a_partition_built_at_fewer_rows_is_kept_as_it_was(live, tmp_path):
     extra["id"] = np.arange(10**9, 10**9 + 3000, dtype=np.uint64)
     extra.pop("stem_id", None)
     e.ingest(extra)
-    before = e._state.partition_centroids.copy(), members(e), e._state.partition_built_at
+    before = e.partition()["centroids"], members(e), e.partition()["built_at"]
     assert before[2] == N
     e.save()
     e.close()
     back = ce.Engine.open(tmp_path / "s", read_only=True)
-    np.testing.assert_array_equal(back._state.partition_centroids, before[0])
-    assert members(back) == before[1] and back._state.partition_built_at == N
+    np.testing.assert_array_equal(back.partition()["centroids"], before[0])
+    assert members(back) == before[1] and back.partition()["built_at"] == N
 
 
 def _rewrite(path: Path, name: str, table: pa.Table) -> None:
@@ -153,8 +158,8 @@ def test_a_format_3_store_opens_and_builds_its_partition(live, tmp_path):
     path = copy_store(src, tmp_path / "s")
     m = as_format(path, 3)
     back = ce.Engine.open(path, read_only=True)
-    C, covered, _ = back._state.core.partition_info()
-    assert C == eng._state.core.partition_info()[0] and covered == N
+    C, covered, _ = info(back)
+    assert C == info(eng)[0] and covered == N
     # a format-3 manifest with a partition field, or a format-4 one without, is refused
     m["partition"] = None
     write_manifest(path, m)

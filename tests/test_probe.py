@@ -27,12 +27,17 @@ def eng(corpus):
 
 
 def members(e) -> list[np.ndarray]:
-    C = e._state.core.partition_info()[0]
-    return [e._state.core.partition_members(j) for j in range(C)]
+    return e.partition()["members"]
+
+
+def info(e) -> tuple[int, int, float]:
+    """(centroids, rows assigned, delta) of the engine's partition."""
+    p = e.stats()["partition"]
+    return p["centroids"], p["rows"], p["delta"]
 
 
 def test_partition_covers_every_row_once(eng):
-    C, covered, delta = eng._state.core.partition_info()
+    C, covered, delta = info(eng)
     assert C > 0 and covered == len(eng) and delta > 0
     m = members(eng)
     assert all((np.diff(r) > 0).all() for r in m)  # ascending
@@ -41,10 +46,10 @@ def test_partition_covers_every_row_once(eng):
 
 
 def test_rows_go_to_their_nearest_centroid(eng):
-    cents = eng._state.partition_centroids
+    cents = eng.partition()["centroids"]
     m = members(eng)
     rows = np.arange(0, len(eng), 97, dtype=np.uint32)
-    x = eng._state.core.vectors(rows)
+    x = eng.vectors(eng.columns()["id"][rows])
     score = x.astype(np.float64) @ cents.T.astype(np.float64) - 0.5 * (cents.astype(np.float64) ** 2).sum(1)
     got = np.empty(len(eng), np.int64)
     for j, r in enumerate(m):
@@ -161,19 +166,19 @@ def test_upkeep_on_ingest_open_and_threshold(tmp_path, corpus):
     data = corpus.to_dict()
     first = {k: v[:4_000] for k, v in data.items()}
     e.ingest(first)
-    assert e._state.core.partition_info()[0] == 0  # below the minimum: none
+    assert info(e)[0] == 0  # below the minimum: none
     e.ingest({k: v[4_000:6_000] for k, v in data.items()})
-    C1, cov, _ = e._state.core.partition_info()
+    C1, cov, _ = info(e)
     assert C1 > 0 and cov == 6_000
     e.ingest({k: v[6_000:7_000] for k, v in data.items()})
-    assert e._state.core.partition_info()[:2] == (C1, 7_000)  # new rows assigned, same centroids
+    assert info(e)[:2] == (C1, 7_000)  # new rows assigned, same centroids
     e.save(tmp_path / "s")
     e2 = ce.Engine.open(tmp_path / "s", read_only=True)
-    assert e2._state.core.partition_info()[1] == 0  # the default minimum (20k) is not reached
+    assert info(e2)[1] == 0  # the default minimum (20k) is not reached
     e2.partition_min = 0
-    assert e2._state.core.partition_info()[1] == 7_000
+    assert info(e2)[1] == 7_000
     e2.partition_min = 10**6
-    assert e2._state.core.partition_info()[0] == 0
+    assert info(e2)[0] == 0
     for bad in (-1, "x", 1.5, None):
         with pytest.raises(ConfigError):
             e2.partition_min = bad
@@ -184,25 +189,7 @@ def test_l2_keeps_no_partition():
     e.partition_min = 0
     rng = np.random.default_rng(0)
     e.ingest({"vector": rng.standard_normal((50, 8)).astype(np.float32), "valid_from": np.zeros(50, np.int64)})
-    assert e._state.core.partition_info()[0] == 0
-
-
-def test_hostile_partition_arguments_change_nothing(eng):
-    core = eng._state.core
-    before = core.partition_info()
-    m0 = members(eng)
-    with pytest.raises(ValueError):
-        core.set_partition(np.full((4, D), np.nan, np.float32), 0.1)
-    with pytest.raises(ValueError):
-        core.set_partition(np.zeros((4, D), np.float32), float("nan"))
-    with pytest.raises(ValueError):
-        core.set_partition(np.zeros((4, D + 1), np.float32), 0.1)
-    with pytest.raises(ValueError):
-        core.assign_partition(0, np.zeros(3, np.uint16))  # not from the first unassigned row
-    with pytest.raises((ValueError, IndexError)):
-        core.assign_partition(len(eng), np.zeros(3, np.uint16))  # beyond the store
-    assert core.partition_info() == before
-    assert all(np.array_equal(a, b) for a, b in zip(m0, members(eng)))
+    assert info(e)[0] == 0
 
 
 @pytest.mark.parametrize("opts", [

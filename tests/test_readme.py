@@ -197,6 +197,7 @@ def test_llama_index_example_runs():
     assert len(got) == 3 and got[0].node.get_content() == "Cy chairs the board"
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_ray_example_runs(tmp_path, monkeypatch, local_ray):
     import pyarrow.parquet as pq

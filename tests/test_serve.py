@@ -400,6 +400,7 @@ def test_concurrent_clients_equal_a_sequential_replay(served):
     assert got == seq
 
 
+@pytest.mark.slow
 def test_shutdown_during_writes_loses_no_acknowledged_write(served):
     srv, eng, path = served
     acked, stop = [], threading.Event()
@@ -449,6 +450,7 @@ def test_keys_file(tmp_path, monkeypatch):
     assert "short" not in str(info.value)  # a key is never echoed
 
 
+@pytest.mark.slow
 def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
     """`chrono serve` as a real process: answers on loopback, and SIGTERM finishes with a
     checkpoint that holds every acknowledged write."""
@@ -722,6 +724,7 @@ def test_iso_timestamps_equal_datetime_isoformat(n):
                              "1970-01-01T00:00:00+00:00"]
 
 
+@pytest.mark.slow
 def test_request_log_and_metrics_histogram(tmp_path):
     eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
     eng.ingest(_rows(20))
@@ -825,36 +828,6 @@ def test_open_windows_and_unknown_fact_types(served):
 
 
 # ----------------------------------------------------------------------------- native JSON
-
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_native_json_bodies_equal_the_python_path(lang):
-    """A coalesced group's JSON bodies written natively (``search.result_json``) read back
-    as the bodies the Python path writes from the result columns: null titles, versions,
-    stems and open ends, a string table in three parts, a retraction, empty answers."""
-    from chrono_engine import search as S
-    from chrono_engine.serve.encode import group_bodies as _group_bodies
-    rng = np.random.default_rng(6)
-    eng = ce.Engine(8, decay=ce.DecayPolicy(default=ce.Exponential(half_life=30)))
-    rows = [{"vector": rng.standard_normal(8).astype(np.float32), "valid_from": f"2024-{1 + i % 12:02d}-01T{i % 24:02d}:00:00.{i:06d}",
-             "valid_to": None if i % 3 else f"2025-{1 + i % 12:02d}-01", "title": None if i % 5 == 0 else f'T"{i}\\\n\t',
-             "version": None if i % 7 == 0 else f"{i % 4}.{i % 3}", "stem_id": None if i % 2 else f"s{i % 40}",
-             "content": "内容\u2028\x01" * (i % 4)} for i in range(300)]
-    for a, b in ((0, 100), (100, 150), (150, 300)):
-        eng.ingest(rows[a:b])
-    eng.retract(ids=[3])
-    st = eng._state
-    for i in range(20):
-        opts = ce.SearchOptions(mode="as_of", as_of=f"{2023 + (i % 7 == 0)}-{1 + i % 12:02d}-15", lang=lang,
-                                arbitrate=i % 3 > 0)
-        q = rng.standard_normal((1 + i % 4, 8)).astype(np.float32)
-        out, t = S.core_search(st, eng.prepare_batch(q, 10, opts), 1)
-        native = S.result_json(st, out, lang, len(q))
-        python = _group_bodies(S.result_columns(st, out, False, lang, t, S.MODES[opts.mode]), [False] * len(q))
-        assert len(native) == len(python) == len(q)
-        for a, b in zip(native, python):
-            assert json.loads(a) == json.loads(b)
-            assert isinstance(a, bytes)
-
 
 def test_json_rows_writes_what_python_writes():
     """``_core.json_rows``: numbers read back as the same doubles (float32 widened), UTC
@@ -970,6 +943,7 @@ def _wait_for(fn, what, seconds=30.0):
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_read_replica_refuses_writes_and_follows_its_writer(tmp_path):
     """A read replica (``read_only``, ``refresh``) beside the store's writer, over HTTP: every
     write endpoint is refused (401 / 403 authorization / 403 read_only) with nothing changed;

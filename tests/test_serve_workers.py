@@ -94,6 +94,7 @@ def _stop(proc):
         proc.wait()
 
 
+@pytest.mark.slow
 def test_workers_answer_as_the_engine_refuse_writes_and_stop_gracefully(tmp_path):
     before = _metrics_folders()
     proc, url = _start(tmp_path, workers=2)
@@ -203,6 +204,7 @@ def test_metrics_files_that_are_not_regular_files_are_skipped(tmp_path):
     assert "/search" not in out[0]
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_stops_the_service_with_an_error_naming_it(tmp_path):
     proc, url = _start(tmp_path, workers=2)
     try:
@@ -224,6 +226,7 @@ def _metrics_folders() -> set:
     return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("chrono-serve-metrics-")}
 
 
+@pytest.mark.slow
 def test_workers_end_with_a_supervisor_killed_outright(tmp_path):
     before = _metrics_folders()
     proc, url = _start(tmp_path, workers=2)
@@ -244,6 +247,7 @@ def test_workers_end_with_a_supervisor_killed_outright(tmp_path):
                 os.kill(p, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_workers_settings_are_checked(tmp_path):
     eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
     eng.ingest(_rows(3))

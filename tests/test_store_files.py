@@ -121,6 +121,7 @@ def _edit_manifest(path: Path, **changes) -> None:
     reseal(path, files=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field,value,word", [
     ("dim", 1_000_000, "dim"), ("dim", 0, "dim"), ("dim", True, "dim"), ("dim", 9, "graph.bin"),
     ("metric", "hamming", "metric"), ("params", {"M": 10**9, "ef_construction": 10, "seed": 1}, "params.M"),
@@ -141,6 +142,7 @@ def test_manifest_fields_are_checked(copy, field, value, word):
     assert out.startswith("REFUSED CorruptStoreError") and word in out, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ['{"dim": 1e400}', '{"dim": NaN}', "[" * 100_000 + "]" * 100_000,
                                   '{"dim": ' + "9" * 5000 + "}", "\udcff"],
                          # short ids: pytest puts the test id in PYTEST_CURRENT_TEST, which the
@@ -188,6 +190,7 @@ def _with(name, fn):
     return edit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,edit,word", [
     ("reliability 7.5", _with("reliability", lambda v: np.where(np.arange(len(v)) == 3, 7.5, v)), "reliability"),
     ("reliability NaN", _with("reliability", lambda v: np.where(np.arange(len(v)) == 3, np.nan, v)), "reliability"),
@@ -236,6 +239,7 @@ def _replace_with(path: Path, kind: str) -> None:
         path.symlink_to(other)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["dev/zero", "fifo", "directory"])
 @pytest.mark.parametrize("name", ["CURRENT", "manifest.json", "graph.bin", "meta.arrow", "log.wal"])
 def test_only_regular_files_are_read(copy, name, kind):
@@ -306,6 +310,7 @@ def _set_amend(name, fn):
 _MAX = np.iinfo(np.int64).max
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit, word", [
     (_set_amend("row", lambda v: v + 1000), "no such row"),
     (_set_amend("tx", lambda v: v - 10**15), "before the row's ingested_at"),

@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 import pytest
 
 import chrono_engine as ce
-from chrono_engine import search
 from chrono_engine.errors import QueryError
 from chrono_engine.synthetic import US_PER_DAY, make_corpus, times_for_selectivity
 
@@ -48,27 +47,6 @@ def _batches(c):
     base = cut(0, N_BASE)
     batches = [cut(N_BASE + i * N_BATCH, N_BASE + (i + 1) * N_BATCH) for i in range(BATCHES)]
     return base, batches
-
-
-class CoreOnly(ce.Engine):
-    """The Engine with a result table built from the core's answer alone (no string
-    columns), to check the core's snapshot consistency apart from the Python facade's
-    string bookkeeping (the full-API test below checks the two together)."""
-
-    def search_batch(self, vectors, k=10, options=None, *, threads=None, **kwargs):
-        call = self.prepare_batch(vectors, k, options, **kwargs)
-        out, _ = search.core_search(self._state, call, self.threads if threads is None else threads)
-        rows = out["row"].astype(np.int64)
-        cols = self._state.columns_at(rows)
-        return pa.table({
-            "query": pa.array(out["query"], pa.int32()), "rank": pa.array(out["rank"], pa.int32()),
-            "id": pa.array(out["id"], pa.uint64()), "score": pa.array(out["score"], pa.float64()),
-            "similarity": pa.array(out["similarity"], pa.float32()),
-            "validity": pa.array(out["validity"], pa.float32()),
-            "valid_from": pa.array(cols["valid_from"], pa.int64()),
-            "valid_to": pa.array(cols["valid_to"], pa.int64()), "stem": pa.array(cols["stem"], pa.int32()),
-            "certified": pa.array(out["certified"][out["query"]], pa.bool_()),
-        })
 
 
 def _engine(c, threads=2, cls=ce.Engine):
@@ -110,16 +88,14 @@ def replay(corpus, workload):
     return _replay(corpus, workload, ce.Engine)
 
 
-@pytest.fixture(scope="module")
-def core_replay(corpus, workload):
-    return _replay(corpus, workload, CoreOnly)
+def _changes(states) -> int:
+    """How many batches changed some answer of a replay."""
+    return sum(not all(a.equals(b) for a, b in zip(states[i], states[i + 1])) for i in range(BATCHES))
 
 
-def test_replay_states_are_distinguishable(replay, core_replay):
+def test_replay_states_are_distinguishable(replay):
     """Sanity of the test design: the batches do change the answers."""
-    for states in (replay, core_replay):
-        changed = sum(not all(a.equals(b) for a, b in zip(states[i], states[i + 1])) for i in range(BATCHES))
-        assert changed >= BATCHES - 1
+    assert _changes(replay) >= BATCHES - 1
 
 
 def _hammer(corpus, workload, replay, cls) -> None:
@@ -189,114 +165,9 @@ def _hammer(corpus, workload, replay, cls) -> None:
         assert _search(eng, q, kw).equals(replay[-1][call])
 
 
-def test_core_answers_under_concurrent_ingest_equal_sequential_replay(corpus, workload, core_replay):
-    _hammer(corpus, workload, core_replay, CoreOnly)
-
-
 def test_four_searchers_one_ingester_equal_sequential_replay(corpus, workload, replay):
     for _ in range(3):  # a race is timing-dependent: several rounds make one show reliably
         _hammer(corpus, workload, replay, ce.Engine)
-
-
-def test_search_right_after_the_core_accepted_a_batch(corpus, workload, replay):
-    """Deterministic version of the string-columns race: a search runs exactly between the
-    core's ingest and the end of Engine.ingest (as a reader thread may at any time)."""
-    q, calls = workload
-    base, batches = _batches(corpus)
-    eng = _engine(corpus)
-    eng.ingest(base)
-    seen = []
-
-    class Core:
-        def __init__(self, real):
-            self._real = real
-
-        def __getattr__(self, name):
-            return getattr(self._real, name)
-
-        def ingest(self, *a, **k):
-            out = self._real.ingest(*a, **k)
-            box: list = []
-
-            def reader():
-                try:
-                    box.append(_search(eng, q, calls[0]))
-                except BaseException as e:  # noqa: BLE001 - re-raised below, on this thread
-                    box.append(e)
-
-            th = threading.Thread(target=reader)
-            th.start()
-            th.join()
-            seen.extend(box)
-            return out
-
-    eng._state.core = Core(eng._state.core)
-    eng.ingest(batches[0])
-    assert len(seen) == 1
-    if isinstance(seen[0], BaseException):
-        raise seen[0]
-    assert seen[0].equals(replay[1][0])
-
-
-def test_concurrent_graph_plan_keeps_its_invariants(corpus, workload):
-    """The approximate plan under concurrent ingest: no errors, well-formed answers
-    (valid at T, one version per stem, ranked by score, τ respected). Core-only result
-    tables, so a failure here points at the core, not at the facade's string columns."""
-    q, _ = workload
-    t = times_for_selectivity(corpus, 0.4, len(q))
-    base, batches = _batches(corpus)
-    eng = _engine(corpus, cls=CoreOnly)
-    eng.ingest(base)
-    eng.scan_limit = 0  # force the graph plan
-    errors: list[BaseException] = []
-    done = threading.Event()
-    out: list[pa.Table] = []
-
-    def searcher():
-        try:
-            while not done.is_set() and len(out) < 150:
-                out.append(eng.search_batch(q, 10, mode="as_of", as_of=t, known_at=KNOWN_AT, tau=0.1, threads=1))
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
-    def ingester():
-        try:
-            for b in batches:
-                eng.ingest(b)
-                time.sleep(0.01)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-        finally:
-            done.set()
-
-    ths = [threading.Thread(target=searcher) for _ in range(4)] + [threading.Thread(target=ingester)]
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join(timeout=120)
-    if errors:
-        raise errors[0]
-    assert out
-    for res in out:
-        assert not res.column("certified").to_numpy().any()
-        qi = res.column("query").to_numpy()
-        vf = res.column("valid_from").to_numpy()
-        vt = res.column("valid_to").to_numpy()
-        assert ((vf <= t[qi]) & (t[qi] < vt)).all()
-        assert (res.column("validity").to_numpy() >= 0.1 - 1e-7).all()
-        ids = res.column("id").to_numpy()
-        stem = res.column("stem").to_numpy()
-        score = res.column("score").to_numpy()
-        rank = res.column("rank").to_numpy()
-        assert (np.diff(qi) >= 0).all()
-        same = qi[1:] == qi[:-1]
-        assert (score[1:][same] <= score[:-1][same]).all()
-        first = np.r_[True, ~same]
-        assert (rank[first] == 1).all() and (rank[1:][same] == rank[:-1][same] + 1).all()
-        assert len(np.unique(np.stack([qi.astype(np.uint64), ids]), axis=1).T) == len(ids)
-        with_stem = stem >= 0
-        pairs = np.stack([qi[with_stem].astype(np.int64), stem[with_stem].astype(np.int64)])
-        assert len(np.unique(pairs, axis=1).T) == int(with_stem.sum())
 
 
 # ----------------------------------------------------------------------------- batch threads

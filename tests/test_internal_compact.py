@@ -1,9 +1,12 @@
 """The compact (int8) copy that certified scans read first: its kernels against NumPy and its
-similarity cap against the engine's exact similarity, on every compiled kernel variant."""
+similarity cap against the engine's exact similarity, on every compiled kernel variant.
+Internal: the kernels are called directly, and the engine's compact copy is read from its
+compiled store (tests/_internal.py)."""
 import numpy as np
 import pytest
 
 import chrono_engine as ce
+from _internal import core as core_of
 from chrono_engine import _core
 
 VARIANTS = ce.build_info()["simd_available"]
@@ -44,8 +47,8 @@ def test_compact_cap_bounds_the_exact_similarity(metric):
     eng = ce.Engine(d, metric=metric)
     eng.ingest({"vector": x, "valid_from": np.zeros(n, "datetime64[us]")})
     rows = np.arange(n, dtype=np.uint32)
-    codes, scale, err = eng._state.core.compact(rows)
-    stored = eng._state.core.vectors(rows).astype(np.float64)
+    codes, scale, err = core_of(eng).compact(rows)
+    stored = core_of(eng).vectors(rows).astype(np.float64)
     s_ref = np.abs(stored).max(1) / 127.0
     np.testing.assert_allclose(scale, s_ref, rtol=1e-6)
     want = np.clip(np.rint(stored / scale[:, None].astype(np.float64)), -127, 127)

@@ -5,11 +5,15 @@ with every decay family, bitemporal edges, deprecated rows, tau and type masks.
 Exponential decay is computed in factorised form (one exp per row), an upper bound of the
 direct value within ~1e-11 relative: for those rows the kernel's validity and bound may sit
 one float / a hair above the reference, and rows whose bound ties theta within that margin
-may be kept in addition. Everything else is compared for equality."""
+may be kept in addition. Everything else is compared for equality.
+
+Internal: the kernels are called on the engine's compiled store, reached through
+tests/_internal.py."""
 import numpy as np
 import pytest
 
 import chrono_engine as ce
+from _internal import core as core_of
 from chrono_engine import _core
 
 VARIANTS = ce.build_info()["simd_available"]
@@ -56,7 +60,7 @@ def store():
 
 
 def _reference(eng, rows, t, K, X1, X2, theta, a, b, tau, out_pen, latest, mask, fut_pen=None):
-    cols = eng._state.core.columns_at(rows)
+    cols = core_of(eng).columns_at(rows)
     table = eng.decay.kernel_table(list(eng.fact_types))
     obs = cols["observed_at"].astype(np.float64)
     age = (t[None, :] - obs[:, None]) / float(DAY)
@@ -132,7 +136,7 @@ def test_bound_rows_matches_numpy(store, variant, G):
             mask = (rng.random(len(eng.fact_types)) < 0.6).astype(np.uint8)
         want = _reference(eng, rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest, mask,
                           fut_pen)
-        got = eng._state.core.bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
+        got = core_of(eng).bound_rows(rows, t.astype(np.float64), K, X1, X2, theta, a, b, tau, out_pen, latest,
                                    mask, variant, fut_pen)
         _assert_bound_pass(got, want, theta)
         assert 0 < len(want[0]) < len(rows) or trial == 5  # both outcomes exercised
@@ -143,13 +147,13 @@ def test_bound_rows_rejects_bad_groups(store):
     one = np.zeros(1)
     rows = np.zeros(1, np.uint32)
     with pytest.raises(ValueError, match="G must be"):
-        eng._state.core.bound_rows(rows, np.zeros(65), *(np.zeros(65, np.int64),) * 3, *(np.zeros(65),) * 3,
+        core_of(eng).bound_rows(rows, np.zeros(65), *(np.zeros(65, np.int64),) * 3, *(np.zeros(65),) * 3,
                              0.0, 0.0, False)
     with pytest.raises(IndexError, match="row out of range"):
-        eng._state.core.bound_rows(np.array([len(eng)], np.uint32), one, *(np.zeros(1, np.int64),) * 3, one, one, one,
+        core_of(eng).bound_rows(np.array([len(eng)], np.uint32), one, *(np.zeros(1, np.int64),) * 3, one, one, one,
                              0.0, 0.0, False)
     with pytest.raises(ValueError, match="theta: expected 1 values"):
-        eng._state.core.bound_rows(rows, one, *(np.zeros(1, np.int64),) * 3, np.zeros(2), one, one, 0.0, 0.0, False)
+        core_of(eng).bound_rows(rows, one, *(np.zeros(1, np.int64),) * 3, np.zeros(2), one, one, 0.0, 0.0, False)
 
 
 def _exp_only_store():
@@ -179,7 +183,7 @@ def test_validities_equal_the_exact_path_bit_for_bit(store, variant, which):
     the scan's tau test reads them. Blocks of 1 to 700 rows, T before, among and after
     the rows' observation times."""
     eng, t0 = store if which == "mixed" else _exp_only_store()
-    core = eng._state.core
+    core = core_of(eng)
     n = len(eng)
     rng = np.random.default_rng(11)
     for t in (t0 - 5000 * DAY, t0 - 17, t0, t0 + 123_456_789, t0 + 900 * DAY):
