@@ -1,4 +1,4 @@
-"""A large store built in saved increments, then opened and searched (issue 23: 10M items
+"""A large store built in saved increments, then opened and searched (10M items
 in 24 GiB).
 
 Building a graph of 10M rows on 2 cores does not fit one sitting, so ``build`` appends
@@ -15,7 +15,7 @@ each ratio. Peak RSS is the process's high-water mark::
     python benches/bench_scale.py measure --path /tmp/s10m
     python benches/bench_scale.py build --path /tmp/s30k --n 30000 --dim 16 --chunk 10000   # smoke
 
-``append`` measures what a write costs in a large store (issue 23, item 4): on a scratch
+``append`` measures what a write costs in a large store: on a scratch
 copy of the store (data files hard-linked, the log and the seal copied), opened writable, it
 appends batches of ``--rows`` new rows with ``ingest`` (each written to the write-ahead log,
 synced, before the call returns: no checkpoint), and the same vectors to hnswlib's own

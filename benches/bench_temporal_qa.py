@@ -1,5 +1,5 @@
 """Temporal QA retrieval on TimeQA (human-annotated train split): does the time language
-help find the paragraph that answers a time-constrained question? (issue 24)
+help find the paragraph that answers a time-constrained question?
 
     CHRONO_DATA_DIR=/path/to/data python benches/bench_temporal_qa.py --json bench_out/temporal_qa.json
     python benches/bench_temporal_qa.py --limit-docs 40          # quick smoke run
@@ -39,7 +39,7 @@ the encoder passed to :func:`main`), each a function in :data:`SYSTEMS` (add one
   and the next agree on window questions);
 - ``engine_parse_time_dated_only``: the same without the undated paragraphs;
 - ``engine_parse_time_cleaned``: ``engine_parse_time`` with ``embed_text="cleaned"`` (the
-  question's time words removed before embedding, the default before issue 24);
+  question's time words removed before embedding);
 - ``engine_grounded``: the documented path for text whose time is inside it:
   ``ce.ground_rows`` over the paragraphs (no document date; one row per fact of
   ``ce.ground``, undated paragraphs once), ``engine.ingest``, ``engine.query(question)`` with

@@ -1,5 +1,5 @@
 """verify_chains throughput by input form, in one run: nested Python lists (as given), the
-same lists through one ``np.array`` step (the conversion issue 25 asked about), the dense
+same lists through one ``np.array`` step, the dense
 ``(chains, steps, facts)`` array, CSR offsets, and a plain Python loop computing ρ alone
 (the peer a user with lists would write). Best of 5 after a warm-up call; γ = 0.02 keeps
 few facts below γ, so the conversion, not the target lists, is what differs::

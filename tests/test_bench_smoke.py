@@ -230,7 +230,7 @@ def test_engine_batch_calls_give_the_one_call_answers(capsys):
 
 
 def test_one_query_runs_are_judged_by_the_one_query_goal(capsys):
-    # issue 22: one Engine.search per query is held to 5x the best peer, batches to 10x
+    # one Engine.search per query is held to 5x the best peer, batches to 10x
     report = bench.main(["--n", str(N), "--dim", str(DIM), "--queries", "4", "--selectivity", "0.2", "--threads", "1",
                          "--min-time", "0", "--peers", "numpy", "--no-engine-exact", "--json", "", "--plot", "",
                          "--engine-batch", "1"])

@@ -1,5 +1,5 @@
 """What the build says about itself, the SIMD decay kernels against their NumPy reference,
-and ids kept only once they differ from rows (issue 2, item 1). The interval index and the
+and ids kept only once they differ from rows. The interval index and the
 freshness lists are checked in test_internal_indexes.py.
 
 ``chrono_engine._core`` is private; these tests call its stateless kernels on purpose

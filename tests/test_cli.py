@@ -250,7 +250,7 @@ def test_search_flags_are_the_search_options(files, capsys):
     assert code == 1 and "fact_types" in err and "'nwes'" in err and "known: 'policy', 'news'" in err
 
 
-# ----------------------------------------------------------------------------- bad input (issue 20, failure 8)
+# ----------------------------------------------------------------------------- bad input
 
 def _chrono(*argv, cwd):
     """``python -m chrono_engine.cli ARGV`` in a fresh process: the exit status and stderr a

@@ -1,4 +1,4 @@
-"""The compiled core against hostile input (issue 20): metadata columns a store file hands to
+"""The compiled core against hostile input: metadata columns a store file hands to
 ``restore`` (failure 3: a single row with valid_to < valid_from segfaulted), a thread that
 cannot start during a batch (failure 5: the process aborted), automatic ids past 2^64 - 1
 (failure 6: they wrapped onto existing ids), and Store parameters hnswlib cannot take (M = 1, a

@@ -1,4 +1,4 @@
-"""Decay parameters from other systems (issue 25, parts 3 and 4).
+"""Decay parameters from other systems.
 
 * ``Decay.from_elasticsearch`` against Elasticsearch's function_score decay formulas, with
   distances in milliseconds (Elasticsearch reads a date decay's scale and offset with

@@ -1,4 +1,4 @@
-"""chrono_engine.distributed.rescore / rescore_parquet (issue 26, part 1) on a local Ray
+"""chrono_engine.distributed.rescore / rescore_parquet on a local Ray
 instance: Ray Data rescoring equals ce.score on the same rows bit for bit, Parquet in and
 out, and bad arguments are clear errors raised on the driver, not hangs.
 

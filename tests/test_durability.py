@@ -1,4 +1,4 @@
-"""Durability and one writer (issue 20, items 1-2): the write-ahead log, its replay and torn
+"""Durability and one writer: the write-ahead log, its replay and torn
 tail, the fsync policies, the writer lock, readers during checkpoints, cleanup of only our
 own files, and keyed stores.
 

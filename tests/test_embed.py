@@ -515,7 +515,7 @@ def test_supersede_text_rows_embedded_at_effective_time(composed):
     assert len(eng) == 2
 
 
-# ---------------------------------------------------------------- plain text embedders (issue 25, part 5)
+# ---------------------------------------------------------------- plain text embedders
 def test_text_encoder_takes_one_string_or_a_list(text_encoder):
     """A TextEncoder is an embedder as documented (str -> vector) and a batch encoder
     (list -> matrix), with the same vectors either way."""

@@ -1,4 +1,4 @@
-"""Bad input at the Engine level (issue 2, items 2 and 5, "Bad input: one test per rule").
+"""Bad input at the Engine level.
 
 Every rejected call must raise the precise error class (SchemaError for rows, QueryError
 for search arguments; both are ValueErrors), name the column, row and rule where they

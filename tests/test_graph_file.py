@@ -1,4 +1,4 @@
-"""graph.bin read as untrusted input (issue 20, failure 3): the core's own loader
+"""graph.bin read as untrusted input: the core's own loader
 (cpp/include/chrono/graph_file.hpp) checks every header field, link list, label, level and
 vector against what the store's parameters imply before any of it is used.
 

@@ -1,4 +1,4 @@
-"""``ce.ground``: time-scoped facts of a chunk of text (issue 24, item 1).
+"""``ce.ground``: time-scoped facts of a chunk of text.
 
 Examples pin the rules (absolute / document / narrative anchors, open ends, undated text);
 property tests check, over generated texts built from a pool of absolute and relative

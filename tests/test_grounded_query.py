@@ -1,4 +1,4 @@
-"""Text whose time is inside it (issue 24): ``ce.ground_rows`` (one row per fact) and the
+"""Text whose time is inside it: ``ce.ground_rows`` (one row per fact) and the
 post-stage of ``Engine.query`` (each text once, undated items, the window fit), checked
 against a NumPy reference over random stores."""
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_query_post_stage_arguments_are_checked(kw):
 
 @pytest.mark.parametrize("question", ["2018 oscar nominations", "who won last year's grand national 2017"])
 def test_questions_that_hold_their_own_year_are_embedded_whole(question):
-    """Issue 24 (SituatedQA): the year is content; the cleaned text lost it."""
+    """SituatedQA: the year is content; the cleaned text lost it."""
     seen = []
     eng = ce.Engine(dim=2)
     eng.ingest({"vector": [[1.0, 0.0]], "valid_from": [_us(2017)], "content": ["a"]})

@@ -1,4 +1,4 @@
-"""Hostile arguments at the public entry points (issue 20, failures 5 and 8).
+"""Hostile arguments at the public entry points.
 
 Every call gets each value of :data:`HOSTILE` (integers beyond int64 and uint64, NaN and
 infinities, numbers as text, lone surrogates, a list and a dict nested 100,000 deep, bytes,

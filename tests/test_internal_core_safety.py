@@ -1,4 +1,4 @@
-"""The store's result-metadata reads against hostile rows and times (issue 20): what a
+"""The store's result-metadata reads against hostile rows and times: what a
 result table reads of its hits (``Store.hit_meta``) and their stem ids
 (``Names.take_valid``). Internal: the engine's core and stem names are reached through
 tests/_internal.py."""

@@ -1,6 +1,6 @@
 """The compiled core's interval index (valid time: stabbing, overlap, counts) and
 freshness lists (rows per fact type by ``observed_at``) against NumPy masks, through
-appends, rebuilds and in-place edits of ``valid_to`` and flags (issue 2, item 3).
+appends, rebuilds and in-place edits of ``valid_to`` and flags.
 
 Internal: these query the core's indexes directly and edit rows in place as only a log
 written before amendments can (``Store.update``), through tests/_internal.py; the public

@@ -1,4 +1,4 @@
-"""The core's metadata layout (issue 2, item 3 and the memory goal): fields kept in narrower
+"""The core's metadata layout (and the memory goal): fields kept in narrower
 form than their input — version codes into a dictionary of distinct versions, fact type and
 flags in one 16-bit word, retracted_at as a sparse map — give back exactly what was
 ingested, across the widening of version codes past 65,535 distinct versions and across

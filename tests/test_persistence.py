@@ -1,4 +1,4 @@
-"""Persistence (issue 2, item 7): ``engine.save(path)`` / ``ce.Engine.open(path)``.
+"""Persistence: ``engine.save(path)`` / ``ce.Engine.open(path)``.
 
 A store is a directory: ``CURRENT`` names the live ``snap-<hex>/`` holding ``graph.bin``,
 ``meta.arrow`` and ``manifest.json``. A round trip must keep every column, id, stem,

@@ -87,7 +87,7 @@ def test_counts_and_skip_reasons():
 
 
 def test_pass_rates_meet_the_goal():
-    """Issue 24's goal: 90% of the applicable cases in each language. test_spec_case keeps
+    """The goal: 90% of the applicable cases in each language. test_spec_case keeps
     the failures exactly the known ones (strict xfail), so the rate is fixed by the list."""
     for lang in LANGS:
         applicable = {c.id for c in CASES[lang] if skip_reason(c) is None}

@@ -1,4 +1,4 @@
-"""ce.score (issue 2, item 6): the C++ rescoring kernel against an independent NumPy
+"""ce.score: the C++ rescoring kernel against an independent NumPy
 formula, Arrow in / Arrow out, and its input checks.
 
 The reference below is written from the scoring definition (docs/scoring.md), not from

@@ -349,7 +349,7 @@ def test_scan_orders_bitemporal_against_reference(small_corpus, scan, fusion):
             assert_same_topk(got, gs, exp)
 
 
-# ----------------------------------------------------------------------------- issue 25, part 5
+# ----------------------------------------------------------------------------- open window ends
 
 @pytest.mark.parametrize("open_end", ["start", "end", "both"])
 def test_open_windows_match_reference(small_engine, small_corpus, open_end):

@@ -793,7 +793,7 @@ def test_a_search_the_engine_refuses_fails_alone_over_http():
 
 
 def test_open_windows_and_unknown_fact_types(served):
-    """Issue 25, part 5: a window with a null end (or start) is open, as in the Python API
+    """A window with a null end (or start) is open, as in the Python API
     and in the OpenAPI document; an unknown fact type is refused naming the field."""
     srv, eng, _ = served
     q = np.random.default_rng(12).normal(size=(2, DIM)).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Store files as untrusted input (issue 20, failures 2-4): the manifest is sealed, every
+"""Store files as untrusted input: the manifest is sealed, every
 manifest field and metadata column is checked before use, and only regular files are read.
 
 Each case either edits a file and leaves the checksums stale (the seal must catch it), or

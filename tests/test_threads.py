@@ -1,4 +1,4 @@
-"""Threads (issue 2, item 5 and "Threads: 4 Python threads searching while a fifth
+"""Threads ("4 Python threads searching while a fifth
 ingests; results equal a sequential replay").
 
 The replay: a second engine ingests the same batches one at a time, and the answers to a

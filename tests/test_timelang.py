@@ -439,7 +439,7 @@ def test_times_at_the_ends_of_datetimes_range_do_not_overflow():
             assert (e.start or e.end).replace(tzinfo=None) == datetime.max
 
 
-# -- misreads seen in real questions (issue 24): names, bands, old years, tokenised dates --
+# -- misreads seen in real questions: names, bands, old years, tokenised dates --
 def _one(text, now):
     """The single expression of ``text``: (start, end) as "YYYY-MM-DD HH:MM", None for an
     open side."""

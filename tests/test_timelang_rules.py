@@ -1,5 +1,5 @@
 """General grammar rules of the English time language, each with the cases that show it
-and the readings it must leave alone (issue 24: the Recognizers-Text suite's failures were
+and the readings it must leave alone (the Recognizers-Text suite's failures were
 fixed by rules, not per case; ``tests/test_recognizers.py`` counts them)."""
 from __future__ import annotations
 

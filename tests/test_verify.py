@@ -241,7 +241,7 @@ def test_dense_chains_share_their_ids():
 
 
 def test_list_dense_and_csr_forms_agree_with_the_reference():
-    """Issue 25, part 5: the three documented forms of the same chains — Python lists, the
+    """The three documented forms of the same chains — Python lists, the
     dense (chains, steps, facts) array and the CSR arrays — give one table, the NumPy
     reference's (ρ, the weakest link, the targets), for every index dtype; ragged lists
     too."""
