@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -346,23 +347,51 @@ def options_key(opts: SearchOptions) -> tuple:
     return tuple([getattr(opts, name) for name in _KEY_NAMES])
 
 
+def search_params(state: StoreState, opts: SearchOptions, k: int, planner: dict) -> _core.SearchParams:
+    """The core's description of a search (:class:`_core.SearchParams`, checked once when
+    made): every option of ``opts`` but the per-query times, ``k`` and the planner
+    settings (an Engine's ``_planner()``: ef, ef_max, scan_limit, seed_ef, seed_min, group,
+    scan). A bad ``k`` or fact type is a QueryError, a bad planner setting a ConfigError.
+    Made once per distinct set of these values (:data:`_PARAMS_CACHE`)."""
+    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
+    planned = planner_args(planner)
+    mask = state.type_mask(opts.fact_types)
+    # the reals by their bits: -0.0 == 0.0, but the core would compute with the one given
+    key = (opts.mode, opts.fusion, opts.deprecated, opts.future, bool(opts.arbitrate), bool(opts.exact), k, planned,
+           _REAL_BITS(opts.alpha, opts.tau, opts.deprecation_penalty), None if mask is None else mask.tobytes())
+    params = _PARAMS_CACHE.get(key)
+    if params is None:
+        ef, ef_max, scan_limit, seed_ef, seed_min, group, scan = planned
+        params = _core.SearchParams(
+            mode=MODES[opts.mode], fusion=FUSIONS[opts.fusion], alpha=opts.alpha, tau=opts.tau,
+            deprecated=OUT_OF_FORCE[opts.deprecated], future=OUT_OF_FORCE[opts.future],
+            deprecation_penalty=opts.deprecation_penalty, arbitrate=bool(opts.arbitrate), type_mask=mask, k=k,
+            exact=bool(opts.exact), ef=max(ef, 4 * k), ef_max=ef_max, scan_limit=scan_limit, seed_ef=seed_ef,
+            seed_min=seed_min, group=group, scan=scan)
+        if len(_PARAMS_CACHE) >= 256:
+            _PARAMS_CACHE.clear()
+        _PARAMS_CACHE[key] = params
+    return params
+
+
+#: core search descriptions by what :func:`search_params` makes them of (bounded, cleared
+#: when full): a lone search does not rebuild its one (~3 us) for options already seen
+_PARAMS_CACHE: dict = {}
+_REAL_BITS = struct.Struct("<3d").pack
+
+
 def core_search(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, planner: dict,
                 threads: int, times: tuple | None = None) -> tuple[dict, np.ndarray]:
     """One batch of queries through the core's planner: its raw answer (NumPy arrays by
     hit: query, rank, row, id, score, similarity, validity, decay, penalty; by query:
     certified, plan) and each query's T.
 
-    ``planner``: ef, ef_max, scan_limit, seed_ef, seed_min, group and scan (the Engine's
-    settings). ``times``: (T, known_at, window start, window end) per query, already
-    resolved (:func:`query_times`), instead of reading them from ``opts``."""
-    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
-    ef, ef_max, scan_limit, seed_ef, seed_min, group, scan = planner_args(planner)
+    ``planner``: the Engine's settings (:func:`search_params`). ``times``: (T, known_at,
+    window start, window end) per query, already resolved (:func:`query_times`), instead
+    of reading them from ``opts``."""
+    params = search_params(state, opts, k, planner)
     t, ka, ws, we = query_times(opts, q.shape[0], now_us()) if times is None else times
-    mask = state.type_mask(opts.fact_types)
-    out = state.core.search_batch(
-        q, t, ka, ws, we, MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
-        OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate), mask, k,
-        bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min, group, scan, max(int(threads), 1))
+    out = state.core.search_batch(q, t, ka, ws, we, params, max(int(threads), 1))
     _overflowed(out, state.metric)
     out["known_at"] = ka  # per query: the result table shows each hit as known then
     return out, t
@@ -379,15 +408,11 @@ def lone_table(state: StoreState, q: np.ndarray, k: int, opts: SearchOptions, pl
     strings = state.hit_strings()
     if strings is None:
         return None
-    k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
-    ef, ef_max, scan_limit, seed_ef, seed_min, _, scan = planner_args(planner)
+    params = search_params(state, opts, k, planner)
     t, ka, ws, we = query_times(opts, 1, now_us()) if times is None else times
-    mask = state.type_mask(opts.fact_types)
     return _native_table(False, lambda with_schema: state.core.search_one(
-        q, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau,
-        OUT_OF_FORCE[opts.deprecated], OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate),
-        mask, k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef, seed_min, scan, strings, state.stems,
-        opts.lang == "zh", with_schema))
+        q, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), params, strings, state.stems, opts.lang == "zh",
+        with_schema))
 
 
 def planner_args(planner: dict) -> tuple:

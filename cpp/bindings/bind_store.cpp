@@ -9,6 +9,7 @@
 #include "arrow_export.hpp"
 #include "common.hpp"
 #include "result_text.hpp"
+#include "search_params.hpp"
 #include "string_columns.hpp"
 
 using namespace chrono;
@@ -35,6 +36,7 @@ py::object validity(std::size_t n, bool any_null, Valid&& valid) {
   return std::move(v);
 }
 
+using chrono_bind::BoundSearchParams;
 using chrono_bind::StringColumns;
 
 // A string column being built: offsets (n + 1), bytes, one validity byte per row.
@@ -180,16 +182,12 @@ struct PyStore {
   // columns do not hold yet (a write raced the search) or a citation it would write
   // otherwise (a version string that does not parse, a day outside years 1-9999).
   py::object search_one(carray<float> query, std::int64_t t, std::int64_t known_at, std::int64_t win_start,
-                        std::int64_t win_end, int mode, int fusion, double alpha, double tau, int invalid, int future,
-                        double penalty, bool arbitrate, std::optional<carray<std::uint8_t>> type_mask, std::size_t k,
-                        bool exact, std::size_t ef, std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
-                        std::size_t seed_min, int scan, const StringColumns& strings,
+                        std::int64_t win_end, const BoundSearchParams& params, const StringColumns& strings,
                         const NameTable& stems, bool zh, bool with_schema) {
     if (query.ndim() != 1 || static_cast<std::size_t>(query.shape(0)) != s->dim())
       throw std::invalid_argument("query must have shape (" + std::to_string(s->dim()) + ",)");
     if (strings.columns() != 3) throw std::invalid_argument("search_one: strings are title, version, content");
-    SearchParams p = params(mode, fusion, alpha, tau, invalid, future, penalty, arbitrate, type_mask, k, exact, ef,
-                            ef_max, scan_limit, seed_ef, seed_min, scan);
+    SearchParams p = params.core;
     p.time.t = t;
     p.time.known_at = known_at;
     p.time.win_start = win_start;
@@ -269,40 +267,9 @@ struct PyStore {
     return chrono_arrow::export_batch(cols, n, with_schema);
   }
 
-  SearchParams params(int mode, int fusion, double alpha, double tau, int invalid, int future, double penalty,
-                      bool arbitrate, const std::optional<carray<std::uint8_t>>& type_mask, std::size_t k, bool exact,
-                      std::size_t ef, std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
-                      std::size_t seed_min, int scan) {
-    if (mode < 0 || mode > 3) throw std::invalid_argument("bad mode code");
-    SearchParams base;
-    base.time.mode = static_cast<Mode>(mode);
-    base.fusion = static_cast<Fusion>(fusion);
-    base.alpha = alpha;
-    base.tau = tau;
-    if (invalid < 0 || invalid > 2 || future < 0 || future > 2) throw std::invalid_argument("bad policy code");
-    base.invalid = static_cast<InvalidPolicy>(invalid);
-    base.future = static_cast<InvalidPolicy>(future);
-    base.penalty = penalty;
-    base.arbitrate = arbitrate;
-    if (type_mask) base.type_mask.assign(type_mask->data(), type_mask->data() + type_mask->size());
-    base.k = k;
-    base.exact = exact;
-    base.ef = ef;
-    base.ef_max = ef_max;
-    base.scan_limit = scan_limit;
-    base.seed_ef = seed_ef;
-    base.seed_min = seed_min;
-    if (scan < 0 || scan > 2) throw std::invalid_argument("bad scan order code");
-    base.scan = static_cast<ScanOrder>(scan);
-    return base;
-  }
-
   py::dict search_batch(carray<float> queries, carray<std::int64_t> t, carray<std::int64_t> known_at,
-                        carray<std::int64_t> win_start, carray<std::int64_t> win_end, int mode, int fusion,
-                        double alpha, double tau, int invalid, int future, double penalty, bool arbitrate,
-                        std::optional<carray<std::uint8_t>> type_mask, std::size_t k, bool exact, std::size_t ef,
-                        std::size_t ef_max, std::size_t scan_limit, std::size_t seed_ef,
-                        std::size_t seed_min, std::size_t group, int scan, int threads) {
+                        carray<std::int64_t> win_start, carray<std::int64_t> win_end, const BoundSearchParams& params,
+                        int threads) {
     if (queries.ndim() != 2 || static_cast<std::size_t>(queries.shape(1)) != s->dim())
       throw std::invalid_argument("queries must have shape (n, " + std::to_string(s->dim()) + ")");
     const std::size_t nq = static_cast<std::size_t>(queries.shape(0));
@@ -310,8 +277,8 @@ struct PyStore {
     const std::int64_t* K = checked(known_at, nq, "known_at");
     const std::int64_t* WS = checked(win_start, nq, "window start");
     const std::int64_t* WE = checked(win_end, nq, "window end");
-    const SearchParams base = params(mode, fusion, alpha, tau, invalid, future, penalty, arbitrate, type_mask, k, exact,
-                                     ef, ef_max, scan_limit, seed_ef, seed_min, scan);
+    const SearchParams& base = params.core;
+    const std::size_t group = params.group;
     std::vector<QueryResult> results(nq);
     const float* Q = queries.data();
     const std::size_t d = s->dim();
@@ -750,16 +717,10 @@ void bind_store(py::module_& m) {
            py::arg("reliability"), py::arg("stem"), py::arg("fact_type"), py::arg("deprecated"), py::arg("ids"),
            py::arg("n_stems") = py::none())
       .def("search_batch", &PyStore::search_batch, py::arg("queries"), py::arg("t"), py::arg("known_at"),
-           py::arg("win_start"), py::arg("win_end"), py::arg("mode"), py::arg("fusion"), py::arg("alpha"),
-           py::arg("tau"), py::arg("invalid"), py::arg("future"), py::arg("penalty"), py::arg("arbitrate"), py::arg("type_mask"),
-           py::arg("k"), py::arg("exact"), py::arg("ef"), py::arg("ef_max"), py::arg("scan_limit"),
-           py::arg("seed_ef"), py::arg("seed_min"), py::arg("group"), py::arg("scan"), py::arg("threads"))
+           py::arg("win_start"), py::arg("win_end"), py::arg("params"), py::arg("threads"))
       .def("search_one", &PyStore::search_one, py::arg("query"), py::arg("t"), py::arg("known_at"),
-           py::arg("win_start"), py::arg("win_end"), py::arg("mode"), py::arg("fusion"), py::arg("alpha"),
-           py::arg("tau"), py::arg("invalid"), py::arg("future"), py::arg("penalty"), py::arg("arbitrate"),
-           py::arg("type_mask"), py::arg("k"), py::arg("exact"), py::arg("ef"), py::arg("ef_max"),
-           py::arg("scan_limit"), py::arg("seed_ef"), py::arg("seed_min"), py::arg("scan"),
-           py::arg("strings"), py::arg("stems"), py::arg("zh"), py::arg("with_schema"))
+           py::arg("win_start"), py::arg("win_end"), py::arg("params"), py::arg("strings"), py::arg("stems"),
+           py::arg("zh"), py::arg("with_schema"))
       .def("update", &PyStore::update, py::arg("rows"), py::arg("valid_to") = py::none(),
            py::arg("deprecated") = py::none(), py::arg("retracted_at") = py::none())
       .def("rows_of", &PyStore::rows_of, py::arg("ids"))

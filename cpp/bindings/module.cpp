@@ -17,6 +17,7 @@
 namespace py = pybind11;
 using namespace chrono;
 
+void register_search_params(py::module_& m);
 void bind_store(py::module_& m);
 void bind_ppr(py::module_& m);
 void bind_arrow(py::module_& m);
@@ -235,6 +236,7 @@ PYBIND11_MODULE(_core, m) {
     return std::move(out);
   }, py::arg("values"));
   bind_score(m);
+  register_search_params(m);
   bind_store(m);
   bind_ppr(m);
   bind_arrow(m);
