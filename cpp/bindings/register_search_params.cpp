@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include "common.hpp"
+#include "register.hpp"
 #include "search_params.hpp"
 
 using chrono_bind::BoundSearchParams;
