@@ -4,7 +4,9 @@ Array arguments are converted to the C-contiguous dtype named here (numpy's forc
 that dtype avoids a copy. Times are int64 microseconds since the Unix epoch; "open" ends are
 int64 max. The bindings only convert types, release the GIL and map errors (ValueError for
 bad shapes and values, IndexError for rows and codes out of range); checking and defaults
-live in the Python layer. tests/test_core_stub.py keeps this file and the module in step.
+live in the Python layer, except :class:`SearchParams`, which checks its fields once when
+made so that the searches it is passed to need not. tests/test_core_stub.py keeps this file
+and the module in step.
 """
 from collections.abc import Sequence
 from typing import Any, TypedDict
@@ -134,6 +136,67 @@ def citation(title: str | None, version: str | None, valid_from: int, zh: bool) 
     ``parse_version`` refuses; a day outside years 1-9999)."""
 
 
+class SearchParams:
+    """One search's description as the planner takes it: every option but the per-query
+    times, made once per set of options (keywords only; each defaults to the core's) and
+    passed whole to :meth:`Store.search_one` and :meth:`Store.search_batch`. Every field is
+    checked when it is made (ValueError naming it) and read-only afterwards. Codes: mode 0
+    latest, 1 as_of, 2 window, 3 all; fusion 0 product, 1 linear; deprecated (items no
+    longer in force) and future (items not yet valid) 0 penalize, 1 exclude, 2 include;
+    scan 0 auto, 1 bounds, 2 similarity. ``type_mask``: None (every fact type) or one flag
+    (0 or 1) per fact-type code, 1 to 65536 of them. ``alpha``, ``tau`` and
+    ``deprecation_penalty`` in [0, 1]; ``k`` in [1, 2**31 - 1]; ``ef`` and ``ef_max`` at
+    least 1; the other counts at least 0; all at most 2**62. ``group``: queries per planner
+    group in :meth:`Store.search_batch` (0 counts as 1, at most 64); a lone search ignores it."""
+
+    def __init__(self, *, mode: int = 0, fusion: int = 0, alpha: float = 0.75, tau: float = 0.0,
+                 deprecated: int = 0, future: int = 1, deprecation_penalty: float = 0.1, arbitrate: bool = True,
+                 type_mask: _U8 | None = None, k: int = 10, exact: bool = False, ef: int = 64, ef_max: int = 4096,
+                 scan_limit: int = 150000, seed_ef: int = 32, seed_min: int = 150000, group: int = 64,
+                 scan: int = 0) -> None: ...
+    def __repr__(self) -> str: ...
+    def __eq__(self, other: object) -> bool:
+        """Every field equal (the type mask flag for flag)."""
+    def __hash__(self) -> int: ...
+    @property
+    def mode(self) -> int: ...
+    @property
+    def fusion(self) -> int: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def tau(self) -> float: ...
+    @property
+    def deprecated(self) -> int: ...
+    @property
+    def future(self) -> int: ...
+    @property
+    def deprecation_penalty(self) -> float: ...
+    @property
+    def arbitrate(self) -> bool: ...
+    @property
+    def type_mask(self) -> _U8 | None:
+        """A copy of the flags, or None (every fact type)."""
+    @property
+    def k(self) -> int: ...
+    @property
+    def exact(self) -> bool: ...
+    @property
+    def ef(self) -> int: ...
+    @property
+    def ef_max(self) -> int: ...
+    @property
+    def scan_limit(self) -> int: ...
+    @property
+    def seed_ef(self) -> int: ...
+    @property
+    def seed_min(self) -> int: ...
+    @property
+    def group(self) -> int: ...
+    @property
+    def scan(self) -> int: ...
+
+
 class Store:
     """Items' vectors (HNSW graph and compact int8 copy), bitemporal metadata, the interval
     and freshness indexes, and the planner that searches them."""
@@ -169,19 +232,12 @@ class Store:
         graph.bin (ValueError starting "graph.bin:" naming the field, element and level; a
         failing system call is a RuntimeError). All or nothing: on error the store stays empty."""
     def search_batch(self, queries: _F32, t: _I64, known_at: _I64, win_start: _I64, win_end: _I64,
-                     mode: int, fusion: int, alpha: float, tau: float, invalid: int, future: int, penalty: float,
-                     arbitrate: bool, type_mask: _U8 | None, k: int, exact: bool, ef: int, ef_max: int,
-                     scan_limit: int, seed_ef: int, seed_min: int, group: int, scan: int,
-                     threads: int) -> _SearchResult:
-        """Fused temporal top-k for each query (n, dim) at its own times. Codes: mode 0 latest,
-        1 as_of, 2 window, 3 all; fusion 0 product, 1 linear; invalid (items no longer in
-        force) and future (items not yet valid) 0 penalize, 1 exclude, 2 include; scan 0 auto,
-        1 bounds, 2 similarity. Hits ordered by query, rank."""
-    def search_one(self, query: _F32, t: int, known_at: int, win_start: int, win_end: int, mode: int, fusion: int,
-                   alpha: float, tau: float, invalid: int, future: int, penalty: float, arbitrate: bool,
-                   type_mask: _U8 | None, k: int, exact: bool, ef: int, ef_max: int, scan_limit: int, seed_ef: int,
-                   seed_min: int, scan: int, strings: StringColumns, stems: Names, zh: bool,
-                   with_schema: bool) -> tuple[Any, Any] | None:
+                     params: SearchParams, threads: int) -> _SearchResult:
+        """Fused temporal top-k for each query (n, dim) at its own times (as_of T, known_at,
+        window start and end, one each per query), as ``params`` describes the search, on
+        up to ``threads`` threads. Hits ordered by query, rank."""
+    def search_one(self, query: _F32, t: int, known_at: int, win_start: int, win_end: int, params: SearchParams,
+                   strings: StringColumns, stems: Names, zh: bool, with_schema: bool) -> tuple[Any, Any] | None:
         """One query (dim,) as :meth:`search_batch` answers it, and its result table (no query
         column) as an Arrow record batch: (schema capsule, array capsule) ``with_schema``,
         else (array capsule, its address). None where the Python path must answer: a

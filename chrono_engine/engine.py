@@ -308,7 +308,7 @@ class Engine:
             self._params.clear()  # the core's parameters hold the planner's settings
         object.__setattr__(self, name, value)
 
-    def _core_params(self, opts: SearchOptions, key: tuple) -> tuple:
+    def _core_params(self, opts: SearchOptions, key: tuple) -> Any:
         """The core's parameters for options ``opts`` (:func:`~chrono_engine.search.core_params`),
         built once per distinct options, k and count of fact types (a new fact type can
         make a restricting mask select more), and reused until a planner setting is set."""

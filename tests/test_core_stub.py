@@ -70,15 +70,20 @@ def _doc_params(obj, name: str) -> list[tuple[str, bool]]:
 
 
 def _stub_params(fn: ast.FunctionDef) -> list[tuple[str, bool]]:
+    """As :func:`_doc_params` reads them; keyword-only arguments follow a ("*", False)."""
     args = fn.args
-    assert not (args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg), \
-        f"{fn.name}: the bindings take plain positional-or-keyword arguments"
+    assert not (args.posonlyargs or args.vararg or args.kwarg), \
+        f"{fn.name}: the bindings take positional-or-keyword or keyword-only arguments"
     n_plain = len(args.args) - len(args.defaults)
-    return [(a.arg, i >= n_plain) for i, a in enumerate(args.args)]
+    out = [(a.arg, i >= n_plain) for i, a in enumerate(args.args)]
+    if args.kwonlyargs:
+        out.append(("*", False))
+        out += [(a.arg, d is not None) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return out
 
 
 def _check_annotated(fn: ast.FunctionDef, where: str) -> None:
-    for a in fn.args.args:
+    for a in fn.args.args + fn.args.kwonlyargs:
         if a.arg != "self":
             assert a.annotation is not None, f"{where}: argument {a.arg} has no type"
     assert fn.returns is not None, f"{where}: no return type"
@@ -135,6 +140,7 @@ def test_stub_signatures_match_the_bindings():
      [("a", False), ("b", True)]),
     ("f() -> dict", []),
     ("f(self: m.C, x: tuple[int, int], variant: str = '') -> None", [("self", False), ("x", False), ("variant", True)]),
+    ("f(self: m.C, *, k: int = 10, m: int) -> None", [("self", False), ("*", False), ("k", True), ("m", False)]),
 ])
 def test_signature_reader(line, want):
     """The reader of pybind11 signature lines the checks above rely on."""

@@ -156,9 +156,11 @@ def graph_search(st, queries: np.ndarray, k: int = 5, exact: bool = False) -> di
     """search_batch forced onto the HNSW graph (scan_limit 0) unless exact."""
     nq = len(queries)
     full = lambda v: np.full(nq, v, np.int64)  # noqa: E731
+    params = _core.SearchParams(mode=3, fusion=0, alpha=0.75, tau=0.0, deprecated=2, future=2, deprecation_penalty=1.0,
+                                arbitrate=False, type_mask=None, k=k, exact=exact, ef=32, ef_max=256, scan_limit=0,
+                                seed_ef=0, seed_min=10**9, group=64, scan=0)
     return st.search_batch(np.ascontiguousarray(queries, np.float32), full(T0 + DAY), full(OPEN_END - 1), full(0),
-                           full(0), 3, 0, 0.75, 0.0, 2, 2, 1.0, False, None, k, exact, 32, 256, 0, 0,
-                           10**9, 64, 0, 1)
+                           full(0), params, 1)
 
 
 @pytest.fixture(scope="module")

@@ -175,8 +175,10 @@ def test_search_one_defers_rows_its_strings_do_not_hold():
     old = state(eng).hit_strings()
     assert old.rows == 1
     eng.ingest([{"vector": [1, 0, 0, 0], "valid_from": "2024-01-01", "title": "b"}])
-    args = (np.array([1, 0, 0, 0], np.float32), 0, OPEN_END - 1, 0, 0, S.MODES["all"], 0, 0.5, 0.0, 0, 1, 0.1,
-            False, None, 2, True, 40, 1000, 0, 40, 8, 0)
+    params = _core.SearchParams(mode=S.MODES["all"], fusion=0, alpha=0.5, tau=0.0, deprecated=0, future=1,
+                                deprecation_penalty=0.1, arbitrate=False, type_mask=None, k=2, exact=True, ef=40,
+                                ef_max=1000, scan_limit=0, seed_ef=40, seed_min=8, scan=0)
+    args = (np.array([1, 0, 0, 0], np.float32), 0, OPEN_END - 1, 0, 0, params)
     assert core(eng).search_one(*args, old, state(eng).stems, False, True) is None
     got = core(eng).search_one(*args, state(eng).hit_strings(), state(eng).stems, False, True)
     assert pa.RecordBatch._import_from_c_capsule(*got).column("title").to_pylist() == ["b", "a"]

@@ -76,7 +76,7 @@ class PreparedSearch:
 
     __slots__ = ("queries", "times", "options", "k", "params", "key")
 
-    def __init__(self, queries: np.ndarray, times: tuple, options: SearchOptions, k: int, params: tuple,
+    def __init__(self, queries: np.ndarray, times: tuple, options: SearchOptions, k: int, params: _core.SearchParams,
                  key: tuple) -> None:
         self.queries, self.times, self.options, self.k, self.params, self.key = \
             queries, times, options, k, params, key
@@ -101,16 +101,20 @@ def joined(calls: Sequence[PreparedSearch]) -> PreparedSearch:
     return PreparedSearch(q, times, first.options, first.k, first.params, first.key)
 
 
-def core_params(state: StoreState, opts: SearchOptions, k: int, planner: dict) -> tuple:
-    """The core's parameters of a search with options ``opts`` and a checked ``k``: mode,
-    fusion, α, τ, the out-of-force codes, the penalty, arbitration, the fact-type mask
-    (an unknown type is a QueryError here, :meth:`StoreState.type_mask`), k, exact, and
-    the planner's settings (:func:`planner_args`; the graph walk's width at least 4·k)."""
+def core_params(state: StoreState, opts: SearchOptions, k: int, planner: dict) -> _core.SearchParams:
+    """The core's description of a search with options ``opts`` and a checked ``k``
+    (:class:`_core.SearchParams`, checked once when made, read-only after): mode, fusion,
+    α, τ, the out-of-force codes, the penalty, arbitration, the fact-type mask (an unknown
+    type is a QueryError here, :meth:`StoreState.type_mask`), k, exact, and the planner's
+    settings (:func:`planner_args`; the graph walk's width at least 4·k). The Engine keeps
+    one per distinct options (``Engine._core_params``): made once, not per call."""
     ef, ef_max, scan_limit, seed_ef, seed_min, group, scan = planner_args(planner)
-    return (MODES[opts.mode], FUSIONS[opts.fusion], opts.alpha, opts.tau, OUT_OF_FORCE[opts.deprecated],
-            OUT_OF_FORCE[opts.future], opts.deprecation_penalty, bool(opts.arbitrate),
-            state.type_mask(opts.fact_types), k, bool(opts.exact), max(ef, 4 * k), ef_max, scan_limit, seed_ef,
-            seed_min, group, scan)
+    return _core.SearchParams(
+        mode=MODES[opts.mode], fusion=FUSIONS[opts.fusion], alpha=opts.alpha, tau=opts.tau,
+        deprecated=OUT_OF_FORCE[opts.deprecated], future=OUT_OF_FORCE[opts.future],
+        deprecation_penalty=opts.deprecation_penalty, arbitrate=bool(opts.arbitrate),
+        type_mask=state.type_mask(opts.fact_types), k=k, exact=bool(opts.exact), ef=max(ef, 4 * k), ef_max=ef_max,
+        scan_limit=scan_limit, seed_ef=seed_ef, seed_min=seed_min, group=group, scan=scan)
 
 
 def planner_args(planner: dict) -> tuple:

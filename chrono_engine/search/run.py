@@ -35,7 +35,7 @@ def core_search(state: StoreState, call: PreparedSearch, threads: int) -> tuple[
     query: certified, plan) and each query's T."""
     q, times = call.batch()
     t, ka, ws, we = times
-    out = state.core.search_batch(q, t, ka, ws, we, *call.params, max(int(threads), 1))
+    out = state.core.search_batch(q, t, ka, ws, we, call.params, max(int(threads), 1))
     _overflowed(out, state.metric)
     out["known_at"] = ka  # per query: the result table shows each hit as known then
     return out, t
@@ -52,9 +52,8 @@ def lone_table(state: StoreState, call: PreparedSearch) -> pa.Table | None:
     if strings is None:
         return None
     t, ka, ws, we = call.times
-    p = call.params
     return _native_table(False, lambda with_schema: state.core.search_one(
-        call.queries, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), *p[:16], p[17], strings, state.stems,
+        call.queries, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), call.params, strings, state.stems,
         call.options.lang == "zh", with_schema))
 
 

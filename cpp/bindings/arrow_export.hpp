@@ -1,5 +1,5 @@
 // A record batch built natively, exported through the Arrow C data interface as
-// _core.record_batch exports one (bind_arrow.cpp): for a binding that makes a result's
+// _core.record_batch exports one (register_arrow.cpp): for a binding that makes a result's
 // columns itself (Store.search_one) instead of taking NumPy arrays from Python.
 #pragma once
 #include <pybind11/pybind11.h>

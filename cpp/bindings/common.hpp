@@ -54,6 +54,16 @@ inline const chrono::Kernels& variant(const std::string& name) {
   throw std::invalid_argument("kernel variant '" + name + "' is not available on this CPU/build");
 }
 
+// An Arrow validity as NumPy bools, valid(i) per row, or None when no row is null
+// (any_null false): the result tables' form of a nullable column.
+template <class Valid>
+py::object validity(std::size_t n, bool any_null, Valid&& valid) {
+  if (!any_null) return py::none();
+  py::array_t<bool> v(static_cast<py::ssize_t>(n));
+  for (std::size_t i = 0; i < n; ++i) v.mutable_data()[i] = valid(i);
+  return std::move(v);
+}
+
 inline std::vector<chrono::DecaySpec> specs_from(const carray<double>& table) {
   if (table.ndim() != 2 || table.shape(1) != 5) throw std::invalid_argument("decay table must have shape (types, 5)");
   std::vector<chrono::DecaySpec> out;
@@ -64,4 +74,3 @@ inline std::vector<chrono::DecaySpec> specs_from(const carray<double>& table) {
   return out;
 }
 
-void bind_score(py::module_& m);

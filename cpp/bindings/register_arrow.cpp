@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 #include "arrow_export.hpp"
+#include "register.hpp"
 
 namespace py = pybind11;
 
@@ -558,7 +559,7 @@ py::tuple export_batch(std::vector<OwnedColumn>& columns, std::size_t n, bool wi
 
 }  // namespace chrono_arrow
 
-void bind_arrow(py::module_& m) {
+void register_arrow(py::module_& m) {
   m.def("record_batch", &record_batch, py::arg("columns"), py::arg("schema") = true);
   m.def("json_rows", &json_rows, py::arg("columns"), py::arg("starts"), py::arg("key"));
 }

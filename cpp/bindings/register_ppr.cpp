@@ -3,10 +3,11 @@
 #include <pybind11/stl.h>
 #include "chrono/ppr.hpp"
 #include "common.hpp"
+#include "register.hpp"
 
 using namespace chrono;
 
-void bind_ppr(py::module_& m) {
+void register_ppr(py::module_& m) {
   m.def(
       "ppr",
       [](carray<std::int64_t> ptr, carray<std::int32_t> rel, carray<std::int32_t> dst, carray<std::int64_t> time,

@@ -5,10 +5,11 @@
 #include "chrono/huge_pages.hpp"
 #include "chrono/kernels.hpp"
 #include "common.hpp"
+#include "register.hpp"
 
 using namespace chrono;
 
-void bind_score(py::module_& m) {
+void register_score(py::module_& m) {
   m.def(
       "score",
       [](carray<float> similarity, carray<std::int64_t> observed, std::optional<carray<float>> reliability,
