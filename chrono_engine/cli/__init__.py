@@ -69,35 +69,29 @@ def main(argv: list[str] | None = None) -> int:
         return bench.run(rest[1:])
     parser = build_parser()
     args = parser.parse_args(rest)  # usage errors: argparse prints usage + message, exit 2
-    from ..errors import ChronoError, ModelFileError, StorageError, StoreLockedError
+    from ..errors import ChronoError
     try:
         return args.run(args)
-    except StoreLockedError as e:  # another writer has the store: refused, not a file problem
-        if debug:
-            raise
-        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_REFUSED
-    except CliError as e:
-        if debug:
-            raise
-        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
-        return e.code
-    except (StorageError, ModelFileError) as e:  # a store or model file missing, unreadable or corrupt
-        if debug:
-            raise
-        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_FILE
-    except ChronoError as e:
-        if debug:
-            raise
-        print(f"chrono {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_REFUSED
     except BrokenPipeError:  # `chrono demo | head`: the reader left; no message
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_REFUSED
-    except OSError as e:
+    except (CliError, ChronoError, OSError) as e:
         if debug:
             raise
         print(f"chrono {args.command}: error: {e}", file=sys.stderr)
+        return _exit_code(e)
+
+
+def _exit_code(e: BaseException) -> int:
+    """The exit code of a command's error: a CliError's own; a store locked by another
+    writer, or any other refusal, EXIT_REFUSED; a store or model file missing, unreadable
+    or corrupt, or any other OS error, EXIT_FILE."""
+    from ..errors import ChronoError, ModelFileError, StorageError, StoreLockedError
+    if isinstance(e, CliError):
+        return e.code
+    if isinstance(e, StoreLockedError):  # another writer has the store: refused, not a file problem
+        return EXIT_REFUSED
+    if isinstance(e, (StorageError, ModelFileError)) or not isinstance(e, ChronoError):
         return EXIT_FILE
+    return EXIT_REFUSED
