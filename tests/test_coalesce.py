@@ -4,6 +4,7 @@ errors; groups really form under concurrency; the knobs are checked."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
@@ -82,17 +83,43 @@ def test_concurrent_calls_equal_the_same_calls_one_after_another(eng):
     def work(start):
         for i in range(start, len(calls), 32):
             got[i] = _one(eng, calls[i])
-    threads = [threading.Thread(target=work, args=(j,)) for j in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, 32)
     assert all(_same(a, b) for a, b in zip(got, seq))
     assert sum(isinstance(x, tuple) for x in seq) >= 20  # the bad calls failed alone
     after = eng.stats()["search"]
+    assert after["calls"] - before["calls"] == len(calls) - sum(isinstance(x, tuple) for x in seq)
+    # calls with one set of options are coalesced: random options (above) meet their like
+    # only when many calls wait at once, which a loaded machine's timing may never give
+    same = [(v, {"k": 5, "mode": "as_of", "as_of": T0 + 700 * DAY}) for v, _ in calls[:256]]
+    want = [_one(eng, c) for c in same]
+    got = [None] * len(same)
+    before = eng.stats()["search"]
+
+    def alike(start):
+        for i in range(start, len(same), 32):
+            got[i] = _one(eng, same[i])
+    _in_threads(alike, 32)
+    assert all(_same(a, b) for a, b in zip(got, want))
+    after = eng.stats()["search"]
     groups, served = after["groups"] - before["groups"], after["calls"] - before["calls"]
-    assert served == len(calls) - sum(isinstance(x, tuple) for x in seq)
+    assert served == len(same)
     assert groups < served  # calls were coalesced
+
+
+def _in_threads(work, n: int) -> None:
+    """``work(j)`` on ``n`` threads started together, switching every 20 us (not every 5
+    ms: the calls overlap whatever the machine's load)."""
+    start = threading.Barrier(n)
+    threads = [threading.Thread(target=lambda j=j: (start.wait(), work(j))) for j in range(n)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(2e-5)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def test_asearch_equals_search(eng):
