@@ -82,8 +82,13 @@ class PreparedSearch:
             queries, times, options, k, params, key
 
     def __repr__(self) -> str:
-        n = 1 if self.queries.ndim == 1 else self.queries.shape[0]
+        n = self.n_queries
         return f"PreparedSearch({n} quer{'y' if n == 1 else 'ies'}, k={self.k}, mode={self.options.mode!r})"
+
+    @property
+    def n_queries(self) -> int:
+        """How many queries: 1 for a lone call's (dim,) vector."""
+        return 1 if self.queries.ndim == 1 else self.queries.shape[0]
 
     def batch(self) -> tuple[np.ndarray, tuple]:
         """The queries as (n, dim) and their times."""

@@ -70,7 +70,7 @@ def run(state: StoreState, call: PreparedSearch, threads: int, *, form: str = "t
     ``with_query=False``: without the ``query`` column (one query; no gate)."""
     out, t = core_search(state, call, threads)
     opts = call.options
-    n = 1 if call.queries.ndim == 1 else call.queries.shape[0]
+    n = call.n_queries
     if opts.verify is None:
         if form == "json" and not opts.explain:
             bodies = result_json(state, out, opts.lang, n)
