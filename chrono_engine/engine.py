@@ -340,6 +340,7 @@ class Engine:
         where the core writes them ("json", else as "columns")."""
         if form not in _search.FORMS:
             raise QueryError(f"form must be one of {', '.join(_search.FORMS)}, got {shown(form)}")
+        _same_key(calls)
         if finish is None and form == "table":
             if len(calls) == 1 and calls[0].options.verify is None:
                 return [self._run_lone(calls[0])]
@@ -980,6 +981,22 @@ class Engine:
         ingest order or of ``ids``."""
         rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
         return self._state.core.vectors(rows.astype(np.uint32))
+
+
+def _same_key(calls: Any) -> None:
+    """A QueryError unless ``calls`` is a non-empty list of prepared searches with one key
+    (a batch runs every call with the first one's options: another key would be answered
+    with them, silently)."""
+    if not isinstance(calls, (list, tuple)) or not calls:
+        raise QueryError(f"calls must be a non-empty list of PreparedSearch, got {shown(calls)}")
+    key = None
+    for i, c in enumerate(calls):
+        if not isinstance(c, PreparedSearch):
+            raise QueryError(f"calls[{i}] must be a PreparedSearch (Engine.prepare_search), got {type(c).__name__}")
+        if i == 0:
+            key = c.key
+        elif c.key != key:
+            raise QueryError(f"calls[{i}] has other options or k than calls[0]: a batch runs calls with one key")
 
 
 def _split(table: pa.Table, calls: Any) -> list:

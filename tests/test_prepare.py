@@ -139,3 +139,23 @@ def test_search_answers_as_the_general_path():
         general = eng.search(q.astype(np.float64), 5, mode="as_of", as_of=t)  # float64: the general path
         assert fast.column("id").equals(general.column("id"))
         assert fast.column("score").equals(general.column("score"))
+
+
+def test_search_prepared_refuses_calls_it_cannot_run_as_one_batch():
+    """``Engine.search_prepared`` runs every call with the first one's options: an empty
+    list, a call that is not a PreparedSearch, or calls with other options or k are a
+    QueryError naming the call; the engine answers on as before."""
+    eng = ce.Engine(2)
+    eng.ingest([{"vector": [1, 0], "valid_from": "2024-01-01"}, {"vector": [0, 1], "valid_from": "2025-01-01"}])
+    a = eng.prepare_search([1, 0], 1, mode="as_of", as_of="2024-06-01")
+    for calls, what in (([], "non-empty"), ((), "non-empty"), (a, "non-empty"), ([a, "x"], r"calls\[1\] must be"),
+                        ([a, eng.prepare_search([1, 0], 2, mode="as_of", as_of="2024-06-01")], r"calls\[1\] has other"),
+                        ([a, eng.prepare_search([1, 0], 1, mode="all")], r"calls\[1\] has other")):
+        with pytest.raises(QueryError, match=what):
+            eng.search_prepared(calls)
+    with pytest.raises(QueryError, match="form must be"):
+        eng.search_prepared([a], form="arrow")
+    b = eng.prepare_search([0, 1], 1, mode="as_of", as_of="2025-06-01")
+    got = eng.search_prepared([a, b])
+    assert [t.column("id").to_pylist() for t in got] == [[0], [1]]
+    assert got[0].equals(eng.search([1, 0], 1, mode="as_of", as_of="2024-06-01"))
