@@ -153,7 +153,7 @@ class SearchParams:
                  deprecated: int = 0, future: int = 1, deprecation_penalty: float = 0.1, arbitrate: bool = True,
                  type_mask: _U8 | None = None, k: int = 10, exact: bool = False, ef: int = 64, ef_max: int = 4096,
                  scan_limit: int = 150000, seed_ef: int = 32, seed_min: int = 150000, group: int = 64,
-                 scan: int = 0) -> None: ...
+                 scan: int = 0, filter: Filter | None = None) -> None: ...
     def __repr__(self) -> str: ...
     def __eq__(self, other: object) -> bool:
         """Every field equal (the type mask flag for flag)."""
@@ -195,6 +195,26 @@ class SearchParams:
     def group(self) -> int: ...
     @property
     def scan(self) -> int: ...
+    @property
+    def filter(self) -> Filter | None:
+        """The where= filter (None: none), resolved to rows under the store's lock at each search."""
+
+
+class Filter:
+    """A where= filter compiled by chrono_engine/search/filters.py: postfix operations over
+    a store's metadata columns (user_columns.hpp), each checked when made (ValueError).
+    ``("in", col, kind, values)``, ``("range", col, kind, lo, hi)``, ``("frange", col, lo,
+    lo_incl, hi, hi_incl)``, ``("exists", col, kind)``, ``("and", n)``, ``("or", n)``,
+    ``("not",)``, ``("const", bool)``; kinds are the metadata kind codes."""
+
+    def __init__(self, ops: Sequence[tuple]) -> None: ...
+    @property
+    def key(self) -> bytes:
+        """The canonical bytes: equal programs, equal keys (the filter cache's key)."""
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __repr__(self) -> str: ...
 
 
 class Store:
@@ -280,6 +300,28 @@ class Store:
         """Rows [first, first + n) to centroids (65535: none), from the first unassigned row."""
     def clear_partition(self) -> None:
         """Drop the partition (searches take the certified plan)."""
+    def add_user_column(self, name: str, kind: int) -> int:
+        """A new metadata column (kind code), null for every row so far; its index."""
+    def drop_user_columns_from(self, n: int) -> None:
+        """Forget the metadata columns from index n on (a refused batch added them)."""
+    def append_user(self, first: int, n: int, parts: list[tuple]) -> None:
+        """The metadata of rows [first, first + n) (first: the store's size), before the rows:
+        per column (col, idx, dict_offsets, dict_data, list_offsets, i64, f64, b, valid),
+        None where the kind has no such array. All or nothing; GIL released."""
+    def truncate_user(self) -> None:
+        """Metadata back to the store's rows (the rows it was given for were refused)."""
+    def user_columns(self) -> list[tuple[str, int]]:
+        """(name, kind code) of each metadata column, in index order."""
+    def user_take(self, col: int, rows: _I64) -> tuple[int, Any, npt.NDArray[np.bool_] | None]:
+        """Column ``col`` of ``rows``: (kind code, values, validity or None)."""
+    def user_bytes(self) -> int:
+        """Bytes of the metadata columns and their dictionaries."""
+    def filter_rows(self, filter: Filter) -> _U32:
+        """The rows that pass ``filter`` now, ascending (cached per program)."""
+    def filter_count(self, filter: Filter) -> int:
+        """How many rows pass ``filter`` now."""
+    def filter_cache_bytes(self) -> int:
+        """Bytes of the cached filter results."""
     def partition_info(self) -> tuple[int, int, float]:
         """(centroids, rows assigned, δ)."""
     def partition_members(self, centroid: int) -> _U32:

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core, _partition, _wal
+from . import metadata as _metadata
 from ._args import id_array, shown
 from ._embedder import is_temporal, text_vectors
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
@@ -169,6 +170,30 @@ class StoreState:
         self.partition_min = _partition.PARTITION_MIN
         self.partition_built_at = 0
         self.partition_centroids: np.ndarray | None = None
+        #: user metadata columns (:mod:`.metadata`): name -> (the core's column index, kind)
+        self.user: dict[str, tuple[int, str]] = {}
+
+    def declare(self, kinds: dict) -> None:
+        """Add metadata columns of the given kinds ({name: kind}, checked), null for every
+        row so far; a column that exists keeps its kind (another is a SchemaError)."""
+        for name, kind in kinds.items():
+            have = self.user.get(name)
+            if have is not None:
+                if have[1] != kind:
+                    raise SchemaError(f"column {name!r}: the store's column is {have[1]}, not {kind} (wrong type)",
+                                      column=name, rule="wrong type")
+                continue
+            self.user[name] = (int(self.core.add_user_column(name, _metadata.KIND_CODES[kind])), kind)
+
+    def user_kinds(self) -> dict[str, str]:
+        """The metadata columns' kinds by name, in column order."""
+        return {name: kind for name, (_, kind) in self.user.items()}
+
+    def user_table(self, rows: np.ndarray, columns: Any = None) -> dict:
+        """The metadata ``columns`` (None: every one) of ``rows`` as Arrow arrays by name."""
+        names = list(self.user) if columns is None else columns
+        rows = np.ascontiguousarray(rows, np.int64)
+        return {name: _metadata.arrow_of(self.core.user_take(self.user[name][0], rows)) for name in names}
 
     def __len__(self) -> int:
         return int(self.core.size)
@@ -318,7 +343,7 @@ class StoreState:
     def normalize(self, rows: Any, now: int | None = None) -> IngestBatch:
         """Validate user rows for this store (:func:`~chrono_engine.schema.normalize_rows`)."""
         return normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.policy.knows,
-                              now_us=now_us() if now is None else now)
+                              now_us=now_us() if now is None else now, metadata=self.user_kinds())
 
     def time_ordered(self, batch: IngestBatch, order: str) -> tuple[IngestBatch, np.ndarray | None]:
         """The batch as it is to be stored (``order``: "auto", "valid_from" or "input",
@@ -351,7 +376,10 @@ class StoreState:
         # New stem names get the next codes and the strings are published before the core
         # has the rows (readers may see them early, harmless, never late); a failure undoes both.
         old_table, old_parts, n_stems = self.table, list(self.parts), len(self.stems)
+        old_user = dict(self.user)
         try:
+            if batch.metadata:
+                self._append_user(batch)
             smap = np.append(self.stems.add_all(batch.stem_names), np.int32(-1))
             stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
             self.table = _appended(old_table, batch.table.select(list(STRING_COLUMNS)), self.parts)
@@ -362,6 +390,10 @@ class StoreState:
         except BaseException as e:
             self.table, self.parts = old_table, old_parts
             self.stems.truncate(n_stems)
+            if batch.metadata:
+                self.core.truncate_user()
+                self.core.drop_user_columns_from(len(old_user))
+                self.user = old_user
             if not isinstance(e, ValueError):
                 raise
             msg = str(e)
@@ -377,6 +409,22 @@ class StoreState:
         self.fact_code = code_of
         # ids given, or assigned by the core (largest id so far + 1 onwards)
         return self.core.columns_at(np.arange(first, first + n, dtype=np.uint32))["id"]
+
+    def _append_user(self, batch: IngestBatch) -> None:
+        """The batch's metadata into the core, before its rows (Store.append_user): new
+        columns added, kinds checked against the store's. The caller undoes it on failure."""
+        for name, (kind, _) in batch.metadata.items():
+            have = self.user.get(name)
+            if have is not None and have[1] != kind:
+                raise SchemaError(f"column {name!r}: the store's column is {have[1]}, this batch's {kind} (wrong type)",
+                                  column=name, rule="wrong type")
+        new = {name: kind for name, (kind, _) in batch.metadata.items() if name not in self.user}
+        if len(self.user) + len(new) > _metadata.MAX_COLUMNS:
+            raise SchemaError(f"the store would hold {len(self.user) + len(new)} metadata columns; at most "
+                              f"{_metadata.MAX_COLUMNS} (unknown column)", rule="unknown column")
+        self.declare(new)
+        parts = [_metadata.core_part(self.user[name][0], kind, arr) for name, (kind, arr) in batch.metadata.items()]
+        self.core.append_user(len(self), batch.n, parts)
 
     def update(self, rows: np.ndarray, **columns: np.ndarray) -> None:
         """Change metadata of existing rows, checked by the core before anything changes:
@@ -446,7 +494,7 @@ class StoreState:
         if c.append is not None:
             metric = "ip" if self.metric == "cosine" else self.metric
             batch = normalize_rows(c.append, dim=self.dim, metric=metric, known_fact_type=self.policy.knows,
-                                   now_us=now_us())
+                                   now_us=now_us(), metadata=self.user_kinds())
             if self.metric == "cosine":
                 norms = np.einsum("ij,ij->i", batch.vector.astype(np.float64), batch.vector.astype(np.float64))
                 off = np.flatnonzero(np.abs(norms - 1.0) > 1e-4)
@@ -533,6 +581,8 @@ def batch_table(b: IngestBatch) -> pa.Table:
         "deprecated": np.asarray(b.deprecated, bool)})
     for name in b.table.column_names:
         cols[name] = b.table.column(name)
+    for name, (_, arr) in b.metadata.items():
+        cols[name] = arr
     return pa.table(cols)
 
 

@@ -34,6 +34,7 @@ from ._args import as_float32, count, id_array, shown, thread_count
 from ._state import ALL_KNOWN, StoreState, embed_content, ingest_order
 from ._time import OPEN_END, errors_as, now_us, scalar_us
 from .decay import DecayPolicy, parse_decay
+from .metadata import declared_kinds
 from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, SchemaError, StorageError
 from .search import PreparedSearch, QueryResult, SearchOptions, query_cuts
 
@@ -80,6 +81,10 @@ class Engine:
         least 8,192 rows and they are to be scanned anyway (``exact=True`` or at most
         ``scan_limit`` of them), else bounds.
     seed : HNSW level generator seed (ingest in one thread is then deterministic).
+    metadata : user metadata columns declared up front, ``{name: kind}`` with kinds "string",
+        "int64", "float64", "bool", "timestamp", "list<string>" (:mod:`chrono_engine.metadata`).
+        Undeclared columns of an ingested batch are metadata too, of the kind their values
+        have; ``where=`` filters on them and results carry them.
     embedder : the text embedder :meth:`query` and :meth:`ingest` use (see :attr:`embedder`).
         Without ``dim``, the engine takes its width from it: its ``dim`` attribute
         (:class:`~chrono_engine.TextEncoder`, :class:`~chrono_engine.TemporalEmbedder`), else
@@ -92,7 +97,7 @@ class Engine:
                  ef_construction: int = 200, threads: int | None = None, ef: int = 64,
                  ef_max: int = 4096, scan_limit: int = 150_000, seed_ef: int = 32,
                  seed_min: int = 150_000, group: int = 64, seed: int = 100,
-                 scan: str = "auto", embedder: Any = None) -> None:
+                 scan: str = "auto", embedder: Any = None, metadata: Any = None) -> None:
         if dim is None:
             if embedder is None:
                 raise ConfigError("dim is required (or pass embedder=, whose width is used)")
@@ -117,6 +122,7 @@ class Engine:
             raise ConfigError(str(e)) from None
         self._state = StoreState(dim, metric, policy, M=sizes["M"], ef_construction=sizes["ef_construction"],
                                  seed=sizes["seed"], threads=thread_count(threads, "threads", ConfigError))
+        self._state.declare(declared_kinds(metadata))
         self.ef, self.ef_max, self.scan_limit = sizes["ef"], sizes["ef_max"], sizes["scan_limit"]
         self.seed_ef, self.seed_min, self.group = sizes["seed_ef"], sizes["seed_min"], sizes["group"]
         self.scan = scan
@@ -192,6 +198,12 @@ class Engine:
     def fact_types(self) -> tuple[str, ...]:
         """The fact types the stored rows carry, in order of first ingest."""
         return tuple(self._state.fact_types)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The user metadata columns and their kinds ("string", "int64", "float64", "bool",
+        "timestamp", "list<string>"), in the order they were added (a new dict)."""
+        return self._state.user_kinds()
 
     @property
     def stems(self) -> list[str]:
@@ -771,6 +783,9 @@ class Engine:
           table in the core, ~len + 16 bytes per stem) and the fact-type names.
         - ``compact_vectors``: the int8 copy of the vectors (plus a scale and an error
           bound per item) that certified scans read before the full vectors.
+        - ``user_metadata``: the user metadata columns (:attr:`metadata`; per kind in
+          :mod:`chrono_engine.metadata`), dictionaries included; ``filter_cache``: the
+          ``where=`` filters' cached rows (a bit per row each, at most 64 MiB).
         """
         st = self._state
         m = dict(st.core.memory())
@@ -785,6 +800,9 @@ class Engine:
         m["temporal_per_item"] = (m["metadata"] + m["interval_index"] + m["freshness_index"]) / n
         m["strings_per_item"] = m["strings"] / n
         m["names_per_item"] = m["names"] / n
+        m["user_metadata"] = int(st.core.user_bytes())
+        m["user_metadata_per_item"] = m["user_metadata"] / n
+        m["filter_cache"] = int(st.core.filter_cache_bytes())
         return m
 
     def stats(self) -> dict:

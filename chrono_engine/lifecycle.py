@@ -187,6 +187,13 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
         raw["supersedes"] = _column_of(n, edge) if edge is not None else pa.nulls(n, pa.string())
     elif supersedes is not None:
         raise LifecycleError("give supersedes either as an argument or as a column, not both")
+    # metadata the rows do not give is the predecessor's (its head version's first row)
+    inherit = [name for name in state.user if name not in raw]
+    if inherit:
+        head = state.user_table(np.array([int(head_rows[0])]), inherit)
+        zeros = pa.array(np.zeros(n, np.int64))
+        for name in inherit:
+            raw[name] = head[name].take(zeros)
     batch = state.normalize(raw, now)
 
     # rule 5: the rows belong to this stem, start at effective_at, stay open
@@ -394,9 +401,10 @@ def get(state: StoreState, ids: Any, known_at: Any = None) -> pa.Table:
 
 
 def _rows_table(state: StoreState, cols: dict, strings: pa.Table | None, rows: np.ndarray) -> pa.Table:
-    """:data:`HISTORY_SCHEMA` for ``rows``, whose metadata ``cols`` holds in the same order."""
+    """:data:`HISTORY_SCHEMA` for ``rows``, whose metadata ``cols`` holds in the same order,
+    then the rows' user metadata columns (:attr:`Engine.metadata`)."""
     s = strings_at(strings, rows)
-    return pa.table([
+    table = pa.table([
         pa.array(cols["id"], pa.uint64()),
         state.stem_names(cols["stem"]),
         s.column("version").cast(pa.string()),
@@ -411,6 +419,9 @@ def _rows_table(state: StoreState, cols: dict, strings: pa.Table | None, rows: n
         s.column("title").cast(pa.string()),
         s.column("content").cast(pa.string()),
     ], schema=HISTORY_SCHEMA)
+    for name, arr in state.user_table(rows).items():
+        table = table.append_column(name, arr)
+    return table
 
 
 # ----------------------------------------------------------------------------- external events

@@ -59,7 +59,6 @@ and over the distinct values of ``fact_type`` / ``version``.
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import itertools
 import re
 import warnings
@@ -74,6 +73,7 @@ import pyarrow.compute as pc
 from ._args import arrow_type, float32_rows, holds_bools, holds_containers, shown
 from ._columns import ARROW_ERRORS, combine, is_dataframe, is_polars, is_series
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, TimeInputError, column_us, scalar_column
+from . import metadata as _metadata
 from .errors import ArgumentTypeError, ConfigError, SchemaError
 
 __all__ = ["IngestBatch", "normalize_rows", "parse_version", "format_version",
@@ -246,22 +246,39 @@ def columns_of(rows: Any) -> dict[str, Any]:
           f"columns or a list of row dicts, got {type(rows).__name__}", rule="unsupported input")
 
 
+# the most cells (metadata keys x rows) a list of row dicts may make
+_MAX_SPARSE_CELLS = 1 << 24
+
 # the columns pandas adds for an index (dropped)
 _INDEX_LEVEL = re.compile(r"__index_level_\d+__")
 
 
-def _check_names(names: Any) -> None:
-    """Every column name a string, and one the data model knows (pandas' index columns
-    aside): SchemaError naming the first that is not."""
+def _check_names(names: Any, metadata: Any = None) -> None:
+    """Every column name a string; one the data model knows (pandas' index columns aside)
+    or a user metadata column (:mod:`chrono_engine.metadata`): SchemaError naming the first
+    that is neither. ``metadata``: the store's metadata columns (None: names are checked
+    only for being strings and for their count, as a list of row dicts is read). A new
+    name close to an engine column (``valid_form``) is taken for a typo, unless the store
+    has (or declared) a metadata column of that name."""
+    extra = 0
     for name in names:
         if not isinstance(name, str):
             _fail(f"column names must be strings, got {shown(name)}", rule="unsupported input")
+        if name not in COLUMNS:
+            extra += 1
+    if extra > _metadata.MAX_COLUMNS:
+        _fail(f"{extra} columns beyond the engine's own; a store keeps at most {_metadata.MAX_COLUMNS} metadata "
+              "columns", rule="unknown column")
+    if metadata is None:
+        return
     for name in names:
-        if name not in COLUMNS and not _INDEX_LEVEL.fullmatch(name):
-            close = difflib.get_close_matches(name, COLUMNS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            _fail(f"unknown column {shown(name)}{hint} (known: {', '.join(COLUMNS)})",
-                  column=name, rule="unknown column")
+        if name in COLUMNS or _INDEX_LEVEL.fullmatch(name) or name in metadata:
+            continue
+        close = _metadata.close_builtin(name, COLUMNS)
+        if close is not None:
+            _fail(f"unknown column {shown(name)}; did you mean {close!r}? (a metadata column of this name must "
+                  "be declared: Engine(metadata={...}))", column=name, rule="unknown column")
+        _metadata.check_name(name)
 
 
 def _records_to_columns(records) -> dict[str, Any]:
@@ -274,7 +291,13 @@ def _records_to_columns(records) -> dict[str, Any]:
     # the rows' keys checked first (one pass): n rows with a key each of their own made a
     # table of n columns by n rows, nearly all nulls (10,000 rows: 9 s; 100,000 ran out of
     # memory), only for the first unknown column to be refused afterwards
-    _check_names(dict.fromkeys(k for rec in records for k in rec))
+    keys = dict.fromkeys(k for rec in records for k in rec)
+    _check_names(keys)
+    extra = sum(1 for k in keys if k not in COLUMNS)
+    if extra * len(records) > _MAX_SPARSE_CELLS:  # sparse metadata: each row a key of its own
+        _fail(f"{len(records)} rows with {extra} distinct metadata keys would make a table of "
+              f"{extra * len(records):,} cells (at most {_MAX_SPARSE_CELLS:,}); give the rows as columns",
+              rule="unknown column")
     if all(type(r) is dict for r in records):
         # One columnar conversion; Arrow's struct inference unions the keys of all rows. It
         # recurses into nested values (see chrono_engine._args.holds_containers), so it gets
@@ -745,6 +768,8 @@ class IngestBatch:
     fact_type_codes: np.ndarray | None = None
     stem_names: list = field(default_factory=list)
     stem_codes: np.ndarray | None = None
+    #: user metadata columns: name -> (kind, Arrow array) (:mod:`chrono_engine.metadata`)
+    metadata: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return self.n
@@ -764,7 +789,8 @@ class IngestBatch:
         return replace(self, **{name: getattr(self, name)[order] for name in self.ROW_ARRAYS},
                        ids=None if self.ids is None else self.ids[order], table=self.table.take(order),
                        fact_type_names=ft_names, fact_type_codes=ft_codes, stem_names=stem_names,
-                       stem_codes=stem_codes)
+                       stem_codes=stem_codes,
+                       metadata={k: (kind, a.take(pa.array(order))) for k, (kind, a) in self.metadata.items()})
 
     def __repr__(self) -> str:
         return (f"IngestBatch(n={self.n}, dim={self.vector.shape[1]}, "
@@ -772,7 +798,8 @@ class IngestBatch:
 
 
 def normalize_rows(rows: Any, *, dim: int, metric: str,
-                   known_fact_type: Callable[[str], bool] | None, now_us: int) -> IngestBatch:
+                   known_fact_type: Callable[[str], bool] | None, now_us: int,
+                   metadata: Mapping[str, str] | None = None) -> IngestBatch:
     """Validate ``rows`` and convert them to an :class:`IngestBatch`.
 
     ``rows``: a pyarrow Table / RecordBatch, a pandas DataFrame, a dict of column -> array
@@ -793,7 +820,8 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
     dim = int(dim)
 
     raw = columns_of(rows)
-    _check_names(raw)
+    metadata = {} if metadata is None else metadata
+    _check_names(raw, metadata)
     raw = {k: v for k, v in raw.items() if not _INDEX_LEVEL.fullmatch(k)}
     lengths = {name: column_length(name, col) for name, col in raw.items()}
     if not lengths or max(lengths.values()) == 0:
@@ -868,9 +896,15 @@ def normalize_rows(rows: Any, *, dim: int, metric: str,
         [strings["content"], strings["title"], strings["source"], strings["modality"],
          fact_type_arr, strings["stem_id"], strings["version"], strings["supersedes"]],
         schema=STORAGE_SCHEMA)
+    user = {}
+    for name in raw:
+        if name in COLUMNS:
+            continue
+        user[name] = _metadata.normalize_column(
+            name, cols[name], n, metadata.get(name), lambda nm, c: _times(nm, c, nullable=True))
     return IngestBatch(n=n, vector=vector, valid_from=valid_from, valid_to=valid_to,
                        observed_at=observed_at, ingested_at=ingested_at,
                        retracted_at=retracted_at, reliability=reliability, fact_type=fact_type,
                        stem_id=stem_id, version_key=version_key, deprecated=deprecated,
                        ids=ids, table=table, fact_type_names=ft_names,
-                       fact_type_codes=ft_codes, stem_names=stem_names, stem_codes=stem_codes)
+                       fact_type_codes=ft_codes, stem_names=stem_names, stem_codes=stem_codes, metadata=user)

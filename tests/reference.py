@@ -45,7 +45,7 @@ def winners(cols: dict, in_force: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, mode: str, t, known_at,
            window=(0, 0), fusion="product", alpha=0.75, tau=0.0, deprecated="penalize", future="exclude",
-           penalty=0.1, arbitrate=True, type_mask=None, metric="cosine", sims=None):
+           penalty=0.1, arbitrate=True, type_mask=None, metric="cosine", sims=None, row_mask=None):
     """Per query: (ids, scores) of the top-k, best first, ties by ascending id.
 
     ``cols``: valid_from, valid_to, observed_at, ingested_at, retracted_at (int64 µs),
@@ -53,7 +53,8 @@ def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, 
     id; optionally deprecated_from (the valid time a row is deprecated from, instead of the
     flag). The columns are the store as known at every query's known_at (callers that model
     lifecycle events pass the view of that known_at). ``decay_of(age_days, fact_type_codes)
-    -> D``. ``t``/``known_at``: per query arrays.
+    -> D``. ``t``/``known_at``: per query arrays. ``row_mask``: the rows a ``where=``
+    filter passes (:func:`where_mask`).
     """
     nq = len(q)
     S = similarities(q, vectors, metric) if sims is None else sims
@@ -82,6 +83,8 @@ def search(cols: dict, vectors: np.ndarray, decay_of, q: np.ndarray, k: int, *, 
         ok = known & (pen > 0) & (V >= tau)
         if type_mask is not None:
             ok &= type_mask[cols["fact_type"]]
+        if row_mask is not None:  # a where= filter's rows (where_mask); arbitration sees every row
+            ok &= row_mask
         if arbitrate:
             ok &= winners(cols, in_force, known)
         s = S[i]
@@ -103,3 +106,62 @@ def recall(got_ids, ref) -> float:
         hits += len(set(g.tolist()) & set(r.tolist()))
         total += len(r)
     return hits / max(total, 1)
+
+
+def where_mask(where, values: dict, n: int) -> np.ndarray:
+    """Rows passing a ``where=`` filter (the dict form), evaluated row by row in plain
+    Python over ``values`` (column name -> list of Python values, None = null; a list
+    column's values are lists; timestamps are µs ints and the filter's times ISO strings).
+    A null matches no $eq / $in / range; $ne, $nin and $not are negations; a list matches
+    $eq / $in when any element does."""
+    return np.array([_row_passes(where, values, i) for i in range(n)], dtype=bool)
+
+
+def _time_of(v, x):
+    """A filter's time string as µs where it is compared with a timestamp column's value (µs)."""
+    if isinstance(x, str) and isinstance(v, int) and not isinstance(v, bool):
+        return int(np.datetime64(x.replace("Z", ""), "us").astype(np.int64))
+    return x
+
+
+def _row_passes(f, values, i) -> bool:
+    out = True
+    for key, val in f.items():
+        if key == "$and":
+            ok = all(_row_passes(g, values, i) for g in val)
+        elif key == "$or":
+            ok = any(_row_passes(g, values, i) for g in val)
+        elif key == "$not":
+            ok = not _row_passes(val, values, i)
+        else:
+            ops = val if isinstance(val, dict) else {"$eq": val}
+            v = values[key][i]
+            ok = all(_cmp(v, op, x) for op, x in ops.items())
+        out = out and ok
+    return out
+
+
+def _cmp(v, op, x) -> bool:
+    if op == "$exists":
+        return (v is not None) == x
+    if op == "$ne":
+        return not _cmp(v, "$eq", x)
+    if op == "$nin":
+        return not _cmp(v, "$in", x)
+    if v is None:
+        return False
+    if op in ("$eq", "$in"):
+        want = [x] if op == "$eq" else list(x)
+        items = v if isinstance(v, list) else [v]
+        return any(_same_kind(a, _time_of(a, b)) and a == _time_of(a, b) for a in items for b in want)
+    x = _time_of(v, x)
+    return {"$gt": v > x, "$gte": v >= x, "$lt": v < x, "$lte": v <= x}[op]
+
+
+def _same_kind(a, b) -> bool:
+    """Values that compare: two strings, two bools, two numbers (bools are not numbers)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str)
+    return True

@@ -41,17 +41,19 @@ def copy_store(src: Path, dst: Path) -> Path:
 
 
 def as_format(path: Path, version: int) -> dict:
-    """Rewrite the (format 4) store at ``path`` as an older format saved it: the files
+    """Rewrite the (format 5) store at ``path`` as an older format saved it: the files
     and manifest fields that format did not have removed, re-sealed. Returns the manifest
     written, for tests that edit it further (then :func:`write_manifest`)."""
-    gone = {3: ("partition.arrow", "centroids.arrow"),
-            2: ("partition.arrow", "centroids.arrow", "amend.arrow")}[version]
+    gone = {4: ("metadata.arrow",), 3: ("metadata.arrow", "partition.arrow", "centroids.arrow"),
+            2: ("metadata.arrow", "partition.arrow", "centroids.arrow", "amend.arrow")}[version]
     snap = snap_dir(path)
     m = json.loads((snap / "manifest.json").read_text())
     for name in gone:
         (snap / name).unlink()
         del m["files"][name]
-    del m["partition"]
+    del m["metadata"]
+    if version < 4:
+        del m["partition"]
     m["format_version"] = version
     write_manifest(path, m)
     return m

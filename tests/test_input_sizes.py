@@ -64,7 +64,7 @@ def test_rows_each_with_a_key_of_their_own_are_refused_in_linear_time(monkeypatc
     converted = []
     real = pa.array
     monkeypatch.setattr(pa, "array", lambda *a, **k: converted.append(1) or real(*a, **k))
-    with pytest.raises(ce.errors.SchemaError, match="unknown column 'k0'") as info:
+    with pytest.raises(ce.errors.SchemaError, match="7000 columns beyond the engine's own") as info:
         e.ingest(rows)
     assert info.value.rule == "unknown column"
     assert not converted

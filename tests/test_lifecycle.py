@@ -188,7 +188,7 @@ REJECTED = [
     (SchemaError, "TRAVEL", [{"vector": [1.0, 0.0]}], "2026-03-01", {"version": "v2"}),            # wrong dim
     (SchemaError, "TRAVEL", [{"vector": vec(0), "version": "2.x"}], "2026-03-01", {}),
     (SchemaError, "TRAVEL", [{"vector": vec(0), "id": 3}], "2026-03-01", {"version": "v2"}),      # id taken
-    (SchemaError, "TRAVEL", [{"vector": vec(0), "colour": "red"}], "2026-03-01", {"version": "v2"}),
+    (SchemaError, "TRAVEL", [{"vector": vec(0), "valid_form": "2026-03-01"}], "2026-03-01", {"version": "v2"}),  # a typo
 ]
 
 

@@ -294,7 +294,8 @@ def test_store_layout(engine, saved):
     assert seal["snapshot"] == snaps[0] and seal["format"] == "chrono_engine.store"
     snap = saved / snaps[0]
     assert sorted(p.name for p in snap.iterdir()) == ["amend.arrow", "centroids.arrow", "graph.bin", "log.wal",
-                                                      "manifest.json", "meta.arrow", "partition.arrow"]
+                                                      "manifest.json", "meta.arrow", "metadata.arrow",
+                                                      "partition.arrow"]
     assert seal["manifest_sha256"] == hashlib.sha256((snap / "manifest.json").read_bytes()).hexdigest()
     manifest = json.loads((snap / "manifest.json").read_text())
     assert manifest["format"] == "chrono_engine.store"
@@ -302,7 +303,8 @@ def test_store_layout(engine, saved):
     assert manifest["dim"] == DIM and manifest["metric"] == "cosine"
     assert manifest["rows"] == len(engine)
     assert ce.DecayPolicy.from_dict(manifest["decay"]) == engine.decay
-    assert set(manifest["files"]) == {"graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow"}
+    assert set(manifest["files"]) == {"graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow",
+                                      "metadata.arrow"}
     for name, digest in manifest["files"].items():
         assert digest == hashlib.sha256((snap / name).read_bytes()).hexdigest()
     with pa.memory_map(str(snap / "meta.arrow")) as src:
@@ -580,7 +582,7 @@ def test_bad_manifest_json(copy_of, text):
     _expect_corrupt(copy_of, "manifest.json")
 
 
-@pytest.mark.parametrize("version", [1, 5, 0, "2", "3", "4", None, 2.5, 3.0, 4.0])
+@pytest.mark.parametrize("version", [1, 6, 0, "2", "3", "4", "5", None, 2.5, 3.0, 4.0, 5.0])
 def test_unknown_format_version(copy_of, version):
     _set_manifest(copy_of, format_version=version)
     _expect_corrupt(copy_of, "version")

@@ -32,6 +32,8 @@ SEARCH_FLAGS = {
     "explain": (dict(action=argparse.BooleanOptionalAction), "add decay, penalty, plan and reason columns"),
     "lang": (dict(choices=["en", "zh"]), "citation language (default en)"),
     "verify": (dict(type=float, metavar="GAMMA"), "the layer-3 gate: robustness, satisfied, refetch"),
+    "where": (dict(metavar="JSON"), 'a metadata filter, e.g. \'{"tenant": "acme", "acl": {"$in": ["hr"]}}\''),
+    "columns": (dict(nargs="*", metavar="NAME"), "metadata columns to show (default: all; none: no column)"),
 }
 
 
@@ -63,6 +65,8 @@ def _search_options(args):
     given = {name: getattr(args, name) for name in SEARCH_FLAGS if getattr(args, name) is not None}
     if "window" in given:  # 'open': an open end, as None in the Python API
         given["window"] = tuple(None if w == "open" else w for w in given["window"])
+    if "where" in given:
+        given["where"] = _json(given["where"], "--where")
     return SearchOptions(**given)
 
 
@@ -112,5 +116,6 @@ def run(args) -> int:
     opts = _search_options(args)
     res = eng.search_batch(q, args.k, opts) if q.shape[0] > 1 else eng.search(q[0], args.k, opts)
     extra = [c for c in res.column_names if c in _EXPLAIN_AND_GATE]
-    print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW + extra)
+    meta = [c for c in res.column_names if c in eng.metadata]  # the metadata columns asked for
+    print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW + meta + extra)
     return EXIT_OK

@@ -12,6 +12,7 @@ import numpy as np
 from .._args import shown
 from .._time import MIN_TIME_US, OPEN_END, array_us, errors_as, scalar_us
 from ..errors import QueryError
+from . import filters
 
 
 
@@ -87,6 +88,10 @@ class SearchOptions:
     listing the known ones, when the search runs);
     ``exact=True`` forces the certified scan plan; ``explain=True`` adds decay, penalty,
     plan and reason columns; ``lang`` is the citations' language ("en" / "zh");
+    ``where`` filters on the items' metadata columns (the dict form of Chroma and LangChain:
+    ``{"tenant": "acme", "acl": {"$in": ["hr", "all"]}}``; :mod:`chrono_engine.search.filters`),
+    exactly, joined with the time predicate inside the planner; ``columns`` names the
+    metadata columns the result carries (None: all; ``[]``: none);
     ``verify=γ`` gates the retrieved context (layer 3): each query's hits form one chain,
     and the result gains ``robustness`` (ρ = min over the query's hits of V − γ; 0 for a
     query without hits), ``satisfied`` (ρ ≥ 0) and ``refetch`` (this hit's V < γ).
@@ -99,6 +104,7 @@ class SearchOptions:
     window: Any = None
     # what qualifies
     fact_types: Sequence[str] | None = None
+    where: Any = None
     tau: float = 0.0
     deprecated: str = "penalize"
     future: str = "exclude"
@@ -112,6 +118,7 @@ class SearchOptions:
     explain: bool = False
     lang: str = "en"
     verify: float | None = None
+    columns: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         choice(self.mode, MODES, "mode")
@@ -126,6 +133,10 @@ class SearchOptions:
             raise QueryError(f"lang must be 'en' or 'zh', got {shown(self.lang)}")
         if self.fact_types is not None:
             object.__setattr__(self, "fact_types", name_list(self.fact_types, "fact_types"))
+        object.__setattr__(self, "where", filters.parse(self.where))
+        if self.columns is not None:
+            cols = name_list(self.columns, "columns")
+            object.__setattr__(self, "columns", (cols,) if isinstance(cols, str) else cols)
         if self.mode == "window" and not _pair(self.window):
             raise QueryError(f"window mode needs window=(start, end) (None for an open end), got {shown(self.window)}")
 

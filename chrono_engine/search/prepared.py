@@ -12,7 +12,9 @@ from .. import _core
 from .._args import as_float32, count, shown
 from .._state import StoreState
 from ..errors import ConfigError, QueryError
+from . import filters
 from .options import FUSIONS, MODES, OUT_OF_FORCE, SCAN_ORDERS, SearchOptions, choice
+from .results import metadata_names
 
 
 # The planner's settings (Engine attributes) and their least values; each is a size_t in
@@ -114,12 +116,14 @@ def core_params(state: StoreState, opts: SearchOptions, k: int, planner: dict) -
     settings (:func:`planner_args`; the graph walk's width at least 4·k). The Engine keeps
     one per distinct options (``Engine._core_params``): made once, not per call."""
     ef, ef_max, scan_limit, seed_ef, seed_min, group, scan = planner_args(planner)
+    metadata_names(state, opts.columns)  # an unknown column is this call's QueryError
+    where = None if opts.where is None else filters.compile(opts.where, state.user)
     return _core.SearchParams(
         mode=MODES[opts.mode], fusion=FUSIONS[opts.fusion], alpha=opts.alpha, tau=opts.tau,
         deprecated=OUT_OF_FORCE[opts.deprecated], future=OUT_OF_FORCE[opts.future],
         deprecation_penalty=opts.deprecation_penalty, arbitrate=bool(opts.arbitrate),
         type_mask=state.type_mask(opts.fact_types), k=k, exact=bool(opts.exact), ef=max(ef, 4 * k), ef_max=ef_max,
-        scan_limit=scan_limit, seed_ef=seed_ef, seed_min=seed_min, group=group, scan=scan)
+        scan_limit=scan_limit, seed_ef=seed_ef, seed_min=seed_min, group=group, scan=scan, filter=where)
 
 
 def planner_args(planner: dict) -> tuple:

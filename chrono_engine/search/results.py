@@ -11,8 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _core
+from .._args import shown
 from .._state import StoreState, _string_array
 from .._time import OPEN_END, US_PER_DAY, from_us
+from ..errors import QueryError
 from ..schema import format_version, parse_version
 
 
@@ -22,8 +24,9 @@ _UTC = _dt.timezone.utc
 _TS = pa.timestamp("us", tz="UTC")
 
 
-#: the core's plan codes (searcher.hpp Plan): the certified scan, the graph walk, the probe
-_PLANS = np.array(["scan", "graph", "probe"], dtype=object)
+#: the core's plan codes (searcher.hpp Plan): the certified scan, the graph walk, the probe,
+#: the certified scan taken after a graph walk came back with fewer than k rows
+_PLANS = np.array(["scan", "graph", "probe", "scan after graph"], dtype=object)
 
 
 #: the result columns that come from the core's NumPy arrays, with their Arrow types
@@ -70,6 +73,35 @@ def _native_table(with_query: bool, export: Callable[[bool], tuple | None]) -> p
 #: the native result table's schema by ``with_query``: :func:`_native_columns` gives each
 #: column a fixed name and format, so a table's schema depends on nothing else
 _NATIVE_SCHEMAS: dict = {}
+
+
+def metadata_names(state: StoreState, columns: Any) -> list:
+    """The metadata columns a result carries: ``columns`` (the ``columns=`` option's
+    names; None: every metadata column of the store; an unknown name is a QueryError)."""
+    if not state.user:
+        if columns:
+            raise QueryError(f"columns: the store has no metadata columns, asked for {shown(columns[0])}")
+        return []
+    if columns is None:
+        return list(state.user)
+    for name in columns:
+        if name not in state.user:
+            known = ", ".join(repr(n) for n in list(state.user)[:20])
+            raise QueryError(f"columns: unknown metadata column {shown(name)} (the store's: {known})")
+    return list(columns)
+
+
+def with_metadata(state: StoreState, table: pa.Table, columns: Any, rows: np.ndarray | None = None) -> pa.Table:
+    """``table`` (a result, ``id`` per hit) with the hits' metadata columns appended
+    (:func:`metadata_names`); ``rows``: the hits' rows when known (else read by id)."""
+    names = metadata_names(state, columns)
+    if not names:
+        return table
+    if rows is None:
+        rows = state.core.rows_of(np.asarray(table.column("id").to_numpy(), np.uint64))
+    for name, arr in state.user_table(np.asarray(rows, np.int64), names).items():
+        table = table.append_column(name, arr)
+    return table
 
 
 def query_cuts(query: np.ndarray, n: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from .._state import StoreState
 from ..errors import QueryError
 from .options import MODES
 from .prepared import PreparedSearch
-from .results import gate, _native_table, result_columns, result_json, result_table
+from .results import gate, _native_table, metadata_names, result_columns, result_json, result_table, with_metadata
 
 
 def _overflowed(out: dict, metric: str) -> None:
@@ -52,9 +52,12 @@ def lone_table(state: StoreState, call: PreparedSearch) -> pa.Table | None:
     if strings is None:
         return None
     t, ka, ws, we = call.times
-    return _native_table(False, lambda with_schema: state.core.search_one(
+    table = _native_table(False, lambda with_schema: state.core.search_one(
         call.queries, int(t[0]), int(ka[0]), int(ws[0]), int(we[0]), call.params, strings, state.stems,
         call.options.lang == "zh", with_schema))
+    if table is None or not state.user:
+        return table
+    return with_metadata(state, table, call.options.columns)
 
 
 #: what a search's answer is made into (:func:`run`)
@@ -71,13 +74,20 @@ def run(state: StoreState, call: PreparedSearch, threads: int, *, form: str = "t
     out, t = core_search(state, call, threads)
     opts = call.options
     n = call.n_queries
+    meta = metadata_names(state, opts.columns)  # the hits' metadata columns, if any
     if opts.verify is None:
-        if form == "json" and not opts.explain:
+        if form == "json" and not opts.explain and not meta:
             bodies = result_json(state, out, opts.lang, n)
             if bodies is not None:
                 return bodies
         if form != "table":
-            return result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
-        return result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode], with_query=with_query)
+            cols = result_columns(state, out, opts.explain, opts.lang, t, MODES[opts.mode])
+            if meta:
+                cols.update(state.user_table(out["row"].astype(np.int64), meta))
+            return cols
+        table = result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode], with_query=with_query)
+        return with_metadata(state, table, meta, out["row"]) if meta else table
     table = gate(result_table(state, out, opts.explain, opts.lang, t, MODES[opts.mode]), opts.verify, n)
+    if meta:
+        table = with_metadata(state, table, meta, out["row"])
     return table if with_query else table.drop_columns(["query"])

@@ -108,11 +108,13 @@ def _save_locked(state: StoreState, search: dict, root: Path, key: bytes | None)
         assignment, centroids, partition = _partition_tables(state)
         _write_arrow(snap / "partition.arrow", assignment)
         _write_arrow(snap / "centroids.arrow", centroids)
+        _write_arrow(snap / "metadata.arrow", _user_table(state, len(table)))
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "chrono_engine": __version__,
             "dim": state.dim, "metric": state.metric, "params": state.params, "search": dict(search),
             "decay": state.policy.to_dict(), "fact_types": state.fact_types, "stems": state.stems.tolist(),
             "rows": int(len(table)), "keyed": key is not None, "partition": partition,
+            "metadata": [[name, kind] for name, kind in state.user_kinds().items()],
             "files": {name: sha256_of(snap / name, root) for name in FILES},
         }
         body = json.dumps(manifest, indent=1, allow_nan=False).encode("utf-8", "surrogatepass")
@@ -191,6 +193,17 @@ def _partition_tables(state: StoreState) -> tuple[pa.Table, pa.Table, dict | Non
     return (pa.table([pa.array(a)], schema=PARTITION_SCHEMA),
             pa.table([pa.FixedSizeListArray.from_arrays(flat, state.dim)], schema=centroid_schema(state.dim)),
             {"delta": float(delta), "built_at": int(state.partition_built_at)})
+
+
+def _user_table(state: StoreState, n: int) -> pa.Table:
+    """metadata.arrow's table: the user metadata columns of every row (string columns
+    dictionary-encoded: each distinct value once), in the manifest's order."""
+    cols = state.user_table(np.arange(n, dtype=np.int64))
+    arrays = [arr.dictionary_encode() if kind == "string" else arr
+              for arr, kind in zip(cols.values(), state.user_kinds().values())]
+    if not arrays:
+        return pa.table({"_rows": pa.nulls(n)})  # no column: the row count alone
+    return pa.table(arrays, names=list(cols))
 
 
 def _amend_table(state: StoreState) -> pa.Table:

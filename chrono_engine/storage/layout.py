@@ -23,11 +23,11 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "FILES", "FILES_OF", "SNAPSHOT_NAME", "HE
            "read_bounded", "sha256_of", "parse_json"]
 
 FORMAT = "chrono_engine.store"
-FORMAT_VERSION = 4
-FILES = ("graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow")
+FORMAT_VERSION = 5
+FILES = ("graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow", "metadata.arrow")
 # the data files of each format version that opens (2: before amendments; 3: before the
-# probe plan's partition was saved)
-FILES_OF = {2: ("graph.bin", "meta.arrow"), 3: ("graph.bin", "meta.arrow", "amend.arrow"), 4: FILES}
+# probe plan's partition was saved; 4: before user metadata columns)
+FILES_OF = {2: ("graph.bin", "meta.arrow"), 3: ("graph.bin", "meta.arrow", "amend.arrow"), 4: FILES[:5], 5: FILES}
 SNAPSHOT_NAME = re.compile(r"snap-[0-9a-f]{32}")
 HEX64 = re.compile(r"[0-9a-f]{64}")
 #: files a snapshot directory of this store may hold (anything else: not ours, never deleted)

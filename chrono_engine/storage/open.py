@@ -15,6 +15,7 @@ from typing import Any
 from ..decay import DecayPolicy
 from ..errors import ChronoError, CorruptStoreError, StorageError
 from .checkpoint import current
+from ..metadata import KIND_CODES, MAX_COLUMNS, check_name
 from .layout import (FILES_OF, FORMAT, FORMAT_VERSION, HEX64, MAX_DIM, open_store_file, parse_json, read_bounded,
                      sha256_of)
 
@@ -44,6 +45,7 @@ class Snapshot:
     format_version: int = FORMAT_VERSION
     files: dict = field(default_factory=dict)  # data file -> SHA-256 (hex), from the manifest
     partition: dict | None = None  # format 4: the saved partition's delta and built_at (None: none)
+    metadata: dict = field(default_factory=dict)  # format 5: the user metadata columns, name -> kind
 
 
 def read_snapshot(path: str | os.PathLike, key: bytes | None = None, *, seal: dict | None = None,
@@ -154,8 +156,10 @@ def _manifest(m: Any, root: Path, snap: Path, name: str, key: bytes | None) -> _
         raise CorruptStoreError(f"{where} is not a JSON object")
     want = {"format", "format_version", "chrono_engine", "dim", "metric", "params", "search", "decay",
             "fact_types", "stems", "rows", "keyed", "files"}
-    if m.get("format_version") == 4 and type(m.get("format_version")) is int:
+    if m.get("format_version") in (4, 5) and type(m.get("format_version")) is int:
         want.add("partition")
+    if m.get("format_version") == 5 and type(m.get("format_version")) is int:
+        want.add("metadata")
     if set(m) != want:
         missing, extra = sorted(want - set(m)), sorted(set(m) - want)
         raise CorruptStoreError(f"{where}: fields differ from format {FORMAT_VERSION} "
@@ -199,6 +203,21 @@ def _manifest(m: Any, root: Path, snap: Path, name: str, key: bytes | None) -> _
         if isinstance(d, bool) or not isinstance(d, (int, float)) or not (math.isfinite(d) and d >= 0):
             raise bad("partition.delta", "must be a finite number >= 0")
         partition = {"delta": float(d), "built_at": integer(partition["built_at"], "partition.built_at", 0, rows)}
+    metadata = {}
+    if "metadata" in m:
+        md = m["metadata"]
+        if not isinstance(md, list) or len(md) > MAX_COLUMNS:
+            raise bad("metadata", f"must be a list of at most {MAX_COLUMNS} [name, kind] pairs")
+        for pair in md:
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str) and pair[1] in KIND_CODES):
+                raise bad("metadata", "must list [name, kind] pairs of the metadata kinds")
+            try:
+                check_name(pair[0])
+            except ChronoError as e:
+                raise bad("metadata", f"names a column it cannot ({e})") from None
+            if pair[0] in metadata:
+                raise bad("metadata", "lists a name twice")
+            metadata[pair[0]] = pair[1]
     files = m["files"]
     want_files = FILES_OF[m["format_version"]]
     if not isinstance(files, dict) or sorted(files) != sorted(want_files) or \
@@ -206,4 +225,5 @@ def _manifest(m: Any, root: Path, snap: Path, name: str, key: bytes | None) -> _
         raise bad("files", f"must map {', '.join(want_files)} (only) to SHA-256 digests")
     return _Manifest(Snapshot(root=root, path=snap, name=name, dim=dim, metric=m["metric"], params=params,
                               search=search, policy=policy, fact_types=fact_types, stems=stems, rows=rows,
-                              key=key, format_version=m["format_version"], partition=partition), files)
+                              key=key, format_version=m["format_version"], partition=partition,
+                              metadata=metadata), files)

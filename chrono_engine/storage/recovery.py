@@ -13,10 +13,11 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from .. import _wal
+from .. import metadata as _metadata
 from .._columns import numpy_dtype
 from .._state import STRING_COLUMNS, StoreState
 from .._time import MAX_TIME_US, MIN_TIME_US, OPEN_END
-from ..errors import ChronoError, CorruptStoreError
+from ..errors import ChronoError, CorruptStoreError, SchemaError
 from .checkpoint import vector_hashes
 from .layout import AMEND_SCHEMA, FILES_OF, META_SCHEMA, NO_CENTROID, PARTITION_SCHEMA, centroid_schema
 from .open import Snapshot
@@ -115,6 +116,8 @@ def restore(state: StoreState, snap: Snapshot) -> None:
     state.stems.add_all(snap.stems)
     if state.fact_types:
         state.core.set_decay(state.policy.kernel_table(state.fact_types))
+    if "metadata.arrow" in FILES_OF[snap.format_version]:
+        _restore_metadata(state, snap, len(table))  # before the rows: the core's rows past its size
     if not len(table):
         if "amend.arrow" in FILES_OF[snap.format_version]:
             _restore_amendments(state, snap)  # none may name a row
@@ -138,6 +141,40 @@ def restore(state: StoreState, snap: Snapshot) -> None:
         _restore_amendments(state, snap)
     if "partition.arrow" in FILES_OF[snap.format_version]:
         _restore_partition(state, snap)
+
+
+def _restore_metadata(state: StoreState, snap: Snapshot, n: int) -> None:
+    """metadata.arrow checked against the manifest's columns (names, kinds, n rows, the
+    kinds' rules: no NaN, times in range, no null inside a list) into the core, before its
+    n rows are restored (Store.append_user)."""
+    where = f"{snap.root}: {snap.name}/metadata.arrow"
+    try:
+        t = ipc.open_file(pa.memory_map(str(snap.path / "metadata.arrow"), "r")).read_all()
+        t.validate(full=True)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise CorruptStoreError(f"{where} is unreadable ({e})") from None
+    kinds = snap.metadata
+    names = [] if not kinds else list(kinds)
+    if (t.column_names != names and not (not names and t.column_names == ["_rows"])) or len(t) != n:
+        raise CorruptStoreError(f"{where}: columns {t.column_names[:8]} of {len(t)} rows; the manifest "
+                                f"has {names[:8]} and {n} rows")
+    try:
+        state.declare(kinds)
+        if not n or not names:
+            return
+        parts = []
+        for name, kind in kinds.items():
+            col = t.column(name)
+            arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if pa.types.is_dictionary(arr.type) and kind == "string":
+                arr = arr.dictionary_decode()
+            if arr.type != _metadata.ARROW_TYPES[kind]:
+                raise CorruptStoreError(f"{where}: column {name!r} is {arr.type}, not {kind}")
+            got, arr = _metadata.normalize_column(name, arr, n, kind, None)
+            parts.append(_metadata.core_part(state.user[name][0], kind, arr))
+        state.core.append_user(0, n, parts)
+    except (SchemaError, ValueError, IndexError) as e:
+        raise CorruptStoreError(f"{where} is damaged ({e})") from None
 
 
 def _restore_partition(state: StoreState, snap: Snapshot) -> None:

@@ -58,6 +58,7 @@ PYBIND11_MODULE(_core, m) {
   // the types Store's methods take are registered before it (their names in its signatures)
   register_names(m);
   register_strings(m);
+  register_filter(m);
   register_search_params(m);
   register_store(m);
   register_score(m);

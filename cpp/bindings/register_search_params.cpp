@@ -57,7 +57,8 @@ std::vector<std::uint8_t> type_flags(const std::optional<carray<std::uint8_t>>& 
 BoundSearchParams make(int mode, int fusion, double alpha, double tau, int deprecated, int future,
                        double deprecation_penalty, bool arbitrate, const std::optional<carray<std::uint8_t>>& type_mask,
                        std::int64_t k, bool exact, std::int64_t ef, std::int64_t ef_max, std::int64_t scan_limit,
-                       std::int64_t seed_ef, std::int64_t seed_min, std::int64_t group, int scan) {
+                       std::int64_t seed_ef, std::int64_t seed_min, std::int64_t group, int scan,
+                       const std::shared_ptr<FilterProgram>& filter) {
   BoundSearchParams b;
   SearchParams& p = b.core;
   p.time.mode = static_cast<Mode>(code(mode, 3, "mode", "0 latest, 1 as_of, 2 window, 3 all"));
@@ -78,6 +79,7 @@ BoundSearchParams make(int mode, int fusion, double alpha, double tau, int depre
   p.seed_min = count(seed_min, 0, kCountMax, "seed_min");
   b.group = count(group, 0, kCountMax, "group");
   p.scan = static_cast<ScanOrder>(code(scan, 2, "scan", "0 auto, 1 bounds, 2 similarity"));
+  b.filter = filter;
   return b;
 }
 
@@ -101,10 +103,16 @@ py::str repr(const BoundSearchParams& b) {
                                            : py::object(py::str("<{} flags, {} set>").format(m.size(), set));
   return py::str("SearchParams(mode={}, fusion={}, alpha={!r}, tau={!r}, deprecated={}, future={}, "
                  "deprecation_penalty={!r}, arbitrate={}, type_mask={}, k={}, exact={}, ef={}, ef_max={}, "
-                 "scan_limit={}, seed_ef={}, seed_min={}, group={}, scan={})")
+                 "scan_limit={}, seed_ef={}, seed_min={}, group={}, scan={}, filter={})")
       .format(static_cast<int>(p.time.mode), static_cast<int>(p.fusion), p.alpha, p.tau, static_cast<int>(p.invalid),
               static_cast<int>(p.future), p.penalty, p.arbitrate, mask, p.k, p.exact, p.ef, p.ef_max, p.scan_limit,
-              p.seed_ef, p.seed_min, b.group, static_cast<int>(p.scan));
+              p.seed_ef, p.seed_min, b.group, static_cast<int>(p.scan),
+              b.filter ? "<" + std::to_string(b.filter->ops.size()) + " operations>" : std::string("None"));
+}
+
+bool same_filter(const BoundSearchParams& a, const BoundSearchParams& b) {
+  if (!a.filter || !b.filter) return !a.filter && !b.filter;
+  return a.filter->key == b.filter->key;
 }
 
 bool same(const BoundSearchParams& a, const BoundSearchParams& b) {
@@ -113,7 +121,7 @@ bool same(const BoundSearchParams& a, const BoundSearchParams& b) {
          x.invalid == y.invalid && x.future == y.future && x.penalty == y.penalty && x.arbitrate == y.arbitrate &&
          x.type_mask == y.type_mask && x.k == y.k && x.exact == y.exact && x.ef == y.ef && x.ef_max == y.ef_max &&
          x.scan_limit == y.scan_limit && x.seed_ef == y.seed_ef && x.seed_min == y.seed_min && a.group == b.group &&
-         x.scan == y.scan;
+         x.scan == y.scan && same_filter(a, b);
 }
 
 std::size_t hash(const BoundSearchParams& b) {
@@ -127,6 +135,7 @@ std::size_t hash(const BoundSearchParams& b) {
   mix(p.seed_ef); mix(p.seed_min); mix(b.group); mix(static_cast<std::size_t>(p.scan));
   for (std::uint8_t f : p.type_mask) mix(f);
   mix(p.type_mask.size());
+  mix(b.filter ? std::hash<std::string>{}(b.filter->key) : 0);
   return h;
 }
 
@@ -151,7 +160,11 @@ void def_fields(Class& c) {
       .def_property_readonly("seed_ef", [](const BoundSearchParams& b) { return b.core.seed_ef; })
       .def_property_readonly("seed_min", [](const BoundSearchParams& b) { return b.core.seed_min; })
       .def_property_readonly("group", [](const BoundSearchParams& b) { return b.group; })
-      .def_property_readonly("scan", [](const BoundSearchParams& b) { return static_cast<int>(b.core.scan); });
+      .def_property_readonly("scan", [](const BoundSearchParams& b) { return static_cast<int>(b.core.scan); })
+      .def_property_readonly("filter", [](const BoundSearchParams& b) -> py::object {
+        if (!b.filter) return py::none();
+        return py::cast(std::const_pointer_cast<FilterProgram>(b.filter));
+      });
 }
 
 }  // namespace
@@ -169,7 +182,7 @@ void register_search_params(py::module_& m) {
         py::arg("seed_ef") = static_cast<std::int64_t>(d.seed_ef),
         py::arg("seed_min") = static_cast<std::int64_t>(d.seed_min),
         py::arg("group") = static_cast<std::int64_t>(BoundSearchParams{}.group),
-        py::arg("scan") = static_cast<int>(d.scan));
+        py::arg("scan") = static_cast<int>(d.scan), py::arg("filter") = std::shared_ptr<FilterProgram>());
   def_fields(c);
   c.def("__repr__", &repr)
       .def("__eq__", [](const BoundSearchParams& a, const BoundSearchParams& b) { return same(a, b); },

@@ -380,4 +380,5 @@ void register_store(py::module_& m) {
   def_partition(c);
   register_store_search(c);
   register_store_checks(c);
+  register_store_user(c);
 }

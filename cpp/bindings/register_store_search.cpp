@@ -81,10 +81,12 @@ struct LoneHits {
 };
 
 // The caller has released the GIL.
-LoneHits run_lone(const Store& st, const SearchParams& p, const float* query) {
+LoneHits run_lone(const Store& st, SearchParams p, const FilterProgram* filter, const float* query) {
   std::vector<QueryResult> results(1);
   LoneHits h;
   std::shared_lock<std::shared_mutex> g(st.mutex());
+  const std::shared_ptr<const RowSet> rows = filter ? st.filter_rows(*filter) : nullptr;
+  p.filter = rows.get();
   std::vector<Searcher> qs;
   qs.emplace_back(st, p, query);
   run_group(qs, st, results, std::vector<std::size_t>{0});
@@ -184,7 +186,7 @@ py::object search_one(PyStore& p, carray<float> query, std::int64_t t, std::int6
   LoneHits h;
   {
     py::gil_scoped_release nogil;
-    h = run_lone(*p.s, sp, query.data());
+    h = run_lone(*p.s, sp, params.filter.get(), query.data());
   }
   if (python_answers(h, p.s->metric(), strings, stems)) return py::none();
   std::optional<std::vector<OwnedColumn>> cols = lone_columns(h, strings, stems, zh);
@@ -210,16 +212,23 @@ std::vector<QueryResult> run_batch(const Store& st, const float* Q, std::size_t 
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return times.t[a] < times.t[b]; });
   const std::size_t G = std::max<std::size_t>(1, std::min<std::size_t>(params.group, 64));
   const std::size_t n_groups = (nq + G - 1) / G;
+  if (params.filter) {  // a program the store cannot run fails here, before any thread starts
+    std::shared_lock<std::shared_mutex> g(st.mutex());
+    st.filter_rows(*params.filter);
+  }
   parallel_for(n_groups, threads, [&](std::size_t gi) {
     std::shared_lock<std::shared_mutex> g(st.mutex());
+    // each group its own rows: the store may have grown since (the cache adds only new rows)
+    const std::shared_ptr<const RowSet> rows = params.filter ? st.filter_rows(*params.filter) : nullptr;
     std::vector<Searcher> qs;
     qs.reserve(G);
     std::vector<std::size_t> where;
     for (std::size_t j = gi * G; j < std::min(nq, (gi + 1) * G); ++j) {
       const std::size_t i = order[j];
       // the Searcher keeps its own copy
-      qs.emplace_back(st, at_times(params, times.t[i], times.known_at[i], times.win_start[i], times.win_end[i]),
-                      Q + i * d);
+      SearchParams sp = at_times(params, times.t[i], times.known_at[i], times.win_start[i], times.win_end[i]);
+      sp.filter = rows.get();
+      qs.emplace_back(st, sp, Q + i * d);
       where.push_back(i);
     }
     run_group(qs, st, results, where);

@@ -4,6 +4,7 @@
 // search calls trust them.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include "chrono/searcher.hpp"
 
 namespace chrono_bind {
@@ -15,6 +16,9 @@ struct BoundSearchParams {
   // search_batch: queries sorted by T are cut into groups of this many (0 counts as 1, at
   // most 64) that share candidates and vector loads; a lone search ignores it.
   std::size_t group = 64;
+  // The where= filter (a _core.Filter), resolved to rows under the store's lock at each
+  // search (Store::filter_rows); null: none.
+  std::shared_ptr<const chrono::FilterProgram> filter;
 };
 
 }  // namespace chrono_bind

@@ -24,3 +24,4 @@ using StoreClass = py::class_<PyStore>;
 
 void register_store_search(chrono_bind::StoreClass& c);  // search_one, search_batch
 void register_store_checks(chrono_bind::StoreClass& c);  // the store's internals, for tests
+void register_store_user(chrono_bind::StoreClass& c);    // user metadata columns, where= filter rows

@@ -65,6 +65,7 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
   const SearchParams& p0 = qs[0].params();
   const Mode mode = p0.time.mode;
   const auto& meta = st.meta();
+  const RowSet* filter = p0.filter;  // the where= filter (one for the group: one key)
   micros t_lo = kOpenEnd, t_hi = kOpenStart, w_lo = kOpenEnd, w_hi = kOpenStart;
   bool seeded = true;
   for (const Searcher& q : qs) {
@@ -109,11 +110,13 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
     const double out_pen = std::max(old_pen, fut_pen);
     if (out_pen <= 0.0) return false;
     auto keep = [&](std::uint32_t r) {
+      if (filter && !filter->test(r)) return false;
       if (meta.overlaps(r, a, b)) return false;
       return meta.valid_from(r) >= b ? fut_pen > 0.0 : old_pen > 0.0;
     };
     if (!seeded) {  // fewer than k eligible rows in force: every other row may count
-      for (std::uint32_t r = 0; r < meta.size(); ++r) if (keep(r)) emit(r);
+      if (filter) filter->for_each([&](std::uint32_t r) { if (keep(r)) emit(r); });
+      else for (std::uint32_t r = 0; r < meta.size(); ++r) if (keep(r)) emit(r);
       return false;
     }
     if (ranges_for(out_pen) == 0) return false;
@@ -126,14 +129,26 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
                                            [&](std::uint32_t r) { if (keep(r)) emit(r); });
     return false;
   }
-  if (mode == Mode::All && !seeded) { for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r); return true; }
+  auto passes = [filter](std::uint32_t r) { return !filter || filter->test(r); };
+  if (mode == Mode::All && !seeded) {
+    if (filter) filter->for_each(emit);
+    else for (std::uint32_t r = 0; r < meta.size(); ++r) emit(r);
+    return true;
+  }
   std::size_t by_interval = mode == Mode::All ? meta.size() : st.intervals().count_overlapping(a, b);
   const std::size_t by_fresh = seeded ? ranges_for(1.0) : meta.size() + 1;  // fills `ranges`
+  // A where= filter passing fewer rows than either list: its rows, in force or not (the
+  // scans bound each one; a selective filter then costs its own rows, whatever the time).
+  if (filter && filter->count <= by_interval && filter->count <= by_fresh) {
+    filter->for_each(emit);
+    return true;
+  }
   if (seeded && (mode == Mode::All || by_fresh <= by_interval)) {
-    emit_ranges([](std::uint32_t) { return true; });
+    emit_ranges(passes);
     return true;  // the freshness lists hold every row, in force or not
   }
-  st.intervals().for_each_overlapping(a, b, emit);
+  if (filter) st.intervals().for_each_overlapping(a, b, [&](std::uint32_t r) { if (filter->test(r)) emit(r); });
+  else st.intervals().for_each_overlapping(a, b, emit);
   return false;
 }
 

@@ -13,7 +13,9 @@ namespace chrono {
 
 enum class Fusion : int { Product = 0, Linear = 1 };
 enum class InvalidPolicy : int { Penalize = 0, Exclude = 1, Include = 2 };
-enum class Plan : std::uint8_t { Scan = 0, Graph = 1, Probe = 2 };
+// ScanAfterGraph: the graph walk found fewer than k eligible rows where more can count (a
+// selective filter the walk could not reach), so the query took the certified scan instead.
+enum class Plan : std::uint8_t { Scan = 0, Graph = 1, Probe = 2, ScanAfterGraph = 3 };
 enum class ScanOrder : int { Auto = 0, Bounds = 1, Similarity = 2 };
 
 struct SearchParams {
@@ -26,6 +28,7 @@ struct SearchParams {
   double penalty = 0.1;
   bool arbitrate = true;
   std::vector<std::uint8_t> type_mask;  // empty: every fact type
+  const RowSet* filter = nullptr;       // the where= filter's rows (Store::filter_rows); null: every row
   std::size_t k = 10;
   bool exact = false;
   std::size_t ef = 64;             // first graph-plan walk width (at least 4k)
@@ -88,7 +91,13 @@ class Searcher {
   // false if this query goes to the graph plan instead (then it is finished).
   bool choose_plan(std::size_t candidates) {
     r_.candidates = candidates;
-    if (!p_.exact && candidates > p_.scan_limit && graph_plan_allowed()) { graph(); return false; }
+    if (!p_.exact && candidates > p_.scan_limit && graph_plan_allowed()) {
+      graph();
+      if (heap_.size() >= p_.k || candidates < p_.k) return false;
+      // A short answer: scan as well. The walk's hits stay (exact scores; the scan skips rows
+      // already held), and rows the seed's theta ruled out stay out: it bounds the answer.
+      r_.plan = Plan::ScanAfterGraph;
+    }
     return true;
   }
   // The graph plan serves stores without the probe plan's partition (l2, or too small to
@@ -158,7 +167,7 @@ class Searcher {
   // The probe plan (probe.hpp) answered this query; `complete`: it visited every row.
   void probed(bool complete) { r_.plan = Plan::Probe; probe_complete_ = complete; }
   QueryResult finish() {
-    r_.certified = r_.plan == Plan::Scan || (r_.plan == Plan::Probe && probe_complete_);
+    r_.certified = r_.plan == Plan::Scan || r_.plan == Plan::ScanAfterGraph || (r_.plan == Plan::Probe && probe_complete_);
     Worse cmp{&st_};
     std::sort(heap_.begin(), heap_.end(), cmp);
     r_.hits = std::move(heap_);
@@ -189,6 +198,7 @@ class Searcher {
       const std::uint16_t type = meta_.fact_type(row);
       if (type >= p_.type_mask.size() || !p_.type_mask[type]) return 0.0;
     }
+    if (p_.filter && !p_.filter->test(row)) return 0.0;
     if (in_force(meta_, row, p_.time)) return 1.0;
     // latest mode: not yet valid (valid_from after T, as ingested: amendments never move it)
     // or no longer in force (expired or deprecated at T)
@@ -234,7 +244,15 @@ class Searcher {
     std::push_heap(heap_.begin(), heap_.end(), cmp);
   }
 
+  // Rows in force, times the share of rows the where= filter passes (taken as independent
+  // of time: the estimate decides the seed, the probe and lone scans, never an answer).
   std::size_t estimate_in_force() const {
+    const std::size_t f = in_force_unfiltered();
+    if (!p_.filter || meta_.size() == 0) return f;
+    return static_cast<std::size_t>(static_cast<double>(f) * static_cast<double>(p_.filter->count) /
+                                    static_cast<double>(meta_.size()));
+  }
+  std::size_t in_force_unfiltered() const {
     const auto& iv = st_.intervals();
     switch (p_.time.mode) {
       case Mode::Latest:

@@ -4,6 +4,7 @@
 // call changes nothing and each group of queries sees a consistent snapshot.
 #pragma once
 #include <algorithm>
+#include <list>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "id_map.hpp"
 #include "interval_index.hpp"
 #include "partition.hpp"
+#include "user_columns.hpp"
 
 namespace chrono {
 
@@ -97,6 +99,7 @@ class Store {
       if (nn > max_norm_) max_norm_ = nn;
     }
     meta_.append(c);
+    if (user_.rows() < meta_.size()) user_.append(meta_.size() - user_.rows(), {});  // null metadata
     if (am && am->n) meta_.amend(am->rows, am->tx, am->valid_to, am->dep_from, am->n);
     add_stems(c, first);
     append_ids(new_ids, first);
@@ -219,6 +222,77 @@ class Store {
   // How the ids are kept: "identity" (ids equal rows), "dense" or "hash" (IdMap).
   const char* id_map_mode() const { std::shared_lock<std::shared_mutex> g(mu_); return ids_.mode(); }
 
+  // ----- user metadata columns (user_columns.hpp)
+  // A new column, null for every row so far; returns its index.
+  std::size_t add_user_column(const std::string& name, UserKind kind) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    return user_.add(name, kind);
+  }
+  // Forget columns from index n on (a batch that added them was refused).
+  void drop_user_columns_from(std::size_t n) { std::unique_lock<std::shared_mutex> g(mu_); user_.drop_columns_from(n); }
+  // The metadata of the next n rows (rows [first, first + n), first = the store's size),
+  // given before the rows themselves (ingest): a reader never sees a row without its
+  // metadata, and rows past the store's size are never read. All or nothing.
+  void append_user(std::size_t first, std::size_t n, const std::vector<UserAppend>& parts) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    if (first != meta_.size()) throw std::invalid_argument("metadata rows must start at the store's size");
+    user_.truncate(first);
+    if (user_.rows() < first) user_.append(first - user_.rows(), {});
+    user_.append(n, parts);
+  }
+  // Back to the store's rows (the rows whose metadata was given were refused).
+  void truncate_user() { std::unique_lock<std::shared_mutex> g(mu_); user_.truncate(meta_.size()); }
+  // Caller holds the lock.
+  const UserColumns& user() const { return user_; }
+
+  // The rows of the store that pass filter `p` (one bit per row), kept per program in a
+  // small cache: rows never change their metadata, so a cached result stays exact for the
+  // rows it covers and only rows added since are evaluated. Caller holds the lock (shared).
+  std::shared_ptr<const RowSet> filter_rows(const FilterProgram& p) const {
+    const std::size_t n = meta_.size();
+    std::shared_ptr<const RowSet> old;
+    {
+      std::lock_guard<std::mutex> g(fc_mu_);
+      auto it = fc_map_.find(p.key);
+      if (it != fc_map_.end()) {
+        fc_lru_.splice(fc_lru_.begin(), fc_lru_, it->second);
+        old = it->second->second;
+        if (old->n == n) return old;
+      }
+    }
+    auto rs = std::make_shared<RowSet>();
+    rs->n = n;
+    std::size_t lo = 0;
+    if (old && old->n < n) {
+      lo = (old->n / 64) * 64;
+      rs->bits.assign(old->bits.begin(), old->bits.begin() + static_cast<std::ptrdiff_t>(lo / 64));
+    }
+    std::vector<std::uint64_t> tail = user_.eval(p, lo, n);
+    rs->bits.insert(rs->bits.end(), tail.begin(), tail.end());
+    for (std::uint64_t w : rs->bits) rs->count += static_cast<std::size_t>(__builtin_popcountll(w));
+    std::shared_ptr<const RowSet> out = rs;
+    std::lock_guard<std::mutex> g(fc_mu_);
+    auto it = fc_map_.find(p.key);
+    if (it != fc_map_.end()) {
+      fc_bytes_ -= it->second->second->memory_bytes();
+      fc_lru_.erase(it->second);
+      fc_map_.erase(it);
+    }
+    fc_lru_.emplace_front(p.key, out);
+    fc_map_[p.key] = fc_lru_.begin();
+    fc_bytes_ += out->memory_bytes();
+    while (fc_lru_.size() > 1 && (fc_lru_.size() > kFilterCacheEntries || fc_bytes_ > kFilterCacheBytes)) {
+      fc_bytes_ -= fc_lru_.back().second->memory_bytes();
+      fc_map_.erase(fc_lru_.back().first);
+      fc_lru_.pop_back();
+    }
+    return out;
+  }
+  // The filter cache's bounds: results kept, and their bytes in all.
+  static constexpr std::size_t kFilterCacheEntries = 256;
+  static constexpr std::size_t kFilterCacheBytes = std::size_t{64} << 20;
+  std::size_t filter_cache_bytes() const { std::lock_guard<std::mutex> g(fc_mu_); return fc_bytes_; }
+
   // Unlocked accessors for code that already holds the lock (the planner, exports).
   const MetaTable& meta() const { return meta_; }
   // User id of a row (ids equal to rows are not stored).
@@ -241,6 +315,7 @@ class Store {
     try {
       max_norm_ = ann_.load(graph_path, c.n);  // all or nothing
       meta_.append(c);
+      if (user_.rows() < meta_.size()) user_.append(meta_.size() - user_.rows(), {});
       add_stems(c, 0);
       std::vector<std::uint64_t> ids(c.ids, c.ids + c.n);
       append_ids(ids, 0);
@@ -287,6 +362,7 @@ class Store {
     const std::size_t stem_bytes = stems_.memory_bytes();
     return meta_.memory_bytes() + ids_.memory_bytes() + stem_bytes;
   }
+  std::size_t user_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return user_.memory_bytes(); }
   std::size_t interval_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return intervals_.memory_bytes(); }
   std::size_t freshness_index_bytes() const { std::shared_lock<std::shared_mutex> g(mu_); return fresh_.memory_bytes(); }
 
@@ -360,6 +436,12 @@ class Store {
   std::vector<DecaySpec> specs_{DecaySpec{}};
   double max_norm_ = 0.0;
   Partition part_;
+  UserColumns user_;
+  // filter_rows's cache: most recently used first
+  mutable std::mutex fc_mu_;
+  mutable std::list<std::pair<std::string, std::shared_ptr<const RowSet>>> fc_lru_;
+  mutable std::unordered_map<std::string, std::list<std::pair<std::string, std::shared_ptr<const RowSet>>>::iterator> fc_map_;
+  mutable std::size_t fc_bytes_ = 0;
 };
 
 }  // namespace chrono

@@ -1,0 +1,390 @@
+"""Metadata columns and ``where=`` filters (docs/data-model.md "Metadata columns",
+docs/search.md "Filters"): ``exact=True`` identical to the NumPy reference of
+"where ∧ valid at T ∧ known at T′" over random schemas, filters, times and retractions, in
+every mode; the approximate plans' recall at every selectivity; answers across save,
+reopen and log replay; what each bad filter and bad column gets."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import chrono_engine as ce
+import reference as ref
+from chrono_engine.errors import ConfigError, QueryError, SchemaError
+from chrono_engine.synthetic import US_PER_DAY
+from test_search import assert_same_topk, core_cols, decay_fn
+
+T0 = int(np.datetime64("2020-01-01", "us").astype(np.int64))
+TAGS = ["hr", "eng", "all", "legal", "ops", "exec"]
+TENANTS = ["acme", "globex", "initech", "umbrella", "hooli"]
+
+
+def _column(kind: str, n: int, rng) -> list:
+    """n Python values of a column kind (None: null), as the reference reads them."""
+    null = rng.random(n) < 0.1
+    if kind == "tenant":
+        v = [TENANTS[i] for i in rng.integers(0, len(TENANTS), n)]
+    elif kind == "dept":
+        v = [f"d{i}" for i in rng.integers(0, 50, n)]
+    elif kind == "int":
+        v = [int(i) for i in rng.integers(-50, 51, n)]
+    elif kind == "float":
+        v = [float(x) for x in np.round(rng.random(n), 3)]
+    elif kind == "bool":
+        v = [bool(b) for b in rng.random(n) < 0.5]
+    elif kind == "ts":
+        v = [T0 + int(d) * US_PER_DAY for d in rng.integers(0, 1500, n)]
+    else:  # acl
+        v = [sorted(set(TAGS[j] for j in rng.integers(0, len(TAGS), rng.integers(0, 4)))) for _ in range(n)]
+    return [None if z else x for x, z in zip(v, null)]
+
+
+ARROW = {"tenant": pa.string(), "dept": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(),
+         "ts": pa.timestamp("us", tz="UTC"), "acl": pa.list_(pa.string())}
+
+
+def _arrow(kind: str, vals: list) -> pa.Array:
+    return pa.array(vals, ARROW[kind])
+
+
+def _leaf(kind: str, name: str, rng) -> dict:
+    r = rng.random()
+    if kind in ("tenant", "dept", "acl"):
+        pool = TENANTS + ["nobody"] if kind == "tenant" else (TAGS + ["none"] if kind == "acl" else
+                                                                 [f"d{i}" for i in range(55)])
+        pick = lambda: pool[int(rng.integers(0, len(pool)))]  # noqa: E731
+        if r < 0.3:
+            return {name: pick()}
+        if r < 0.5:
+            return {name: {"$ne": pick()}}
+        if r < 0.75:
+            return {name: {"$in": [pick() for _ in range(int(rng.integers(1, 4)))]}}
+        if r < 0.9:
+            return {name: {"$nin": [pick() for _ in range(int(rng.integers(1, 3)))]}}
+        return {name: {"$exists": bool(rng.random() < 0.5)}}
+    if kind == "bool":
+        return {name: bool(r < 0.5)} if r < 0.8 else {name: {"$ne": True}}
+    if kind == "ts":
+        day = str(np.datetime64(T0 + int(rng.integers(0, 1500)) * US_PER_DAY, "us").astype("datetime64[D]"))
+        op = ["$gt", "$gte", "$lt", "$lte"][int(rng.integers(0, 4))]
+        return {name: {op: day}}
+    x = int(rng.integers(-50, 51)) if kind == "int" else float(np.round(rng.random(), 2))
+    if kind == "int" and r < 0.2:
+        x = x + 0.5  # a fractional bound on an integer column
+    if r < 0.25:
+        return {name: x}
+    if r < 0.35:
+        return {name: {"$in": [x, -x]}}
+    ops = ["$gt", "$gte", "$lt", "$lte"]
+    a, b = ops[int(rng.integers(0, 2))], ops[int(rng.integers(2, 4))]
+    lo = x - (abs(x) + 1) * rng.random()
+    return {name: {a: lo, b: x}} if r < 0.6 else {name: {a: x}}
+
+
+def random_filter(schema: dict, rng, depth: int = 0) -> dict:
+    r = rng.random()
+    if depth < 3 and r < 0.35:
+        kids = [random_filter(schema, rng, depth + 1) for _ in range(int(rng.integers(2, 4)))]
+        return {"$and" if r < 0.2 else "$or": kids}
+    if depth < 3 and r < 0.42:
+        return {"$not": random_filter(schema, rng, depth + 1)}
+    name = list(schema)[int(rng.integers(0, len(schema)))]
+    return _leaf(schema[name], name, rng)
+
+
+def build(seed: int, n: int = 1500, dim: int = 16):
+    """An engine of n rows over a random schema, one column added by a second batch (null
+    for the first), stems with versions, and retractions; its column values by name."""
+    rng = np.random.default_rng(seed)
+    kinds = list(ARROW)
+    chosen = [k for k in kinds if rng.random() < 0.7] or ["tenant"]
+    late = chosen.pop() if len(chosen) > 1 else None
+    schema = {f"m_{k}": k for k in chosen}
+    eng = ce.Engine(dim=dim, decay=ce.HalfLife(400))
+    vf = T0 + rng.integers(0, 1800, n) * US_PER_DAY
+    vt = np.where(rng.random(n) < 0.4, np.iinfo(np.int64).max, vf + rng.integers(30, 900, n) * US_PER_DAY)
+    stems = np.where(rng.random(n) < 0.3, rng.integers(0, 80, n), -1)
+    values = {name: _column(kind, n, rng) for name, kind in schema.items()}
+    rows = {"vector": rng.normal(size=(n, dim)).astype(np.float32), "valid_from": vf.astype("datetime64[us]"),
+            "valid_to": pa.array([None if x == np.iinfo(np.int64).max else int(x) for x in vt],
+                                 pa.timestamp("us", tz="UTC")),
+            "ingested_at": (T0 + rng.integers(0, 1800, n) * US_PER_DAY).astype("datetime64[us]"),
+            "reliability": rng.uniform(0.3, 1.0, n),
+            "stem_id": [f"s{s}" if s >= 0 else None for s in stems],
+            "version": [f"v{int(v)}" if s >= 0 else None for s, v in zip(stems, rng.integers(1, 50, n))]}
+    # versions unique per stem: make them so
+    seen: dict = {}
+    ver = []
+    for s in stems:
+        if s < 0:
+            ver.append(None)
+        else:
+            seen[s] = seen.get(s, 0) + 1
+            ver.append(f"v{seen[s]}")
+    rows["version"] = ver
+    half = n // 2
+    first = {k: (v[:half] if not isinstance(v, pa.Array) else v.slice(0, half)) for k, v in rows.items()}
+    second = {k: (v[half:] if not isinstance(v, pa.Array) else v.slice(half)) for k, v in rows.items()}
+    for name, kind in schema.items():
+        first[name] = _arrow(kind, values[name][:half])
+        second[name] = _arrow(kind, values[name][half:])
+    if late is not None:
+        name = f"m_{late}"
+        schema[name] = late
+        vals = _column(late, n - half, rng)
+        second[name] = _arrow(late, vals)
+        values[name] = [None] * half + vals
+    eng.ingest(first, order="input")
+    eng.ingest(second, order="input")
+    gone = rng.choice(n, n // 20, replace=False)
+    for i in gone:
+        eng.retract([int(i)], at=np.datetime64(int(T0 + 1900 * US_PER_DAY + int(i) * 1000), "us"))
+    return eng, schema, values, rng
+
+
+def check_exact(eng, values, where, q, t, known, mode, **kw):
+    n = len(eng)
+    mask = ref.where_mask(where, values, n)
+    window = kw.pop("window", None)
+    res = eng.search_batch(q, 10, mode=mode, as_of=t if mode != "window" else None, known_at=known, window=window,
+                           exact=True, where=where, **kw)
+    vecs = eng.vectors()
+    wnd = (np.asarray(window[0]), np.asarray(window[1])) if window is not None else (0, 0)
+    exp = ref.search(core_cols(eng), vecs, decay_fn(eng), q, 10, mode=mode, t=t, known_at=known, window=wnd,
+                     sims=ref.similarities(q, vecs, eng.metric), row_mask=mask,
+                     **{k: v for k, v in kw.items() if k in ("deprecated", "future", "fusion")})
+    qcol = res.column("query").to_numpy()
+    got = [res.column("id").to_numpy()[qcol == i] for i in range(len(q))]
+    gs = [res.column("score").to_numpy()[qcol == i] for i in range(len(q))]
+    assert_same_topk(got, gs, exp)
+    assert res.column("certified").to_numpy().all()
+    return res, mask
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_equals_the_oracle_over_random_schemas_and_filters(seed):
+    eng, schema, values, rng = build(seed)
+    nq = 6
+    for trial in range(8):
+        where = random_filter(schema, rng)
+        q = rng.normal(size=(nq, eng.dim)).astype(np.float32)
+        t = T0 + rng.integers(0, 2000, nq) * US_PER_DAY
+        known = T0 + rng.integers(0, 2500, nq) * US_PER_DAY
+        mode = ["as_of", "latest", "all", "window"][trial % 4]
+        kw = {}
+        if mode == "window":
+            kw["window"] = (t - 200 * US_PER_DAY, t)
+        if mode == "latest":
+            kw["future"] = ["exclude", "penalize", "include"][trial % 3]
+        res, mask = check_exact(eng, values, where, q, t, known, mode, **kw)
+        # every hit passes the filter, and carries its metadata
+        rows = eng.rows_of(res.column("id").to_numpy())
+        assert mask[rows].all()
+        for name in schema:
+            got = res.column(name).to_pylist()
+            want = [values[name][r] for r in rows]
+            if schema[name] == "ts":
+                got = [None if g is None else int(np.datetime64(g.replace(tzinfo=None), "us").astype(np.int64))
+                       for g in got]
+            assert got == want, name
+
+
+def test_exact_equals_the_oracle_for_a_lone_search_and_a_batch():
+    eng, schema, values, rng = build(11)
+    where = {list(schema)[0]: {"$exists": True}}
+    q = rng.normal(size=(3, eng.dim)).astype(np.float32)
+    t = np.full(3, T0 + 900 * US_PER_DAY)
+    known = np.full(3, np.iinfo(np.int64).max - 1)
+    res, _ = check_exact(eng, values, where, q, t, known, "as_of")
+    for i in range(3):
+        one = eng.search(q[i], 10, mode="as_of", as_of=int(t[i]), known_at=int(known[i]), exact=True, where=where)
+        assert one.column("id").to_pylist() == res.filter(pa.compute.equal(res["query"], i))["id"].to_pylist()
+
+
+def _selectivity_store(n=20_000, dim=32, seed=5):
+    rng = np.random.default_rng(seed)
+    share = rng.random(n)
+    rows = {"vector": rng.normal(size=(n, dim)).astype(np.float32),
+            "valid_from": (T0 + rng.integers(0, 1000, n) * US_PER_DAY).astype("datetime64[us]"),
+            "valid_to": (T0 + rng.integers(1000, 1400, n) * US_PER_DAY).astype("datetime64[us]"),
+            "bucket": (share * 1000).astype(np.int64),  # bucket < 1000 s keeps a share s of the rows
+            "tenant": np.array([f"t{int(x * 1000)}" for x in share], dtype=object)}
+    eng = ce.Engine(dim=dim, decay=ce.HalfLife(300))
+    eng.ingest(rows)
+    return eng, rows, rng
+
+
+@pytest.mark.parametrize("share", [0.5, 0.1, 0.01, 0.001])
+@pytest.mark.parametrize("plan", ["default", "graph", "probe"])
+def test_approximate_plans_reach_recall_at_every_selectivity(share, plan):
+    eng, rows, rng = _selectivity_store()
+    if plan == "graph":
+        eng.scan_limit = 0  # every query walks the graph
+    elif plan == "probe":
+        eng.partition_min = 1000
+    where = {"bucket": {"$lt": int(share * 1000)}}
+    q = rng.normal(size=(20, eng.dim)).astype(np.float32)
+    t = np.full(20, T0 + 1100 * US_PER_DAY)
+    exact = eng.search_batch(q, 10, mode="as_of", as_of=t, where=where, exact=True)
+    got = eng.search_batch(q, 10, mode="as_of", as_of=t, where=where)
+    passing = int(np.sum(rows["bucket"] < int(share * 1000)))
+    for i in range(20):
+        e = set(exact.filter(pa.compute.equal(exact["query"], i))["id"].to_pylist())
+        g = got.filter(pa.compute.equal(got["query"], i))["id"].to_pylist()
+        assert len(g) == len(e) == min(10, passing) or len(g) == len(e)  # never a short answer
+    hits = sum(len(set(got.filter(pa.compute.equal(got["query"], i))["id"].to_pylist()) &
+                   set(exact.filter(pa.compute.equal(exact["query"], i))["id"].to_pylist())) for i in range(20))
+    total = sum(len(exact.filter(pa.compute.equal(exact["query"], i))) for i in range(20))
+    assert hits / total >= 0.95
+
+
+def test_answers_survive_save_reopen_and_log_replay(tmp_path):
+    eng, schema, values, rng = build(3, n=600)
+    path = tmp_path / "store"
+    disk = ce.Engine.create(path, dim=eng.dim, decay=ce.HalfLife(400))
+    rng2 = np.random.default_rng(9)
+    vec = rng2.normal(size=(600, eng.dim)).astype(np.float32)
+    cols = {"vector": vec, "valid_from": np.full(600, "2024-01-01")}
+    for name, kind in schema.items():
+        cols[name] = _arrow(kind, values[name])
+    disk.ingest(cols)
+    where = random_filter(schema, rng2)
+    q = rng2.normal(size=(4, eng.dim)).astype(np.float32)
+    before = disk.search_batch(q, 5, mode="all", as_of="2025-01-01", where=where, exact=True)
+    disk.close()
+    replayed = ce.Engine.open(path)  # from the log
+    assert replayed.search_batch(q, 5, mode="all", as_of="2025-01-01", where=where, exact=True).equals(before)
+    replayed.save()
+    replayed.close()
+    reopened = ce.Engine.open(path)  # from the snapshot's metadata.arrow
+    assert reopened.search_batch(q, 5, mode="all", as_of="2025-01-01", where=where, exact=True).equals(before)
+    kinds = {"tenant": "string", "dept": "string", "int": "int64", "float": "float64", "bool": "bool",
+             "ts": "timestamp", "acl": "list<string>"}
+    assert reopened.metadata == {name: kinds[k] for name, k in schema.items()}
+    reopened.close()
+
+
+def test_supersede_inherits_metadata_and_get_history_carry_it():
+    eng = ce.Engine(dim=4)
+    eng.ingest({"vector": np.eye(4, dtype=np.float32)[:2], "valid_from": ["2024-01-01", "2024-01-01"],
+                "stem_id": ["doc", "other"], "version": ["v1", "v1"], "tenant": ["acme", "globex"],
+                "acl": [["hr"], ["eng"]]})
+    eng.supersede("doc", {"vector": np.eye(4, dtype=np.float32)[2:3]}, "2024-06-01", version="v2")
+    eng.supersede("doc", {"vector": np.eye(4, dtype=np.float32)[3:4], "tenant": ["acme-2"]}, "2024-09-01",
+                  version="v3")
+    h = eng.history("doc")
+    assert h.column("tenant").to_pylist() == ["acme", "acme", "acme-2"]
+    assert h.column("acl").to_pylist() == [["hr"], ["hr"], ["hr"]]
+    g = eng.get([1])
+    assert g.column("tenant").to_pylist() == ["globex"]
+    # the filter sees the new version's own metadata
+    hits = eng.search(np.eye(4, dtype=np.float32)[3], 5, mode="all", arbitrate=False, where={"tenant": "acme-2"})
+    assert hits.column("id").to_pylist() == [3]
+
+
+def test_columns_option_selects_the_metadata_returned():
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0], [0, 1]], "valid_from": ["2024-01-01"] * 2, "tenant": ["a", "b"], "n": [1, 2]})
+    full = eng.search([1, 0], 2)
+    assert full.column_names[-2:] == ["tenant", "n"]
+    assert eng.search([1, 0], 2, columns=["n"]).column_names[-1] == "n"
+    assert "tenant" not in eng.search([1, 0], 2, columns=[]).column_names
+    with pytest.raises(QueryError, match="unknown metadata column 'x'"):
+        eng.search([1, 0], 2, columns=["x"])
+
+
+@pytest.mark.parametrize("where, match", [
+    ({"nope": "x"}, r"where\.nope: unknown field"),
+    ({"tenant": {"$gt": "a"}}, r"\$gt compares numbers and times; 'tenant' is a string column"),
+    ({"n": "one"}, r"int64 column; compare it with a number"),
+    ({"flag": 1}, r"bool column; compare it with true or false"),
+    ({"tenant": {"$regex": "a"}}, r"unknown operator"),
+    ({"$xor": []}, r"unknown operator"),
+    ({"$and": {}}, r"takes a non-empty list"),
+    ({"tenant": {"$in": "acme"}}, r"takes a list of values"),
+    ({"tenant": {"$exists": 1}}, r"takes true or false"),
+    ({}, r"an empty filter"),
+    ([1], r"a filter must be a dict"),
+    ({"tenant": {"$eq": [1, 2]}}, r"a value must be a string"),
+    ({"n": float("nan")}, r"NaN is not a value"),
+])
+def test_bad_filters_are_clear_errors(where, match):
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "tenant": ["a"], "n": [1], "flag": [True]})
+    with pytest.raises(QueryError, match=match):
+        eng.search([1, 0], 1, where=where)
+    assert len(eng) == 1
+
+
+def test_filters_past_their_bounds_are_refused_in_linear_time():
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "tenant": ["a"]})
+    deep: dict = {"tenant": "a"}
+    for _ in range(200):
+        deep = {"$not": deep}
+    with pytest.raises(QueryError, match="nested deeper than 32"):
+        eng.search([1, 0], 1, where=deep)
+    huge = {"tenant": {"$in": ["x"] * 1_000_000}}
+    t = time.perf_counter()
+    with pytest.raises(QueryError, match="more than 10,000 terms"):
+        eng.search([1, 0], 1, where=huge)
+    wide = {"$or": [{"tenant": str(i)} for i in range(20_000)]}
+    with pytest.raises(QueryError, match="more than 10,000 terms"):
+        eng.search([1, 0], 1, where=wide)
+    assert time.perf_counter() - t < 30  # not a timing claim: a bound on a hang
+
+
+@pytest.mark.parametrize("rows, match", [
+    ({"tenant": [1, "a"]}, r"column 'tenant'"),
+    ({"valid_form": ["2024-01-01", "2024-01-01"]}, r"did you mean 'valid_from'"),
+    ({"score": [1, 2]}, r"'score' is reserved"),
+    ({"$x": [1, 2]}, r"not starting with '\$'"),
+    ({"x": [float("nan"), 1.0]}, r"column 'x', row 0: NaN is not a value"),
+    ({"acl": [["a", None], ["b"]]}, r"column 'acl', row 0: a null inside a list"),
+    ({"z": [None, None]}, r"every value is null"),
+    ({"d": [{"a": 1}, {"a": 2}]}, r"not a metadata kind"),
+])
+def test_bad_metadata_columns_are_refused_and_change_nothing(rows, match):
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "n": [5]})
+    batch = {"vector": [[1, 0], [0, 1]], "valid_from": ["2024-01-01"] * 2, **rows}
+    with pytest.raises(SchemaError, match=match):
+        eng.ingest(batch)
+    assert len(eng) == 1 and list(eng.metadata) == ["n"]
+
+
+def test_a_column_keeps_its_kind_and_may_be_added_later():
+    eng = ce.Engine(dim=2, metadata={"when": "timestamp"})
+    eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "n": [5], "when": ["2024-03-01"]})
+    with pytest.raises(SchemaError, match="column 'n'.*int64; this batch gives string"):
+        eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "n": ["five"]})
+    with pytest.raises(SchemaError, match="column 'n'.*int64; this batch gives float64"):
+        eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "n": [7.5]})
+    eng.ingest({"vector": [[0, 1]], "valid_from": ["2024-01-01"], "n": [7], "later": [True]})
+    assert eng.metadata == {"when": "timestamp", "n": "int64", "later": "bool"}
+    got = eng.search([1, 1], 5, mode="all", where={"later": {"$exists": False}})
+    assert got.column("id").to_pylist() == [0]
+    assert eng.search([1, 1], 5, mode="all", where={"when": {"$lt": "2024-04-01"}}).column("id").to_pylist() == [0]
+
+
+def test_declarations_are_checked():
+    with pytest.raises(ConfigError, match="kind must be one of"):
+        ce.Engine(dim=2, metadata={"a": "text"})
+    with pytest.raises(ConfigError, match="reserved"):
+        ce.Engine(dim=2, metadata={"id": "int64"})
+
+
+def test_filter_results_are_cached_and_extended_for_new_rows():
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0]] * 100, "valid_from": ["2024-01-01"] * 100, "tenant": ["a", "b"] * 50})
+    a = eng.search([1, 0], 200, mode="all", where={"tenant": "a"})
+    assert len(a) == 50
+    eng.ingest({"vector": [[1, 0]] * 10, "valid_from": ["2024-01-01"] * 10, "tenant": ["a"] * 10})
+    assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "a"})) == 60
+    # a value first stored after the filter was made is matched
+    assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "new"})) == 0
+    eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "tenant": ["new"]})
+    assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "new"})) == 1
