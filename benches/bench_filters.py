@@ -1,8 +1,9 @@
 """Metadata filters joined with time: the engine's ``where=`` against a NumPy prefilter and
 PostgreSQL + pgvector with the same filter in SQL, in the same run.
 
-One store of n items (default 200k x 384, clustered unit vectors, an exponential decay with a
-half-life of one year, product fusion, no stems) with three metadata columns: ``tenant``
+One store of n items (default 200k x 384: the search harness's synthetic corpus, clustered
+unit vectors valid from 2015 to 2026; an exponential decay with a half-life of one year,
+product fusion, each row its own lineage) with three metadata columns: ``tenant``
 (string: one tenant holds 50% of the rows, others 10%, 1%, 0.1%), ``level`` (int64, uniform
 in [0, 100000)) and ``acl`` (list<string>: tags held by 50%, 10%, 1%, 0.1% of the rows,
 independently). Filters keeping a share s of the rows, s in 50 / 10 / 1 / 0.1%:
@@ -45,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import chrono_engine as ce
+from chrono_engine.synthetic import make_corpus, times_for_selectivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -61,24 +63,21 @@ def _tag(s: float) -> str:
 
 
 def corpus(n: int, dim: int, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(max(n // 200, 8), dim)).astype(np.float32)
-    X = centers[rng.integers(0, len(centers), n)] + 0.6 * rng.normal(size=(n, dim)).astype(np.float32)
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    vf = T0 + rng.integers(0, 3650, n) * US_PER_DAY
-    dur = np.exp(rng.uniform(np.log(5), np.log(20000), n)) * US_PER_DAY  # log-uniform lifetimes
-    vt = vf + dur.astype(np.int64)
+    """The search harness's synthetic corpus (chrono_engine.synthetic: clustered vectors,
+    items valid from 2015 to 2026, most open-ended, so the share in force rises with T),
+    each row its own lineage (the peers do not arbitrate), with the metadata columns."""
+    syn = make_corpus(n, dim, seed=seed)
+    rng = np.random.default_rng(seed + 100)
     u = rng.random(n)
     tenant = np.where(u < 0.5, "t50", np.where(u < 0.6, "t10", np.where(u < 0.61, "t1", np.where(
         u < 0.611, "t01", np.char.add("o", (rng.integers(0, 500, n)).astype(str))))))
-    tags = []
     flags = {s: rng.random(n) < s for s in SHARES}
     filler = rng.integers(0, 40, n)
-    for i in range(n):
-        tags.append([f"g{_tag(s)}" for s in SHARES if flags[s][i]] + [f"x{filler[i]}"])
-    return {"X": X, "valid_from": vf, "valid_to": vt, "observed_at": vf, "ingested_at": np.full(n, T0, np.int64),
+    tags = [[f"g{_tag(s)}" for s in SHARES if flags[s][i]] + [f"x{filler[i]}"] for i in range(n)]
+    return {"corpus": syn, "X": syn.vector, "valid_from": syn.valid_from, "valid_to": syn.valid_to,
+            "observed_at": syn.observed_at, "ingested_at": syn.ingested_at,
             "retracted_at": np.full(n, np.iinfo(np.int64).max, np.int64),
-            "reliability": rng.uniform(0.5, 1.0, n), "tenant": tenant.astype(object),
+            "reliability": syn.reliability.astype(np.float64), "tenant": tenant.astype(object),
             "level": rng.integers(0, LEVELS, n).astype(np.int64), "acl": tags}
 
 
@@ -92,15 +91,10 @@ def filters() -> list:
     return out
 
 
-def times_for(c: dict, share: float, nq: int, rng) -> np.ndarray:
-    """nq query times at which about ``share`` of the rows are in force."""
-    vf, vt = np.sort(c["valid_from"]), np.sort(c["valid_to"])
-    grid = np.linspace(vf[0], vt[-1], 4000).astype(np.int64)
-    f = (np.searchsorted(vf, grid, side="right") - np.searchsorted(vt, grid, side="right")) / len(vf)
-    ok = np.flatnonzero(np.abs(f - share) <= 0.1 * share)
-    if not len(ok):
-        ok = np.array([int(np.argmin(np.abs(f - share)))])
-    return grid[rng.choice(ok, nq)]
+def times_for(c: dict, share: float, nq: int, seed: int) -> np.ndarray:
+    """nq query times at which about ``share`` of the rows are in force (the harness's rule:
+    synthetic.times_for_selectivity)."""
+    return times_for_selectivity(c["corpus"], share, nq, seed=seed)
 
 
 def mask_of(where: dict, c: dict) -> np.ndarray:
@@ -182,7 +176,7 @@ def main(argv=None) -> int:
                order="input")
     print(f"engine: {n:,} x {args.dim} ingested in {time.perf_counter() - t:.1f} s; metadata "
           f"{eng.memory()['user_metadata_per_item']:.1f} B/row", flush=True)
-    K = T0 + 1  # known at: after the ingest
+    K = int(c["ingested_at"].max()) + 1  # known at: after every ingest
     peer = NumpyPrefilter(c)
     pg = None
     if not args.no_pg:
@@ -208,9 +202,9 @@ def main(argv=None) -> int:
             fmask = mask_of(where, c)
             for force in IN_FORCE:
                 nq = args.queries
-                Q = c["X"][rng.integers(0, n, nq)] + 0.3 * rng.normal(size=(nq, args.dim)).astype(np.float32)
-                Q /= np.linalg.norm(Q, axis=1, keepdims=True)  # unit queries: every peer's cosine alike
-                T = times_for(c, force, nq, rng)
+                seed = int(rng.integers(0, 1 << 30))
+                Q = c["corpus"].queries(nq, seed=seed)  # unit vectors near cluster centres
+                T = times_for(c, force, nq, seed)
                 kw = dict(mode="as_of", as_of=T, known_at=np.full(nq, K), where=where, columns=[])
                 exact = eng.search_batch(Q, 10, exact=True, **kw)
                 qcol = exact.column("query").to_numpy()

@@ -388,3 +388,23 @@ def test_filter_results_are_cached_and_extended_for_new_rows():
     assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "new"})) == 0
     eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "tenant": ["new"]})
     assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "new"})) == 1
+
+
+def test_the_checked_options_cache_tells_filters_apart():
+    """A lone search caches its checked options by value (a where dict, a columns list
+    included): equal filters share an entry, filters that differ in a value or its type
+    never do."""
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0]] * 4, "valid_from": ["2024-01-01"] * 4, "n": [1, 2, 1, 3],
+                "flag": [True, False, True, False], "x": [1.0, 1.5, 2.0, 1.0]})
+    ids = lambda **kw: sorted(eng.search([1, 0], 10, mode="all", columns=[], **kw).column("id").to_pylist())  # noqa: E731
+    for _ in range(2):  # the second round hits the cache
+        assert ids(where={"n": 1}) == [0, 2]
+        assert ids(where={"n": 3}) == [3]
+        assert ids(where={"n": {"$in": [2, 3]}}) == [1, 3]
+        assert ids(where={"flag": True}) == [0, 2]
+        assert ids(where={"x": 1.5}) == [1]
+        with pytest.raises(QueryError, match="bool column"):
+            ids(where={"flag": 1})
+        with pytest.raises(QueryError, match="int64 column; compare it with a number, got True"):
+            ids(where={"n": True})

@@ -209,6 +209,23 @@ _OPTIONS_CACHE_MAX = 512
 _TIME_OPTIONS = ("as_of", "known_at", "window")
 
 
+def _frozen(v: Any, depth: int = 0) -> Any:
+    """A hashable stand-in of an option's value that tells apart every value the options
+    read differently: a list, tuple or dict (a ``where`` filter, ``columns``, ``fact_types``)
+    by its items, each by type and value (``True``, ``1`` and ``1.0`` stay apart); a value
+    nested deeper than ``where`` allows, or one of another kind (an array), raises
+    TypeError (the call is then checked uncached)."""
+    if depth > 40:
+        raise TypeError("nested too deeply to cache")
+    t = type(v)
+    if t is dict:
+        return (dict, tuple((k, type(k), type(x), _frozen(x, depth + 1)) for k, x in v.items()))
+    if t is list or t is tuple:
+        return (t, tuple((type(x), _frozen(x, depth + 1)) for x in v))
+    hash(v)
+    return v
+
+
 def options_for_call(options: SearchOptions | None, kwargs: dict) -> tuple[SearchOptions, tuple]:
     """The :class:`SearchOptions` of one :meth:`Engine.search` call and its grouping key
     (:func:`options_key`), as ``SearchOptions.of(options, **kwargs)`` gives them; the
@@ -219,9 +236,9 @@ def options_for_call(options: SearchOptions | None, kwargs: dict) -> tuple[Searc
     times = {n: kwargs[n] for n in _TIME_OPTIONS if n in kwargs}
     rest = {n: v for n, v in kwargs.items() if n not in _TIME_OPTIONS} if times else kwargs
     try:  # the key: the other options by value and type, and which times the call gives
-        ck = (options, tuple(sorted((n, type(v), v) for n, v in rest.items())), tuple(times))
+        ck = (options, tuple(sorted((n, type(v), _frozen(v)) for n, v in rest.items())), tuple(times))
         hit = _OPTIONS_CACHE.get(ck)
-    except TypeError:  # an unhashable option (a list of fact types): no cache
+    except TypeError:  # an option that does not freeze (an array of fact types): no cache
         opts = SearchOptions.of(options, **kwargs)
         return opts, options_key(opts)
     if hit is None:  # checked whole, with this call's times; later calls set their own

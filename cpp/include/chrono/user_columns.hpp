@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "columns.hpp"
 #include "names.hpp"
 
 namespace chrono {
@@ -99,8 +100,8 @@ struct UserColumn {
   void append_nulls(std::size_t n) {
     if (n == 0) return;
     switch (kind) {
-      case UserKind::String: codes.insert(codes.end(), n, -1); return;
-      case UserKind::Bool: b.insert(b.end(), n, 2); return;
+      case UserKind::String: grow_capacity(codes, codes.size() + n); codes.insert(codes.end(), n, -1); return;
+      case UserKind::Bool: grow_capacity(b, b.size() + n); b.insert(b.end(), n, 2); return;
       default: break;
     }
     const std::size_t before = rows();
@@ -117,6 +118,7 @@ struct UserColumn {
     if (v) for (std::size_t i = 0; i < n && !any_null; ++i) any_null = v[i] == 0;
     if (!any_null && valid.empty()) return;
     if (valid.empty()) valid.assign(before, 1);
+    grow_capacity(valid, valid.size() + n);
     if (v) for (std::size_t i = 0; i < n; ++i) valid.push_back(v[i] != 0);
     else valid.insert(valid.end(), n, 1);
   }
@@ -427,7 +429,7 @@ class UserColumns {
         std::vector<std::int32_t> remap(a.dict_values.size());
         for (std::size_t i = 0; i < remap.size(); ++i) remap[i] = static_cast<std::int32_t>(c.dict.add(a.dict_values[i]));
         if (c.kind == UserKind::String) {
-          c.codes.reserve(c.codes.size() + n);
+          grow_capacity(c.codes, c.codes.size() + n);
           for (std::size_t i = 0; i < n; ++i) {
             const std::int32_t x = a.idx[i];
             c.codes.push_back(x < 0 || (a.valid && !a.valid[i]) ? -1 : remap[static_cast<std::size_t>(x)]);
@@ -436,21 +438,25 @@ class UserColumns {
         }
         const std::size_t ne = static_cast<std::size_t>(a.list_offsets[n]);
         const std::uint32_t base = c.offsets.back();
-        c.codes.reserve(c.codes.size() + ne);
+        grow_capacity(c.codes, c.codes.size() + ne);
+        grow_capacity(c.offsets, c.offsets.size() + n);
         for (std::size_t i = 0; i < ne; ++i) c.codes.push_back(remap[static_cast<std::size_t>(a.idx[i])]);
         for (std::size_t i = 0; i < n; ++i) c.offsets.push_back(base + static_cast<std::uint32_t>(a.list_offsets[i + 1]));
         c.append_validity(a.valid, n);
         return;
       }
       case UserKind::Int64: case UserKind::Timestamp:
+        grow_capacity(c.i64, c.i64.size() + n);
         c.i64.insert(c.i64.end(), a.i64, a.i64 + n);
         c.append_validity(a.valid, n);
         return;
       case UserKind::Float64:
+        grow_capacity(c.f64, c.f64.size() + n);
         c.f64.insert(c.f64.end(), a.f64, a.f64 + n);
         c.append_validity(a.valid, n);
         return;
       case UserKind::Bool:
+        grow_capacity(c.b, c.b.size() + n);
         for (std::size_t i = 0; i < n; ++i) c.b.push_back(a.valid && !a.valid[i] ? 2 : a.b[i]);
         return;
     }
