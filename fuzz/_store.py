@@ -21,7 +21,8 @@ DIM = 4
 
 def build_store(path: Path) -> ce.Engine:
     """Save a store of 11 rows to ``path`` (two fact types, stems with versions, a deprecation
-    in amend.arrow; a supersede and a retraction in its log; every string column) and return
+    in amend.arrow; a supersede and a retraction in its log; every string column; metadata
+    columns in metadata.arrow) and return
     its engine. The files are the same on every run but for the snapshot's random name (in
     CURRENT and the folder's name)."""
     rng = np.random.default_rng(7)
@@ -36,7 +37,9 @@ def build_store(path: Path) -> ce.Engine:
                 "reliability": np.linspace(0.2, 1.0, n), "fact_type": ["news", "general"] * (n // 2),
                 "stem_id": [f"doc-{i % 4}" for i in range(n)], "version": [f"v{1 + i // 4}" for i in range(n)],
                 "content": [f"content {i}" for i in range(n)], "title": [f"title {i}" for i in range(n)],
-                "source": ["src"] * n, "modality": ["text"] * n})
+                "source": ["src"] * n, "modality": ["text"] * n,
+                "tenant": [f"t{i % 3}" if i % 4 else None for i in range(n)], "level": np.arange(n),
+                "acl": [["hr", "all"][: i % 3] for i in range(n)]})
     eng.deprecate([2], effective_at="2020-06-01", at="2021-07-01")  # a lifecycle event in amend.arrow
     eng.save(path)
     eng = ce.Engine.open(path, threads=1)  # the writes below go to the log, so it is fuzzed too

@@ -168,6 +168,12 @@ def _ordinary(c, name: str, row: int):
         return f"v{1 + c.choose(5, valid=None)}"
     if name == "deprecated":
         return bool(c.choose(2, valid=None))
+    if name == "tenant":  # user metadata columns: a string, a number, a list of strings
+        return pick(c, ("acme", "globex", "initech"), valid=None)
+    if name == "level":
+        return c.choose(256, valid=None)
+    if name == "acl":
+        return [pick(c, ("hr", "eng", "all"), valid=None) for _ in range(c.choose(3, valid=None))]
     return f"{name} {row}"
 
 
@@ -178,6 +184,9 @@ _EDGES = {
     "stem_id": ("", None, "\udc80", "d" * 5000, 3, "doc-0"),
     "version": ("", "v100000", "1.2.3.4.5", "vv", "v-1", "１", "99999.99999.99999.99999", None, 3),
     "deprecated": (2, "yes", None, float("nan"), -1),
+    "tenant": ("", None, 5, "\udc80", ["a"], "x" * 300, True, {"a": 1}),
+    "level": (2**63, -2**63 - 1, float("nan"), True, None, "7", 1.5, 2**64, float("inf")),
+    "acl": ([], [None], None, "hr", [1, 2], [["x"]], ["a"] * 100, ["\udc80"]),
 }
 
 
@@ -187,10 +196,11 @@ def _edge(c, name: str):
 
 # --------------------------------------------------------------------------- batches
 
-#: columns a batch may carry, the schema's order, and one name the schema does not know
+#: columns a batch may carry: the schema's order, one name close to an engine column (a
+#: typo, refused), then user metadata columns
 FIELDS = ("id", "vector", "valid_from", "valid_to", "observed_at", "ingested_at", "retracted_at",
           "reliability", "fact_type", "stem_id", "version", "supersedes", "deprecated", "content",
-          "title", "source", "modality", "valid_form")
+          "title", "source", "modality", "valid_form", "tenant", "level", "acl")
 REQUIRED = ("vector", "valid_from")
 CONTAINERS = ("table", "record_batch", "dict_lists", "dict_numpy", "rows", "pandas")
 ROW_COUNTS = (3, 1, 2, 5, 8, 17, 0)

@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 
 FILES = ("CURRENT", "manifest.json", "graph.bin", "meta.arrow", "amend.arrow", "partition.arrow", "centroids.arrow",
-         "log.wal")
+         "metadata.arrow", "log.wal")
 KEY = b"mutation-campaign-key"
 
 
@@ -91,12 +91,19 @@ def make_seeds(root: Path, key: bytes | None) -> list[Path]:
                     "valid_from": np.datetime64("2024-01-01", "us") + np.arange(n).astype("timedelta64[D]"),
                     "stem_id": [f"s{j % 7}" if j % 3 else None for j in range(n)],
                     "version": [f"v{j}" for j in range(n)], "fact_type": ["news", "x"] * (n // 2),
-                    "title": [f"t{j}" for j in range(n)]})
+                    "title": [f"t{j}" for j in range(n)],
+                    # user metadata of every kind (metadata.arrow, and the log's batches)
+                    "tenant": [f"t{j % 3}" if j % 5 else None for j in range(n)],
+                    "level": np.arange(n, dtype=np.int64), "score_f": np.linspace(0, 1, n),
+                    "flag": [bool(j % 2) for j in range(n)],
+                    "acl": [["hr", "all"][: j % 3] for j in range(n)],
+                    "when": np.datetime64("2023-01-01", "us") + np.arange(n).astype("timedelta64[h]")})
         eng.retract([1, 2], at="2030-01-01")
         eng.supersede("s2", {"vector": np.ones((1, 8), np.float32)}, "2025-06-01", version="v998")
         eng.deprecate([4], effective_at="2024-03-01")  # lifecycle events in the snapshot (amend.arrow)
         eng.save()
-        eng.ingest({"vector": rng.normal(size=(5, 8)).astype(np.float32), "valid_from": ["2025-01-01"] * 5})
+        eng.ingest({"vector": rng.normal(size=(5, 8)).astype(np.float32), "valid_from": ["2025-01-01"] * 5,
+                    "tenant": ["t9"] * 5, "later": [1.5] * 5})
         eng.supersede("s1", {"vector": np.ones((1, 8), np.float32)}, "2026-01-01", version="v999")
         eng.close()
         seeds.append(path)
@@ -164,15 +171,25 @@ def mutate(path: Path, rng: random.Random, key: bytes | None) -> tuple[str, bool
         import numpy as np
         import pyarrow as pa
         import pyarrow.ipc as ipc
-        which = rng.choice(["meta.arrow", "meta.arrow", "amend.arrow"])
+        which = rng.choice(["meta.arrow", "meta.arrow", "amend.arrow", "metadata.arrow"])
         f = files[which]
         t = ipc.open_file(pa.BufferReader(f.read_bytes())).read_all()
         name = rng.choice(t.column_names)
         col = t.column(name).combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
         i = rng.randrange(len(t))
         vals = col.to_pylist()
         typ = col.type
-        if pa.types.is_string(typ):
+        if pa.types.is_list(typ):
+            vals[i] = rng.choice([None, [], ["zzz", None], ["x"] * 50, vals[(i + 1) % len(vals)]])
+        elif pa.types.is_timestamp(typ):
+            typ = pa.int64()  # the stored µs, written back as plain integers: a kind the manifest does not name
+            vals = [None if v is None else int(pa.scalar(v, col.type).cast(pa.int64()).as_py()) for v in vals]
+            vals[i] = rng.choice([None, -2**63, 2**63 - 1, 0])
+        elif pa.types.is_null(typ):
+            vals[i] = None
+        elif pa.types.is_string(typ):
             vals[i] = rng.choice([None, "", "zzz", vals[(i + 1) % len(vals)], "\u00e9" * 3])
         elif pa.types.is_boolean(typ):
             vals[i] = rng.choice([None, not vals[i]])
@@ -232,6 +249,9 @@ for line in sys.stdin:
         e = ce.Engine.open(path, read_only=True, threads=1, key=key)
         c = e.columns()
         hits = e.search_batch(np.ones((2, e.dim), np.float32), 5, mode="all", exact=True)
+        if "tenant" in e.metadata:  # the metadata columns' filters over what opened
+            e.search_batch(np.ones((2, e.dim), np.float32), 5, mode="all", exact=True,
+                           where={"$or": [{"tenant": "t1"}, {"acl": {"$in": ["hr"]}}]})
         digest = {k: v.tobytes().hex()[:0] + str(hash(v.tobytes())) for k, v in c.items()}
         digest["vectors"] = str(hash(e.vectors().tobytes()))
         digest["strings"] = str(hash(str(e.get(c["id"]).to_pylist()) if len(e) else ""))
