@@ -74,7 +74,8 @@ def test_use_section_runs(tmp_path, monkeypatch):
     ns = _core_namespace()
     exec(compile(_block("ce.Engine(dim=384"), "README.md (Use)", "exec"), ns)
     eng = ns["eng"]
-    assert isinstance(eng, ce.Engine) and len(eng) == 65  # 64 rows and the new version
+    assert isinstance(eng, ce.Engine) and len(eng) == 67  # 64 rows, 2 with metadata, and the new version
+    assert eng.metadata == {"tenant": "string", "acl": "list<string>"}
     assert (tmp_path / "store" / "CURRENT").is_file()
     assert len(ns["reader"]) == 66 and ns["store"].path is None  # the saved 64 + 2, and closed
     h = eng.history("travel-policy")
