@@ -388,3 +388,21 @@ def test_filter_results_are_cached_and_extended_for_new_rows():
     assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "new"})) == 0
     eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "tenant": ["new"]})
     assert len(eng.search([1, 0], 200, mode="all", where={"tenant": "new"})) == 1
+
+
+def test_a_filter_unpickled_in_another_process_hashes_as_there():
+    """A Where crosses processes (Ray shards, service workers) pickled: its hash is remade
+    there, since a string's hash differs between processes (PYTHONHASHSEED)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    blob = pickle.dumps(ce.SearchOptions(where={"tenant": "acme", "acl": {"$in": ["hr", "all"]}}))
+    code = ("import pickle, sys; from chrono_engine.search import filters; o = pickle.loads(sys.stdin.buffer.read()); "
+            "w = o.where; print(hash(w) == hash(w.expr), w == filters.parse(w.spec), w.spec == "
+            "{'tenant': 'acme', 'acl': {'$in': ['hr', 'all']}})")
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, env=env, check=True)
+        assert out.stdout.split() == [b"True", b"True", b"True"]

@@ -65,6 +65,11 @@ class Where:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple:
+        # rebuilt, not restored: a string's hash differs between processes (a Ray actor, a
+        # service worker), so a pickled ``_hash`` would not be this process's hash of expr
+        return (Where, (self.expr, self.spec))
+
     def __repr__(self) -> str:
         return f"Where({shown(self.spec)})"
 
