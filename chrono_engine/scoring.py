@@ -27,6 +27,7 @@ from ._time import OPEN_END, column_us, errors_as
 from .decay import DecayPolicy, parse_decay
 from .errors import QueryError
 from .search import FUSIONS, OUT_OF_FORCE, choice, instant, unit_float
+from .search import filters as _filters
 
 __all__ = ["ScoringPolicy", "score"]
 
@@ -205,7 +206,7 @@ def _valid_to(col: Any) -> np.ndarray:
 
 
 def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
-          threads: int | None = 1, window: Any = None, query: str | None = None) -> Any:
+          threads: int | None = 1, window: Any = None, query: str | None = None, where: Any = None) -> Any:
     """Rescore candidates from any retriever; returns the table with ``validity`` and
     ``score`` columns added (input order kept).
 
@@ -227,8 +228,23 @@ def score(candidates: Any, *, as_of: Any, policy: ScoringPolicy | None = None,
     listing's historical window, or the question its own parser reads; ``as_of`` is then
     its clock); that preset reads ``similarity``, ``valid_from``, ``valid_to`` and
     ``deprecated`` (see :func:`chrono_engine.article.score_table`).
+
+    ``where``: a metadata filter in the engine's dict form (``{"tenant": "acme"}``,
+    docs/search.md "Filters") over the candidates' columns, each read as a metadata column
+    of its Arrow type's kind (strings, integers, floats, bools, timestamps, lists of
+    strings; a column all null takes the kind the filter compares it with), with the
+    engine's semantics. A row it does not pass is excluded as a row below τ is: kept in
+    place, its ``validity`` computed, its ``score`` −inf.
     """
-    out = _score_table(_table(candidates), as_of, policy, threads, window, query)
+    w = _filters.parse(where)  # its shape checked before any work
+    t = _table(candidates)
+    out = _score_table(t, as_of, policy, threads, window, query)
+    if w is not None:
+        passing = _filters.rows_passing(w, t, "the candidates")
+        if not passing.all():
+            i = out.column_names.index("score")
+            sc = out.column("score")
+            out = out.set_column(i, "score", pc.if_else(pa.array(passing), sc, pa.scalar(-np.inf, sc.type)))
     return as_frame(out, frame_kind(candidates))
 
 

@@ -32,12 +32,13 @@ def embed(text: str) -> np.ndarray:
     return v + 1e-3
 
 
-def fact_engine(facts=FACTS) -> ce.Engine:
-    """An Engine (embedder: :func:`embed`) holding ``facts``, titled "<stem> page"."""
+def fact_engine(facts=FACTS, extra: dict | None = None) -> ce.Engine:
+    """An Engine (embedder: :func:`embed`) holding ``facts``, titled "<stem> page";
+    ``extra``: metadata columns to ingest with them."""
     eng = ce.Engine(DIM, embedder=embed, threads=1)
     eng.ingest({"vector": np.stack([embed(c) for _, c, _, _ in facts]), "content": [c for _, c, _, _ in facts],
                 "stem_id": [s for s, _, _, _ in facts], "title": [f"{s} page" for s, _, _, _ in facts],
-                "valid_from": [f for _, _, f, _ in facts], "valid_to": [t for _, _, _, t in facts]})
+                "valid_from": [f for _, _, f, _ in facts], "valid_to": [t for _, _, _, t in facts], **(extra or {})})
     return eng
 
 
@@ -70,3 +71,50 @@ def llama_embedding(fn=embed):
             return fn(text).tolist()
 
     return Wrapped()
+
+
+#: the metadata columns of :func:`metadata_rows` and the kinds of tests/test_where.py's
+#: generators (and of its ``random_filter``) they are drawn from
+METADATA_SCHEMA = {"tenant": "tenant", "dept": "dept", "acl": "acl", "level": "int", "rating": "float",
+                   "flag": "bool", "since": "ts"}
+_WORDS = ["acme", "ceo", "price", "river", "oslo", "bergen", "ada", "bo", "policy", "travel"]
+
+
+def metadata_rows(n: int = 240, seed: int = 0) -> tuple[dict, dict]:
+    """(rows, values): ``n`` items with ids 0..n-1, distinct texts (embedded by :func:`embed`),
+    validity intervals and seven metadata columns (:data:`METADATA_SCHEMA`: string with
+    nulls and empty strings, list<string> with nulls and empty lists, int64, float64, bool,
+    timestamp), and each column's Python values (None: null; timestamps as µs ints; lists as
+    lists), as ``tests/reference.py``'s ``where_mask`` reads them."""
+    import pyarrow as pa
+
+    from test_where import ARROW, _column
+
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(_WORDS, 4)) + f" #{i}" for i in range(n)]
+    values = {name: _column(kind, n, rng) for name, kind in METADATA_SCHEMA.items()}
+    values["dept"] = ["" if v is not None and rng.random() < 0.1 else v for v in values["dept"]]
+    start = np.datetime64("2015-01-01", "us") + rng.integers(0, 3650, n).astype("timedelta64[D]")
+    end = start + rng.integers(30, 2000, n).astype("timedelta64[D]")
+    rows = {"id": np.arange(n, dtype=np.uint64), "vector": np.stack([embed(t) for t in texts]), "content": texts,
+            "valid_from": start, "valid_to": [None if rng.random() < 0.5 else e for e in end]}
+    for name, kind in METADATA_SCHEMA.items():
+        rows[name] = pa.array(values[name], ARROW[kind])
+    return rows, values
+
+
+def metadata_engine(rows: dict, keep=None) -> ce.Engine:
+    """An Engine (embedder: :func:`embed`) holding ``rows``, or only those where ``keep`` is
+    true (with their own ids): the reference for a filter that keeps them."""
+    import pyarrow as pa
+
+    kinds = {"tenant": "string", "dept": "string", "acl": "list<string>", "level": "int64", "rating": "float64",
+             "flag": "bool", "since": "timestamp"}
+    eng = ce.Engine(DIM, embedder=embed, threads=1, metadata=kinds)  # a subset's all-null column keeps its kind
+    if keep is not None:
+        idx = np.flatnonzero(keep)
+        rows = {k: (v.take(pa.array(idx)) if isinstance(v, pa.Array) else
+                    v[idx] if isinstance(v, np.ndarray) else [v[i] for i in idx]) for k, v in rows.items()}
+    if len(rows["vector"]):
+        eng.ingest(rows)
+    return eng

@@ -345,3 +345,46 @@ def test_a_store_held_by_another_writer_is_a_one_line_refusal(tmp_path):
             assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
         proc = _chrono("info", st, "--json", cwd=tmp_path)
         assert proc.returncode == 0 and json.loads(proc.stdout)["store"]["items"] == 4
+
+
+def test_ingest_keeps_extra_columns_as_metadata_and_search_filters_on_them(tmp_path, capsys):
+    """A Parquet / CSV / JSON Lines file's columns beyond the engine's are stored as metadata
+    columns; ``chrono search --where`` returns exactly the rows the filter passes (by the
+    file's own values) and ``--columns`` picks which metadata columns show."""
+    rng = np.random.default_rng(3)
+    n = 40
+    vec = rng.standard_normal((n, 8)).astype(np.float32)
+    tenant = [("acme", "globex", "initech")[i % 3] for i in range(n)]
+    acl = [sorted({("hr", "eng", "all")[j] for j in rng.integers(0, 3, rng.integers(0, 3))}) for _ in range(n)]
+    level = [int(x) for x in rng.integers(0, 10, n)]
+    t = pa.table({"vector": [list(map(float, v)) for v in vec], "valid_from": ["2024-01-01T00:00:00"] * n,
+                  "tenant": tenant, "acl": acl, "level": level})
+    pq.write_table(t, tmp_path / "m.parquet")
+    pcsv.write_csv(t.drop_columns(["acl"]).set_column(0, "vector", pa.array([json.dumps(v) for v in vec.tolist()])),
+                   tmp_path / "m.csv")
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in t.to_pylist()))
+    q = json.dumps(vec[0].tolist())
+    checks = [({"tenant": "acme"}, [x == "acme" for x in tenant]),
+              ({"level": {"$gte": 5}, "tenant": {"$ne": "globex"}}, [lv >= 5 and x != "globex" for lv, x in zip(level, tenant)]),
+              ({"acl": {"$in": ["hr"]}}, ["hr" in a for a in acl])]
+    for name, kinds in (("m.parquet", {"tenant": "string", "acl": "list<string>", "level": "int64"}),
+                        ("m.csv", {"tenant": "string", "level": "int64"}),
+                        ("m.jsonl", {"tenant": "string", "acl": "list<string>", "level": "int64"})):
+        st = tmp_path / (name + ".store")
+        code, out, err = run(capsys, "ingest", st, tmp_path / name, "--batch", "15", "--json")
+        assert code == 0 and json.loads(out)["items"] == n, err
+        assert ce.Engine.open(st, read_only=True).metadata == kinds
+        for where, passes in checks:
+            if not set(where) <= set(kinds):
+                continue
+            code, out, _ = run(capsys, "search", st, "--vector", q, "--mode", "all", "-k", n, "--where",
+                               json.dumps(where), "--json")
+            got = json.loads(out)
+            assert code == 0 and sorted(r["id"] for r in got) == [i for i in range(n) if passes[i]]
+            assert all(r["tenant"] == tenant[r["id"]] and r["level"] == level[r["id"]] for r in got)
+        code, out, _ = run(capsys, "search", st, "--vector", q, "-k", 5, "--where", '{"tenant": "acme"}',
+                           "--columns", "tenant", "--json")
+        rows = json.loads(out)
+        assert code == 0 and len(rows) == 5 and all(r["tenant"] == "acme" and "level" not in r for r in rows)
+        code, _, err = run(capsys, "search", st, "--vector", q, "--where", '{"region": "north"}')
+        assert code == 1 and "unknown field" in err

@@ -241,3 +241,116 @@ def test_merge_keeps_the_global_top_k_and_ands_certified():
     assert m.column("id").to_pylist() == [1, 4, 9, 8]  # ties by id; the k best of each query
     assert m.column("rank").to_pylist() == [1, 2, 1, 2]
     assert m.column("certified").to_pylist() == [True, True, False, False]
+
+
+# ---------------------------------------------------------------------- metadata and where=
+
+TENANTS = ["acme", "globex", "initech", None]
+TAGS = ["hr", "eng", "all", "legal"]
+
+
+def _with_metadata(rows, seed):
+    """``rows`` with a tenant (string, nulls), acl (list<string>, empty lists and nulls) and
+    year (int64) column."""
+    rng = np.random.default_rng(seed)
+    n = len(rows["vector"])
+    rows = dict(rows)
+    rows["tenant"] = [TENANTS[i] for i in rng.integers(0, len(TENANTS), n)]
+    rows["acl"] = pa.array([None if rng.random() < 0.1 else sorted({TAGS[j] for j in rng.integers(0, 4, rng.integers(0, 3))})
+                            for _ in range(n)], pa.list_(pa.string()))
+    rows["year"] = rng.integers(2015, 2026, n)
+    return rows
+
+
+def _in_shard(rows, shard, n_shards=2):
+    """The rows (all with a stem) that the placement sends to ``shard``."""
+    keep = [i for i, s in enumerate(rows["stem_id"])
+            if s is not None and ce.distributed.shard_of(s, n_shards) == shard]
+    return {k: (v.take(pa.array(keep)) if isinstance(v, pa.Array) else
+                v[keep] if isinstance(v, np.ndarray) else [v[i] for i in keep]) for k, v in rows.items()}
+
+
+def _apply_metadata(eng):
+    """Metadata columns arriving every way: with the first batch; ``region`` in a batch whose
+    rows all go to shard 0 (so shard 1 holds none of it); ``w`` (float64) null in every row
+    shard 1 gets (its part alone would not tell the kind); ``owner`` with a supersede."""
+    eng.ingest(_with_metadata(_rows(300, 21), 1))
+    only0 = _in_shard(_with_metadata(_rows(200, 22), 2), 0)
+    only0["region"] = [("north", "south", None)[i % 3] for i in range(len(only0["vector"]))]
+    eng.ingest(only0)
+    third = _with_metadata(_rows(120, 23), 3)
+    third["w"] = [None if s is None or ce.distributed.shard_of(s, 2) == 1 else float(i % 10) / 10
+                  for i, s in enumerate(third["stem_id"])]
+    eng.ingest(third)
+    eng.supersede("doc-5", {"vector": np.ones((2, DIM), np.float32), "content": ["n1", "n2"], "owner": ["zed", "amy"],
+                            "ingested_at": ["2025-01-01", "2025-01-01"]}, "2025-02-01", version="1000")
+
+
+WHERES = [{"tenant": "acme"}, {"tenant": {"$ne": "acme"}}, {"acl": {"$in": ["hr", "legal"]}},
+          {"$or": [{"year": {"$gte": 2023}}, {"region": "north"}]}, {"region": {"$exists": False}},
+          {"region": {"$ne": "north"}}, {"region": {"$in": ["north", "south"]}}, {"w": {"$lt": 0.5}},
+          {"w": {"$exists": True}}, {"owner": "zed"}, {"$not": {"tenant": {"$in": ["acme", "globex"]}}},
+          {"$and": [{"acl": "eng"}, {"year": {"$lt": 2020}}]}]
+WHERE_CASES = [dict(mode="latest", as_of="2024-06-01"), dict(mode="as_of", as_of="2022-03-15", exact=True),
+               dict(mode="all", as_of="2025-06-01", arbitrate=False)]
+
+
+@pytest.mark.slow
+def test_where_over_shards_equals_one_engine(local_ray, tmp_path):
+    """A filtered search over shards equals it on one engine, on columns every shard's rows
+    carry and on columns only some do (null in the others, as for one engine's rows before
+    the column came), through save and open; ``columns=`` selects as on one engine."""
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=1, metadata={"dept": "string"})
+    one = ce.Engine(DIM, decay=POLICY, threads=1, metadata={"dept": "string"})
+    try:
+        _apply_metadata(sh)
+        _apply_metadata(one)
+        assert sh.metadata == one.metadata == {"dept": "string", "tenant": "string", "acl": "list<string>",
+                                               "year": "int64", "region": "string", "w": "float64",
+                                               "owner": "string"}
+        assert all(kinds == one.metadata for kinds in sh._wait([a.kinds.remote() for a in sh._actors]))
+        assert not any(sh._all("search", QUERIES[0], 5, where={"region": {"$exists": True}}, mode="all")[1]
+                       .column("region").to_pylist())  # shard 1: the column, and no row of it
+        for where in WHERES:
+            for case in WHERE_CASES:
+                got = sh.search_batch(QUERIES, 10, where=where, **case)
+                _tables_equal(got, one.search_batch(QUERIES, 10, where=where, **case))
+        assert sh.search_batch(QUERIES, 10, where={"region": "north"}, mode="all").num_rows > 0
+        for cols in (["tenant", "region"], []):
+            _tables_equal(sh.search_batch(QUERIES, 10, where={"tenant": "acme"}, columns=cols),
+                          one.search_batch(QUERIES, 10, where={"tenant": "acme"}, columns=cols))
+        ids = [0, 305, 17, len(one) - 1]  # a row of each batch, the superseding one last
+        _tables_equal(sh.get(ids), one.get(ids))
+        with pytest.raises(ce.errors.QueryError, match="unknown field"):
+            sh.search(QUERIES[0], 5, where={"nope": 1})
+        sh.save(tmp_path / "sh")
+        sh.shutdown()
+        sh = ce.distributed.ShardedEngine.open(tmp_path / "sh", cpus_per_shard=1)  # its shards log their writes
+        assert sh.metadata == one.metadata
+        # a column only shard 0's rows carry, then one only shard 1's: each shard's log
+        # holds its own column, not the other's declaration
+        for shard, name in ((0, "late0"), (1, "late1")):
+            part = _in_shard(_rows(60, 30 + shard), shard)
+            part[name] = [f"v{i % 3}" for i in range(len(part["vector"]))]
+            sh.ingest(part)
+            one.ingest(part)
+        sh.shutdown()
+        sh = ce.distributed.ShardedEngine.open(tmp_path / "sh", cpus_per_shard=1)
+        kinds = sh._wait([a.kinds.remote() for a in sh._actors])
+        assert [list(k)[-2:] for k in kinds] == [["late0", "late1"], ["late1", "late0"]]  # declared again on open
+        assert sh.metadata == one.metadata and list(one.metadata)[-2:] == ["late0", "late1"]
+        for where in ({"late0": "v1"}, {"late1": {"$ne": "v1"}}, {"$or": [{"late0": "v0"}, {"late1": "v2"}]}):
+            _tables_equal(sh.search_batch(QUERIES, 10, where=where, mode="all"),
+                          one.search_batch(QUERIES, 10, where=where, mode="all"))
+    finally:
+        sh.shutdown()
+
+
+def test_concat_orders_the_shards_metadata_columns():
+    from chrono_engine.distributed._sharded import _concat
+    a = pa.table({"id": pa.array([1], pa.uint64()), "x": ["a"], "y": [1]})
+    b = pa.table({"id": pa.array([2], pa.uint64()), "y": [2], "x": ["b"]})
+    t = _concat([b, a], {"x": "string", "y": "int64"})
+    assert t.column_names == ["id", "x", "y"] and t.column("x").to_pylist() == ["b", "a"]
+    c = pa.table({"id": pa.array([3], pa.uint64()), "x": ["c"]})
+    assert _concat([a, c], {"x": "string", "y": "int64"}).column("y").to_pylist() == [1, None]

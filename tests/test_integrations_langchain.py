@@ -1,7 +1,9 @@
 """The LangChain adapters (chrono_engine.integrations.langchain): langchain-tests' standard
-retriever suite, the documents against the engine's own hits, per-call time overrides, and
-the rerank wrapper against a NumPy reference of its scores over LangChain's own in-memory
-vector store."""
+retriever suite (also with a metadata filter), the documents against the engine's own hits,
+per-call time overrides, metadata filters (``search_kwargs={"filter": ...}``, per call)
+against the engine holding only the items a plain-Python reference passes, and the rerank
+wrapper against a NumPy reference of its scores over LangChain's own in-memory vector
+store."""
 from __future__ import annotations
 
 import asyncio
@@ -23,8 +25,10 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
 
 import chrono_engine as ce  # noqa: E402
+import reference as ref  # noqa: E402
 from chrono_engine.errors import QueryError  # noqa: E402
-from adapters import FACTS, DIM, embed, fact_engine, langchain_embeddings  # noqa: E402
+from adapters import (FACTS, DIM, METADATA_SCHEMA, embed, fact_engine, langchain_embeddings,  # noqa: E402
+                      metadata_engine, metadata_rows)
 from chrono_engine.integrations._common import MetadataKeys  # noqa: E402
 from chrono_engine.integrations.langchain import (  # noqa: E402
     ChronoRerankRetriever,
@@ -54,6 +58,31 @@ class TestStandardRetriever(lt.RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "who is the ceo of acme"
+
+
+TENANT = ["acme"] * 6 + ["globex"] * 2  # FACTS' tenants: the two prices are globex's
+
+
+@functools.lru_cache(maxsize=None)
+def tenant_engine() -> ce.Engine:
+    return fact_engine(extra={"tenant": TENANT})
+
+
+class TestStandardRetrieverFiltered(lt.RetrieversIntegrationTests):
+    """The same suite with a metadata filter in ``search_kwargs``, as LangChain's vector
+    store retrievers take it."""
+
+    @property
+    def retriever_constructor(self):
+        return ChronoRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        return {"engine": tenant_engine(), "k": 2, "now": NOW, "search_kwargs": {"filter": {"tenant": "acme"}}}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "acme shares trade at"
 
 
 def test_documents_are_the_engines_hits():
@@ -222,3 +251,107 @@ def test_rerank_hostile_metadata():
         ChronoRerankRetriever(base=object(), as_of=NOW).invoke("x")
     with pytest.raises(QueryError, match="unknown argument"):
         ChronoRerankRetriever(base=bad_time, as_of=NOW).invoke("x", fetch=3)
+
+
+# ---------------------------------------------------------------------- metadata filters
+
+
+def test_the_standard_suites_filter_applies():
+    q = "acme shares trade at"
+    top = ChronoRetriever(engine=tenant_engine(), k=1, now=NOW).invoke(q)
+    assert top[0].metadata["tenant"] == "globex"  # a price, unfiltered
+    suite = TestStandardRetrieverFiltered()
+    got = suite.retriever_constructor(**suite.retriever_constructor_params).invoke(q, k=8)
+    every = ChronoRetriever(engine=tenant_engine(), k=8, now=NOW).invoke(q)  # one version per stem
+    assert [d.page_content for d in got] == [d.page_content for d in every if d.metadata["tenant"] == "acme"]
+    assert len(got) == 3 and len(every) == 4
+
+
+QUESTIONS = ["acme ceo ada", "oslo river policy", "travel price bergen", "who is the ceo of acme in 2019?",
+             "bo ada travel"]
+#: filters on each column kind; more are drawn by tests/test_where.py's random_filter
+FILTERS = [{"tenant": "acme"}, {"tenant": {"$ne": "acme"}}, {"tenant": {"$in": ["acme", "globex"]}},
+           {"acl": "hr"}, {"acl": {"$in": ["legal", "ops"]}}, {"acl": {"$exists": False}},
+           {"level": {"$gte": 0, "$lt": 30}}, {"rating": {"$lte": 0.25}}, {"flag": True},
+           {"since": {"$gte": "2021-01-01"}}, {"dept": {"$nin": ["d1", "d2", "d3"]}},
+           {"$or": [{"tenant": "initech"}, {"$not": {"acl": "eng"}}]},
+           {"$and": [{"tenant": {"$exists": True}}, {"flag": {"$ne": True}}, {"level": {"$lt": 0}}]}]
+
+
+@functools.lru_cache(maxsize=None)
+def filtered():
+    rows, values = metadata_rows(240, seed=11)
+    return rows, values, metadata_engine(rows)
+
+
+def _wheres(seed: int, extra: int) -> list:
+    from test_where import random_filter
+    rng = np.random.default_rng(seed)
+    return FILTERS + [random_filter(METADATA_SCHEMA, rng) for _ in range(extra)]
+
+
+def test_documents_carry_the_items_metadata_columns():
+    rows, values, eng = filtered()
+    docs = ChronoRetriever(engine=eng, k=8, now=NOW).invoke("acme ceo ada")
+    assert len(docs) == 8
+    for d in docs:
+        i = int(d.id)
+        for name in ("tenant", "dept", "acl", "level", "rating", "flag"):
+            assert d.metadata[name] == values[name][i], name
+        since = values["since"][i]
+        assert d.metadata["since"] == (None if since is None else
+                                       dt.datetime.fromtimestamp(since / 1e6, dt.timezone.utc).isoformat())
+    only = ChronoRetriever(engine=eng, k=3, now=NOW, search_kwargs={"columns": ["tenant"]}).invoke("acme ceo ada")
+    assert all("tenant" in d.metadata and "acl" not in d.metadata for d in only)
+
+
+def test_filter_in_search_kwargs_and_per_call_equals_the_engine_of_the_passing_items():
+    """``search_kwargs={"filter": f}``, ``invoke(q, filter=f)``, ``where=f``, ``batch`` and
+    ``ainvoke`` give exactly the documents of the same retriever over an engine that holds
+    only the items ``f`` passes (tests/reference.py's plain-Python ``where_mask``)."""
+    rows, values, eng = filtered()
+    n = len(eng)
+    nonempty = 0
+    for i, where in enumerate(_wheres(5, 12)):
+        keep = ref.where_mask(where, values, n)
+        sub = metadata_engine(rows, keep)
+        q = QUESTIONS[i % len(QUESTIONS)]
+        want = ChronoRetriever(engine=sub, k=6, now=NOW).invoke(q)
+        got = ChronoRetriever(engine=eng, k=6, now=NOW, search_kwargs={"filter": where}).invoke(q)
+        assert got == want, where
+        assert all(keep[int(d.id)] for d in got)
+        nonempty += bool(got)
+        plain = ChronoRetriever(engine=eng, k=6, now=NOW)
+        assert plain.invoke(q, filter=where) == want
+        assert plain.invoke(q, where=where) == want
+        if i < 3:
+            assert plain.batch([q, q], filter=where) == [want, want]
+            assert asyncio.run(plain.ainvoke(q, filter=where)) == want
+    assert nonempty >= 15
+
+
+def test_a_calls_filter_replaces_the_retrievers():
+    rows, values, eng = filtered()
+    r = ChronoRetriever(engine=eng, k=5, now=NOW, search_kwargs={"filter": {"tenant": "acme"}, "k": 3})
+    assert len(r.invoke("acme ceo ada")) == 3  # k from search_kwargs, LangChain's place for it
+    keep = ref.where_mask({"tenant": "globex"}, values, len(eng))
+    want = ChronoRetriever(engine=metadata_engine(rows, keep), k=4, now=NOW).invoke("acme ceo ada")
+    assert r.invoke("acme ceo ada", filter={"tenant": "globex"}, k=4) == want
+    assert r.invoke("acme ceo ada", where={"tenant": "globex"}, k=4) == want
+    assert len(r.invoke("acme ceo ada", filter=None, k=4)) == 4
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"filter": {"tenant": "acme"}, "where": {"tenant": "acme"}}, "filter or where, not both"),
+    ({"filter": lambda doc: True}, "callable"),
+    ({"filter": {"nope": 1}}, "unknown field"),
+    ({"filter": {"tenant": {"$regex": "ac"}}}, "unknown operator"),
+    ({"filter": {"level": {"$gt": "high"}}}, "compare it with a number"),
+    ({"filter": {"acl": {"$gt": "hr"}}}, "list<string> column"),
+])
+def test_bad_filters_are_clear_errors(kwargs, match):
+    rows, values, eng = filtered()
+    with pytest.raises(QueryError, match=match):
+        ChronoRetriever(engine=eng, k=2, now=NOW, search_kwargs=kwargs).invoke("acme ceo")
+    with pytest.raises(QueryError, match=match):
+        ChronoRetriever(engine=eng, k=2, now=NOW).invoke("acme ceo", **kwargs)

@@ -519,3 +519,65 @@ def test_zero_candidates_with_a_fact_type_column():
     out = ce.score(t, as_of=0)
     assert out.num_rows == 0 and out.column_names[-2:] == ["validity", "score"]
     assert out.column("score").type == pa.float32()
+
+
+# ----------------------------------------------------------------------------- where=
+
+def _with_metadata(n: int, seed: int):
+    """random_candidates plus tests/adapters.py's seven metadata columns, and their values."""
+    from adapters import METADATA_SCHEMA, metadata_rows
+    cols, table = random_candidates(n, seed)
+    rows, values = metadata_rows(n, seed=seed + 1)
+    for name in METADATA_SCHEMA:
+        table = table.append_column(name, rows[name])
+    return cols, table, values
+
+
+def test_where_excludes_the_rows_it_does_not_pass_as_tau_does():
+    """A row the filter does not pass keeps its place and validity and scores −inf; the
+    rows it passes score as without it. Random filters (tests/test_where.py's generator)
+    against the plain-Python reference of which rows pass (tests/reference.py)."""
+    import reference as ref
+    from adapters import METADATA_SCHEMA
+    from test_where import random_filter
+    n = 600
+    cols, table, values = _with_metadata(n, 31)
+    v, s = reference(cols, T_QUERY, tau=0.2)
+    policy = ce.ScoringPolicy(decay=POLICY, tau=0.2)
+    rng = np.random.default_rng(32)
+    passed = 0
+    for _ in range(60):
+        where = random_filter(METADATA_SCHEMA, rng)
+        keep = ref.where_mask(where, values, n)
+        out = ce.score(table, as_of=T_QUERY, policy=policy, where=where)
+        assert out.column("doc_id").to_pylist() == list(range(n))
+        assert_scored(out, v, np.where(keep, s, -np.inf), tau=0.2)
+        passed += 0 < keep.sum() < n
+    assert passed >= 40
+    # the candidates' own columns, and a DataFrame in and out
+    out = ce.score(table.to_pandas(), as_of=T_QUERY, policy=policy, where={"similarity": {"$gte": 0.5},
+                                                                           "fact_type": {"$ne": "news"}})
+    keep = (cols["similarity"].astype(np.float64) >= 0.5) & (np.asarray(cols["fact_type"]) != "news")
+    assert_scored(pa.Table.from_pandas(out), v, np.where(keep, s, -np.inf), tau=0.2)
+
+
+def test_where_on_a_column_of_nulls_and_bad_filters():
+    cols, table = random_candidates(50, 33)
+    table = table.append_column("region", pa.nulls(50))  # all null: a DataFrame of None gives this
+    v, s = reference(cols, T_QUERY)
+    pol = ce.ScoringPolicy(decay=POLICY)
+    for where, passes in (({"region": "north"}, False), ({"region": {"$ne": "north"}}, True),
+                          ({"region": {"$exists": False}}, True), ({"region": {"$gt": "2020-01-01"}}, False),
+                          ({"region": {"$nin": [1, 2]}}, True), ({"$not": {"region": {"$lt": 3.5}}}, True)):
+        out = ce.score(table, as_of=T_QUERY, policy=pol, where=where)
+        assert_scored(out, v, s if passes else np.full(50, -np.inf))
+    for where, match in (({"tenant": "acme"}, r"where\.tenant: unknown field \(the columns of the candidates: 'doc_id'"),
+                         ({"fact_type": {"$gt": "news"}}, "fact_type.*string column"),
+                         ({"similarity": "high"}, "compare it with a number"),
+                         ({"$regex": 1}, "unknown operator"), ({}, "empty filter")):
+        with pytest.raises(QueryError, match=match):
+            ce.score(table, as_of=T_QUERY, policy=pol, where=where)
+    nested = table.append_column("pos", pa.array([{"x": 1}] * 50))
+    with pytest.raises(QueryError, match=r"where\.pos: the column of the candidates: .*not a metadata kind"):
+        ce.score(nested, as_of=T_QUERY, policy=pol, where={"pos": 1})
+    assert ce.score(table, as_of=T_QUERY, policy=pol, where=None).equals(ce.score(table, as_of=T_QUERY, policy=pol))

@@ -408,3 +408,49 @@ def test_the_checked_options_cache_tells_filters_apart():
             ids(where={"flag": 1})
         with pytest.raises(QueryError, match="int64 column; compare it with a number, got True"):
             ids(where={"n": True})
+
+def test_a_filter_unpickled_in_another_process_hashes_as_there():
+    """A Where crosses processes (Ray shards, service workers) pickled: its hash is remade
+    there, since a string's hash differs between processes (PYTHONHASHSEED)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    blob = pickle.dumps(ce.SearchOptions(where={"tenant": "acme", "acl": {"$in": ["hr", "all"]}}))
+    code = ("import pickle, sys; from chrono_engine.search import filters; o = pickle.loads(sys.stdin.buffer.read()); "
+            "w = o.where; print(hash(w) == hash(w.expr), w == filters.parse(w.spec), w.spec == "
+            "{'tenant': 'acme', 'acl': {'$in': ['hr', 'all']}})")
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, env=env, check=True)
+        assert out.stdout.split() == [b"True", b"True", b"True"]
+
+
+def test_query_forwards_where_and_columns():
+    """Engine.query (the question's time intent, its post-stage) takes where= and columns=
+    as search does: its hits equal the same question's over an engine holding only the
+    items the plain-Python reference passes, in each mode the questions ask for."""
+    from adapters import METADATA_SCHEMA, metadata_engine, metadata_rows
+    rows, values = metadata_rows(240, seed=41)
+    eng = metadata_engine(rows)
+    rng = np.random.default_rng(42)
+    now = "2026-06-01"
+    questions = ("acme ceo ada", "travel policy as of March 2019", "oslo price from 2016 to 2018")
+    modes, found = set(), 0
+    for _ in range(10):
+        where = random_filter(METADATA_SCHEMA, rng)
+        sub = metadata_engine(rows, ref.where_mask(where, values, len(eng)))
+        for q in questions:
+            got = eng.query(q, 5, now=now, where=where)
+            want = sub.query(q, 5, now=now)
+            assert got.hits.equals(want.hits), (q, where)
+            modes.add(got.intent.mode)
+            found += got.hits.num_rows > 0
+            via_options = eng.query(q, 5, now=now, options=ce.SearchOptions(where=where))
+            assert via_options.hits.equals(got.hits)
+    assert modes == {"latest", "as_of", "window"} and found >= 20
+    some = eng.query("acme ceo ada", 5, now=now, where={"tenant": "acme"}, columns=["acl", "tenant"]).hits
+    assert some.column_names[-2:] == ["acl", "tenant"] and "level" not in some.column_names
+    assert set(some.column("tenant").to_pylist()) == {"acme"}
+    assert not set(METADATA_SCHEMA) & set(eng.query("acme ceo ada", 5, now=now, columns=[]).hits.column_names)

@@ -11,6 +11,12 @@ Ids are global: the driver assigns them (0, 1, 2, ... in the order one engine st
 rows, see ``Engine.ingest``'s ``order``, or the rows' own ``id`` column) and each shard
 stores them as given, so every shard's top-k list is ordered by (score, global id) and the
 merge of the lists is the single engine's answer exactly (certified when every shard's was).
+
+Metadata columns are declared on every shard: a column that first arrives in a batch is
+declared on all of them before the batch's parts go out (in the batch's order, so every
+shard's columns are in one order), so a ``where=`` on it reads null in a shard none of whose
+rows carry it — as one engine's rows before the column came — instead of failing there as
+an unknown field, and every shard's result table has the same columns.
 """
 from __future__ import annotations
 
@@ -28,9 +34,10 @@ import pyarrow as pa
 from .._args import K_MAX, as_float32, count, id_array, shown, thread_count
 from .._state import embed_content, ingest_order, storage_order
 from .._time import now_us
-from ..errors import ConfigError, NotFoundError, QueryError, ShardError, StorageError
+from ..errors import ConfigError, NotFoundError, QueryError, SchemaError, ShardError, StorageError
 from ..grounding import _take
-from ..schema import columns_of, normalize_rows
+from ..metadata import MAX_COLUMNS
+from ..schema import COLUMNS, columns_of, normalize_rows
 from .. import search as _search
 from .._util import import_extra
 
@@ -76,6 +83,19 @@ class _Shard:
         """One past the largest id stored (0 when empty)."""
         return int(self.eng.columns()["id"].max()) + 1 if len(self.eng) else 0
 
+    def kinds(self) -> dict:
+        """The engine's metadata columns and kinds, in column order."""
+        return self.eng.metadata
+
+    def declare(self, kinds: dict) -> dict:
+        """Add the metadata columns ``kinds`` lacks from the engine (null for every row so
+        far; a column it has keeps its kind, another kind is a SchemaError); returns
+        :meth:`kinds`."""
+        st = self.eng._state
+        with st.write:
+            st.declare(kinds)
+        return st.user_kinds()
+
 
 class ShardedEngine:
     """N engine shards in Ray actors behind the single :class:`~chrono_engine.Engine`'s API.
@@ -95,6 +115,10 @@ class ShardedEngine:
     :meth:`contains`, :meth:`save` and :meth:`open`. A shard that died (or a call past
     ``timeout``) is a :class:`~chrono_engine.errors.ShardError` naming it; restart from the
     last save with :meth:`open`.
+
+    Metadata columns (``metadata=`` declarations, or a batch's columns beyond the engine's)
+    are declared on every shard, so ``where=`` filters and ``columns=`` work as on one
+    engine: a column only some shards' rows carry reads null in the others.
     """
 
     def __init__(self, n_shards: int, dim: int, metric: str = "cosine", decay: Any = None, *,
@@ -107,6 +131,7 @@ class ShardedEngine:
         from chrono_engine import Engine
         probe = Engine(**kwargs)  # checks every argument here, with the single engine's errors
         self.dim, self.metric, self.decay = probe.dim, probe.metric, probe.decay
+        self._kinds = probe.metadata  # every shard's metadata columns, in their order
         actor = self._actor()
         self._actors = [actor.remote(kwargs=kwargs) for _ in range(n)]
         self._next_id = 0
@@ -196,6 +221,26 @@ class ShardedEngine:
         """Items per shard."""
         return self._wait([a.size.remote() for a in self._actors])
 
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The user metadata columns and their kinds (:attr:`Engine.metadata
+        <chrono_engine.Engine.metadata>`), declared on every shard (a new dict)."""
+        return dict(self._kinds)
+
+    def _declare(self, kinds: dict[str, str], shards: list[int] | None = None) -> None:
+        """Declare ``kinds`` (in order) on ``shards`` (None: every one)."""
+        shards = list(range(self.n_shards)) if shards is None else shards
+        if kinds and shards:
+            self._wait([self._actors[s].declare.remote(kinds) for s in shards], shards)
+        self._kinds.update(kinds)
+
+    def _adopt(self, shard: int) -> None:
+        """Metadata columns ``shard`` added on its own (a supersede's new columns) declared on
+        the other shards too."""
+        have = self._wait([self._actors[shard].kinds.remote()], [shard])[0]
+        new = {name: have[name] for name in have if name not in self._kinds}
+        self._declare(new, [s for s in range(self.n_shards) if s != shard])
+
     # ------------------------------------------------------------------ ingest
     def ingest(self, rows: Any, *, order: str = "auto") -> np.ndarray:
         """:meth:`Engine.ingest <chrono_engine.Engine.ingest>`: the batch is validated on the
@@ -208,7 +253,8 @@ class ShardedEngine:
         ingest_order(order)
         rows = embed_content(self.embedder, rows)
         now = now_us()
-        batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now)
+        batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now,
+                               metadata=self._kinds)
         raw = {k: v for k, v in columns_of(rows).items() if not re.fullmatch(r"__index_level_\d+__", str(k))}
         n = batch.n
         perm = storage_order(batch.valid_from, order)  # None: stored as given
@@ -227,6 +273,11 @@ class ShardedEngine:
             raw["id"] = ids
         if "ingested_at" not in raw:
             raw["ingested_at"] = np.full(n, now, np.int64)
+        new = {name: kind for name, (kind, _) in batch.metadata.items() if name not in self._kinds}
+        if len(self._kinds) + len(new) > MAX_COLUMNS:
+            raise SchemaError(f"the store would hold {len(self._kinds) + len(new)} metadata columns; at most "
+                              f"{MAX_COLUMNS} (unknown column)", rule="unknown column")
+        self._declare(new)  # on every shard, before any part: a shard whose rows all lack it reads null
         stems = batch.stem_id
         place = np.array([shard_of(s, self.n_shards, int(i)) for s, i in zip(stems, ids)], np.int64)
         stored = np.arange(n) if perm is None else perm  # the rows in the order one engine stores them
@@ -260,7 +311,7 @@ class ShardedEngine:
         sub = _search.SearchOptions.of(opts, **fixed)
         kw = {} if threads is None else {"threads": threads}
         parts = self._all("search_batch", q, k, sub, **kw)
-        table = _merge(pa.concat_tables(parts), nq, k)
+        table = _merge(_concat(parts, self._kinds), nq, k)
         if opts.verify is not None:
             table = _search.gate(table, opts.verify, nq)
         return table
@@ -297,6 +348,9 @@ class ShardedEngine:
         if "id" not in raw and n:
             raw["id"] = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
         ids = np.asarray(self._one(s, "supersede", stem_id, raw, effective_at, **kwargs), np.uint64)
+        added = [c for c in raw if isinstance(c, str) and c not in COLUMNS and c not in self._kinds]
+        if added:  # the stem's shard added them: the others declare them too
+            self._adopt(s)
         if len(ids):
             self._next_id = max(self._next_id, int(ids.max()) + 1)
         return ids
@@ -333,7 +387,7 @@ class ShardedEngine:
             if len(sel):
                 parts.append(self._one(s, "get", arr[sel], known_at))
                 order.append(sel)
-        table = pa.concat_tables(parts)
+        table = _concat(parts, self._kinds)
         pos = np.empty(len(arr), np.int64)
         pos[np.concatenate(order)] = np.arange(len(arr))
         return table.take(pa.array(pos))  # row i of the answer: the id given i-th
@@ -388,6 +442,19 @@ class ShardedEngine:
         ends = self._started(lambda: self._wait([a.next_id.remote() for a in self._actors]))
         self._next_id = max([next_id, *ends])
         self.dim, self.metric, self.decay = self._wait([self._actors[0].settings.remote()], [0])[0]
+        # a column declared on a shard after its last save, that none of its rows carry, is
+        # not in its log: declare again what any shard has on every shard that lacks it
+        per = self._wait([a.kinds.remote() for a in self._actors])
+        self._kinds = {}
+        for i, kinds in enumerate(per):
+            for name, kind in kinds.items():
+                if self._kinds.setdefault(name, kind) != kind:
+                    raise StorageError(f"{root}: metadata column {name!r} is {self._kinds[name]} in one shard and "
+                                       f"{kind} in shard-{i}")
+        for i, kinds in enumerate(per):
+            lack = {name: kind for name, kind in self._kinds.items() if name not in kinds}
+            if lack:
+                self._wait([self._actors[i].declare.remote(lack)], [i])
         return self
 
     def shutdown(self) -> None:
@@ -402,6 +469,29 @@ class ShardedEngine:
         deadline = time.monotonic() + 10.0
         while held and ray.available_resources().get("CPU", 0.0) < free + held - 1e-9 and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def _concat(parts: list[pa.Table], kinds: dict[str, str]) -> pa.Table:
+    """The shards' tables as one: the first one's columns, its metadata columns in the
+    order of ``kinds`` (every shard holds the same metadata columns, though not always in
+    one order after :meth:`ShardedEngine.open` declared again those a shard's log lacked);
+    a column a table lacks (none should) is null there."""
+    types: dict[str, pa.DataType] = {}
+    for p in parts:
+        for f in p.schema:
+            types.setdefault(f.name, f.type)
+    names = list(types)
+    order = {name: i for i, name in enumerate(kinds)}
+    slots = [i for i, name in enumerate(names) if name in order]
+    for i, name in zip(slots, sorted((names[i] for i in slots), key=order.__getitem__)):
+        names[i] = name
+    out = []
+    for p in parts:
+        if p.column_names != names:
+            p = pa.table([p.column(n) if n in p.column_names else pa.nulls(p.num_rows, types[n]) for n in names],
+                         names=names)
+        out.append(p)
+    return pa.concat_tables(out)
 
 
 def _merge(table: pa.Table, nq: int, k: int) -> pa.Table:

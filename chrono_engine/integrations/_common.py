@@ -13,6 +13,7 @@ import pyarrow as pa
 from .._args import shown
 from .._time import MIN_TIME_US, now_us
 from ..errors import QueryError
+from ..metadata import RESERVED
 from ..scoring import ScoringPolicy, score
 from ..search import MODES, embed_question, instant
 
@@ -27,15 +28,27 @@ def _iso(value: Any) -> str | None:
     return None if value is None else value.isoformat()
 
 
+def metadata_columns(hits: pa.Table) -> list[str]:
+    """The hit table's user metadata columns (tenant, acl, ...: every column that is not an
+    engine or result column), in the table's order."""
+    return [c for c in hits.column_names if c not in RESERVED]
+
+
 def records(hits: pa.Table) -> list[tuple[str, dict]]:
     """(text, metadata) per hit, in rank order: the text is ``content`` (its ``title`` when
-    it has none); metadata holds :data:`META_COLUMNS` with times as ISO-8601 strings in UTC
-    (``valid_to`` None: open-ended), so that documents serialise as JSON."""
+    it has none); metadata holds :data:`META_COLUMNS` and then the item's metadata columns
+    (:func:`metadata_columns`: a null is None, a list<string> a list), with times as
+    ISO-8601 strings in UTC (``valid_to`` None: open-ended), so that documents serialise as
+    JSON."""
     n = hits.num_rows
     cols = {c: hits.column(c).to_pylist() for c in META_COLUMNS if c in hits.column_names}
     for c in ("valid_from", "valid_to"):
         if c in cols:
             cols[c] = [_iso(v) for v in cols[c]]
+    for c in metadata_columns(hits):
+        col = hits.column(c)
+        vals = col.to_pylist()
+        cols[c] = [_iso(v) for v in vals] if pa.types.is_timestamp(col.type) else vals
     texts = hits.column("content").to_pylist() if "content" in hits.column_names else [None] * n
     metas = [{c: v[i] for c, v in cols.items()} for i in range(n)]
     return [(t if t is not None else m.get("title") or "", m) for t, m in zip(texts, metas)]

@@ -4,7 +4,11 @@
 time intent is read from the question ("who led X in 2019" searches as of 2019, "from 2004
 to 2005" within that window, no time: the latest valid version), or set per retriever or
 per call (``mode``, ``as_of``, ``window``); each hit is a ``Document`` whose metadata holds
-its id, stem, version, validity interval, similarity, validity, score and citation.
+its id, stem, version, validity interval, similarity, validity, score and citation, and the
+item's metadata columns (tenant, acl, ...). ``search_kwargs={"filter": {...}}`` (LangChain's
+convention for vector store retrievers; or ``where``), or ``filter=`` per call, filters on
+those columns in the dict form of Chroma and LangChain (``{"tenant": "acme"}``,
+``{"acl": {"$in": ["hr"]}}``; docs/search.md, "Filters"), inside the engine's search.
 
 :class:`ChronoRerankRetriever` wraps any LangChain vector store or retriever and reranks its
 candidates by validity with :func:`chrono_engine.score` (the candidates' times come from
@@ -63,6 +67,22 @@ __all__ = ["ChronoRetriever", "ChronoRerankRetriever", "time_weighted_policy"]
 _CALL = ("k", "mode", "as_of", "window", "now", "tz")
 
 
+def _where(kwargs: dict, what: str) -> dict:
+    """``kwargs`` with LangChain's ``filter`` as the engine's ``where`` (one of the two)."""
+    if "filter" not in kwargs:
+        return kwargs
+    out = dict(kwargs)
+    f = out.pop("filter")
+    if "where" in out:
+        raise QueryError(f"{what}: give filter or where, not both (they are the same option)")
+    if callable(f):
+        raise QueryError(f"{what}: filter must be a dict in the Chroma / LangChain form ({{'tenant': 'acme'}}, "
+                         "docs/search.md 'Filters'), got a callable: a predicate on documents cannot run inside "
+                         "the engine's search")
+    out["where"] = f
+    return out
+
+
 def _documents(hits) -> list[Document]:
     return [Document(page_content=text, metadata=meta, id=str(meta["id"])) for text, meta in records(hits)]
 
@@ -77,12 +97,19 @@ class ChronoRetriever(BaseRetriever):
     year") resolve against (None: the wall clock, UTC). ``embed``: the question embedder
     (None: the engine's ``embedder``; a LangChain ``Embeddings`` is used through its
     ``embed_query``). ``search_kwargs``: other options of ``query`` /
-    ``search`` (``fact_types``, ``known_at``, ``fusion``, ``distinct``, ``undated``, ...).
-    Every one of these may also be given per call: ``invoke(question, k=3, as_of=...)``.
+    ``search`` (``fact_types``, ``known_at``, ``fusion``, ``distinct``, ``undated``,
+    ``columns``, ...), and, as for LangChain's vector store retrievers, ``filter`` (the
+    engine's ``where``: a metadata filter in the dict form of Chroma and LangChain,
+    ``{"tenant": "acme", "acl": {"$in": ["hr", "all"]}}``) and ``k``.
+    Every one of these may also be given per call: ``invoke(question, k=3, as_of=...,
+    filter={...})``; a call's keywords override the retriever's (a call's ``filter``
+    replaces the ``search_kwargs`` one: it is not ANDed).
 
     Each ``Document`` holds the hit's ``content`` (its ``title`` when it has none) and, in
     ``metadata``: id, rank, score, similarity, validity, stem_id, version, valid_from and
-    valid_to (ISO-8601 in UTC; valid_to None: open-ended), title, citation, certified.
+    valid_to (ISO-8601 in UTC; valid_to None: open-ended), title, citation, certified, then
+    the item's metadata columns (``columns=`` in ``search_kwargs`` picks which; timestamps
+    as ISO-8601 strings, a list<string> as a list, a null as None).
     ``Document.id`` is the item id as a string.
     """
 
@@ -99,8 +126,8 @@ class ChronoRetriever(BaseRetriever):
     search_kwargs: dict = Field(default_factory=dict)
 
     def _search(self, query: str, kwargs: dict) -> list[Document]:
-        call = {name: kwargs.pop(name, getattr(self, name)) for name in _CALL}
-        opts = {**self.search_kwargs, **kwargs}
+        opts = {**_where(self.search_kwargs, "search_kwargs"), **_where(kwargs, "invoke")}
+        call = {name: opts.pop(name, getattr(self, name)) for name in _CALL}
         k = count(call.pop("k"), "k", lo=1, hi=K_MAX, error=QueryError)
         embed = self.embed.embed_query if isinstance(self.embed, Embeddings) else self.embed
         hits = run_search(self.engine, query, k, embed=embed, options=opts, **call)

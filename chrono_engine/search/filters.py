@@ -19,7 +19,8 @@ of at most :data:`MAX_DEPTH` and at most :data:`MAX_TERMS` terms and values in a
 linear in its size, and gives a canonical, hashable :class:`Where`. :func:`compile` binds it
 to a store's metadata columns (kinds, indexes), refusing an unknown field or an operator
 on the wrong kind, and gives the core's program (``_core.Filter``, evaluated under the
-store's lock; user_columns.hpp).
+store's lock; user_columns.hpp). :func:`rows_passing` evaluates the same program in NumPy
+over an Arrow table's columns (``ce.score``'s candidates), each read as a metadata column.
 """
 from __future__ import annotations
 
@@ -29,14 +30,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import _core
 from .._args import shown
 from .._time import errors_as, scalar_us
-from ..errors import QueryError
-from ..metadata import KIND_CODES
+from ..errors import QueryError, SchemaError
+from ..metadata import ARROW_TYPES, KIND_CODES, normalize_column
 
-__all__ = ["Where", "parse", "compile", "MAX_DEPTH", "MAX_TERMS"]
+__all__ = ["Where", "parse", "compile", "rows_passing", "MAX_DEPTH", "MAX_TERMS"]
 
 #: the deepest nesting of a filter ($and / $or / $not / a field's operators)
 MAX_DEPTH = 32
@@ -64,6 +67,11 @@ class Where:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __reduce__(self) -> tuple:
+        # rebuilt, not restored: a string's hash differs between processes (a Ray actor, a
+        # service worker), so a pickled ``_hash`` would not be this process's hash of expr
+        return (Where, (self.expr, self.spec))
 
     def __repr__(self) -> str:
         return f"Where({shown(self.spec)})"
@@ -316,3 +324,120 @@ def _emit_range(index: int, kind: str, code: int, op: str, x: Any, ops: list) ->
         ops.append(("const", False))
         return
     ops.append(("range", index, code, max(lo, _I64_MIN), min(hi, _I64_MAX)))
+
+
+# ----------------------------------------------------------------------------- rows of a table
+
+def rows_passing(where: Where, table: pa.Table, what: str = "the table") -> np.ndarray:
+    """One bool per row of ``table``: whether it passes ``where``, each field read as a
+    metadata column of the kind its Arrow type has (:func:`~chrono_engine.metadata.kind_of_type`:
+    strings, integers, floats, bools, timestamps and dates, lists of strings), by the very
+    program :func:`compile` gives the core, evaluated in NumPy with the core's semantics (a
+    null passes no ``$eq`` / ``$in`` / range; a list passes ``$eq`` / ``$in`` when an element
+    does). A column all of whose values are null (Arrow type null) takes the kind of the
+    values the filter compares it with. QueryError for a field ``table`` lacks, a column of
+    no metadata kind, or what :func:`compile` refuses."""
+    n = table.num_rows
+    columns: dict[str, tuple[int, str]] = {}
+    arrays: dict[int, tuple[str, pa.Array]] = {}
+    for i, name in enumerate(sorted(where.fields())):
+        if name not in table.column_names:
+            known = ", ".join(repr(c) for c in table.column_names[:20]) or "none"
+            _fail(f".{name}", f"unknown field (the columns of {what}: {known})")
+        col = table.column(name)
+        if pa.types.is_null(col.type):
+            kind = _kind_for_nulls(where.expr, name)
+            arr = pa.nulls(n, ARROW_TYPES[kind])
+        else:
+            try:
+                kind, arr = normalize_column(name, col, n, None, _no_times)
+            except SchemaError as e:
+                _fail(f".{name}", f"the column of {what}: {e}")
+        columns[name] = (i, kind)
+        arrays[i] = (kind, arr)
+    ops: list = []
+    _emit(where.expr, columns, ops)
+    return _run(ops, arrays, n)
+
+
+def _no_times(name: str, col: Any) -> Any:  # pragma: no cover - a kind is never given, so never read
+    raise AssertionError(name)
+
+
+def _kind_for_nulls(e: tuple, name: str) -> str:
+    """The kind of the first value the filter compares field ``name`` with (a string in a
+    range: a time; "string" when it only asks whether it exists): a column of nulls passes
+    the same under any kind."""
+    found: list = []
+
+    def walk(x: tuple) -> None:
+        if found:
+            return
+        if x[0] in ("and", "or"):
+            for c in x[1]:
+                walk(c)
+        elif x[0] == "not":
+            walk(x[1])
+        elif x[0] != "const" and x[1] == name:
+            vals = x[2] if x[0] in ("in", "nin") else (x[3],) if x[0] == "cmp" else ()
+            ranged = x[0] == "cmp" and x[2] in _RANGE
+            found.extend("t" if ranged and v[0] == "s" else v[0] for v in vals[:1])
+
+    walk(e)
+    return {"s": "string", "b": "bool", "i": "int64", "f": "float64", "t": "timestamp"}.get(
+        found[0] if found else "s", "string")
+
+
+def _numbers(kind: str, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(values, valid) of an int64 / timestamp (µs) / float64 / bool column as NumPy."""
+    valid = np.asarray(arr.is_valid()) if arr.null_count else np.ones(len(arr), bool)
+    if kind == "float64":
+        return np.asarray(arr.fill_null(0.0), np.float64), valid
+    if kind == "bool":
+        return np.asarray(arr.fill_null(False), bool).astype(np.int64), valid
+    return np.asarray(arr.cast(pa.int64()).fill_null(0), np.int64), valid
+
+
+def _run(ops: list, arrays: dict, n: int) -> np.ndarray:
+    """The core's filter program (``_core.Filter``'s ops) over NumPy / Arrow columns."""
+    stack: list[np.ndarray] = []
+    for op in ops:
+        tag = op[0]
+        if tag in ("and", "or"):
+            kids = stack[-op[1]:]
+            del stack[-op[1]:]
+            out = kids[0].copy()
+            for k in kids[1:]:
+                out = (out & k) if tag == "and" else (out | k)
+            stack.append(out)
+        elif tag == "not":
+            stack.append(~stack.pop())
+        elif tag == "const":
+            stack.append(np.full(n, bool(op[1])))
+        elif tag == "exists":
+            arr = arrays[op[1]][1]
+            stack.append(np.asarray(arr.is_valid()) if arr.null_count else np.ones(n, bool))
+        elif tag == "in":
+            kind, arr = arrays[op[1]]
+            values = op[3]
+            if kind == "string":
+                stack.append(np.asarray(pc.is_in(arr, value_set=pa.array(values, pa.string())).fill_null(False)))
+            elif kind == "list<string>":
+                out = np.zeros(n, bool)
+                hit = np.asarray(pc.is_in(pc.list_flatten(arr), value_set=pa.array(values, pa.string())))
+                parents = np.asarray(pc.list_parent_indices(arr))
+                out[parents[hit]] = True
+                stack.append(out)
+            else:
+                x, valid = _numbers(kind, arr)
+                stack.append(np.isin(x, np.asarray(values, np.float64 if kind == "float64" else np.int64)) & valid)
+        elif tag == "range":
+            x, valid = _numbers(arrays[op[1]][0], arrays[op[1]][1])
+            stack.append((x >= op[3]) & (x <= op[4]) & valid)
+        elif tag == "frange":
+            x, valid = _numbers("float64", arrays[op[1]][1])
+            lo, li, hi, hi_i = op[2:]
+            stack.append(((x >= lo) if li else (x > lo)) & ((x <= hi) if hi_i else (x < hi)) & valid)
+        else:  # pragma: no cover - _emit writes no other op
+            raise AssertionError(op)
+    return stack.pop() if stack else np.ones(n, bool)
