@@ -19,7 +19,10 @@ of at most :data:`MAX_DEPTH` and at most :data:`MAX_TERMS` terms and values in a
 linear in its size, and gives a canonical, hashable :class:`Where`. :func:`compile` binds it
 to a store's metadata columns (kinds, indexes), refusing an unknown field or an operator
 on the wrong kind, and gives the core's program (``_core.Filter``, evaluated under the
-store's lock; user_columns.hpp).
+store's lock; user_columns.hpp). :func:`absent_as_null` reads the fields a store does not
+(yet) have as null on every row, as a row without a column is (a service's scoped key, set
+before its column exists); :func:`evaluate` runs the same program in NumPy over rows not
+yet in a store (what a write limited by a filter is about to store).
 """
 from __future__ import annotations
 
@@ -29,14 +32,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import _core
 from .._args import shown
 from .._time import errors_as, scalar_us
 from ..errors import QueryError
-from ..metadata import KIND_CODES
+from ..metadata import ARROW_TYPES, KIND_CODES
 
-__all__ = ["Where", "parse", "compile", "MAX_DEPTH", "MAX_TERMS"]
+__all__ = ["Where", "parse", "compile", "absent_as_null", "evaluate", "MAX_DEPTH", "MAX_TERMS"]
 
 #: the deepest nesting of a filter ($and / $or / $not / a field's operators)
 MAX_DEPTH = 32
@@ -67,6 +72,11 @@ class Where:
 
     def __repr__(self) -> str:
         return f"Where({shown(self.spec)})"
+
+    def __reduce__(self) -> tuple:
+        # the hash is made again where it is unpickled: a string's hash differs between
+        # processes (PYTHONHASHSEED), so a pickled one would not match equal filters there
+        return (Where, (self.expr, self.spec))
 
     def fields(self) -> set[str]:
         """The fields the filter reads."""
@@ -207,6 +217,9 @@ def compile(where: Where, columns: Mapping[str, tuple[int, str]]) -> Any:
 
 def _emit(e: tuple, columns: Mapping, ops: list) -> None:
     tag = e[0]
+    if tag == "const":  # a test of a field no row has (absent_as_null)
+        ops.append(("const", bool(e[1])))
+        return
     if tag in ("and", "or"):
         for c in e[1]:
             _emit(c, columns, ops)
@@ -316,3 +329,112 @@ def _emit_range(index: int, kind: str, code: int, op: str, x: Any, ops: list) ->
         ops.append(("const", False))
         return
     ops.append(("range", index, code, max(lo, _I64_MIN), min(hi, _I64_MAX)))
+
+
+# ----------------------------------------------------------------------------- absent fields
+
+def absent_as_null(where: Where, fields: Any) -> Where:
+    """``where`` with each test of a field not among ``fields`` (a store's metadata columns)
+    replaced by its value on a null, as a row without the column holds: ``$eq``, ``$in``,
+    ranges and ``$exists: true`` are false, ``$ne``, ``$nin`` and ``$exists: false`` true.
+    ``where`` itself when it reads no such field. :func:`compile` refuses an unknown field
+    (a typo); a filter set before its column exists (a service's scoped key) selects
+    through this what it will select once the column is there."""
+    missing = where.fields().difference(fields)
+    if not missing:
+        return where
+    return Where(_nulled(where.expr, missing), where.spec)
+
+
+def _nulled(e: tuple, missing: set) -> tuple:
+    tag = e[0]
+    if tag in ("and", "or"):
+        return (tag, tuple(_nulled(c, missing) for c in e[1]))
+    if tag == "not":
+        return ("not", _nulled(e[1], missing))
+    if tag == "const" or e[1] not in missing:
+        return e
+    if tag == "cmp":
+        return ("const", e[2] == "$ne")
+    if tag == "exists":
+        return ("const", not e[2])
+    return ("const", tag == "nin")
+
+
+# ----------------------------------------------------------------------------- evaluate
+
+def evaluate(where: Where, columns: Mapping[str, tuple[str, Any]], n: int) -> np.ndarray:
+    """Which of ``n`` rows pass ``where`` (a bool array), for rows not in a store: the
+    program :func:`compile` makes, run in NumPy with the core's rules (a null matches no
+    ``$eq``, ``$in`` or range; a list matches when any element does). ``columns``: name ->
+    (kind, the rows' Arrow array of :data:`~chrono_engine.metadata.ARROW_TYPES` [kind], or
+    None: null on every row); a field not among them is a QueryError (unknown field), an
+    operator or value the kind does not take too. Linear in the rows and the filter."""
+    names = list(columns)
+    index = {name: (i, columns[name][0]) for i, name in enumerate(names)}
+    ops: list = []
+    _emit(where.expr, index, ops)
+    arrays = [columns[name][1] if columns[name][1] is not None else pa.nulls(n, ARROW_TYPES[columns[name][0]])
+              for name in names]
+    stack: list = []
+    for op in ops:
+        tag = op[0]
+        if tag in ("and", "or"):
+            parts = stack[-op[1]:]
+            del stack[-op[1]:]
+            out = parts[0].copy()
+            for p in parts[1:]:
+                if tag == "and":
+                    out &= p
+                else:
+                    out |= p
+            stack.append(out)
+        elif tag == "not":
+            stack[-1] = ~stack[-1]
+        elif tag == "const":
+            stack.append(np.full(n, bool(op[1])))
+        else:
+            stack.append(_leaf(op, arrays, n))
+    return stack[0]
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+
+
+def _leaf(op: tuple, arrays: list, n: int) -> np.ndarray:
+    """One test of the program over one column's rows (a bool per row; nulls False)."""
+    tag = op[0]
+    if tag == "frange":
+        _, col, lo, lo_incl, hi, hi_incl = op
+        arr = arrays[col]
+        v = np.asarray(arr.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+        ok = (v >= lo if lo_incl else v > lo) & (v <= hi if hi_incl else v < hi)
+        return ok & _valid(arr)
+    col, code = op[1], op[2]
+    arr = arrays[col]
+    kind = next(k for k, c in KIND_CODES.items() if c == code)
+    if tag == "exists":
+        return _valid(arr)
+    if tag == "range":
+        v = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        return (v >= op[3]) & (v <= op[4]) & _valid(arr)
+    values = op[3]  # "in"
+    if kind in ("string", "list<string>"):
+        want = pa.array(values, pa.string())
+        if kind == "string":
+            return np.asarray(pc.is_in(arr, value_set=want).fill_null(False).to_numpy(zero_copy_only=False), bool)
+        # a row's elements are values[offsets[i]:offsets[i + 1]] (a null row's ignored):
+        # how many of them match, from a running count
+        offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+        hit = np.asarray(pc.is_in(arr.values, value_set=want).fill_null(False).to_numpy(zero_copy_only=False), bool)
+        running = np.concatenate([[0], np.cumsum(hit, dtype=np.int64)])
+        return (running[offsets[1:]] > running[offsets[:-1]]) & _valid(arr)
+    if kind == "float64":
+        v = np.asarray(arr.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+        return np.isin(v, np.asarray(values, np.float64)) & _valid(arr)
+    if kind == "bool":
+        v = np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), bool).astype(np.int64)
+        return np.isin(v, np.asarray(values, np.int64)) & _valid(arr)
+    v = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)  # int64, timestamp
+    return np.isin(v, np.asarray(values, np.int64)) & _valid(arr)
