@@ -322,19 +322,36 @@ class StoreState:
     def check_within(self, batch: IngestBatch, where: Any) -> None:
         """SchemaError (rule ``outside where``) naming the first row of ``batch`` that
         ``where`` does not pass, as the row would be stored: the batch's metadata columns,
-        the store's others null (:func:`~chrono_engine.search.filters.evaluate`; a field
-        neither has is a QueryError)."""
+        the store's others null, and a field neither has null too
+        (:func:`~chrono_engine.search.filters.evaluate`); then the first row naming a stem
+        that holds a row ``where`` does not pass (a new version there would change which of
+        that stem's rows every search arbitrates to). O(rows + the named stems' rows)."""
         from .search import filters
         w = filters.parse(where)
+        fields = ", ".join(repr(f) for f in sorted(w.fields())[:20])
         cols: dict = {name: (kind, None) for name, (_, kind) in self.user.items()}
         for name, (kind, arr) in batch.metadata.items():
             cols[name] = (kind, arr)
-        ok = filters.evaluate(w, cols, batch.n)
+        ok = filters.evaluate(filters.absent_as_null(w, cols), cols, batch.n)
         if not ok.all():
             row = int(np.flatnonzero(~ok)[0])
-            fields = ", ".join(repr(f) for f in sorted(w.fields())[:20])
             raise SchemaError(f"row {row}: outside where= (this write stores only rows the filter passes; "
                               f"it reads {fields}) (outside where)", row=row, rule="outside where")
+        codes = [self.stem_code(name) for name in batch.stem_names]
+        if not any(c >= 0 for c in codes):
+            return
+        sel = self.where_rows(filters.absent_as_null(w, self.user))
+        for i, code in enumerate(codes):
+            if code < 0:
+                continue
+            rows = self.stem_rows(code).astype(np.int64)
+            at = np.minimum(np.searchsorted(sel, rows), max(len(sel) - 1, 0))
+            if not len(sel) or not (sel[at] == rows).all():
+                row = int(np.flatnonzero(batch.stem_codes == i)[0])
+                raise SchemaError(f"row {row}: stem {shown(batch.stem_names[i])} holds rows outside where= "
+                                  f"(a stem is one namespace: a write limited by the filter adds to a stem only "
+                                  f"when it passes every row; it reads {fields}) (outside where)",
+                                  row=row, rule="outside where")
 
     def validity_of_rows(self, t_us: int, rows: np.ndarray) -> np.ndarray:
         """V = q · D_j(T − t_e) of the given rows at ``t_us``, with the core's decay kernels."""

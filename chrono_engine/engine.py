@@ -243,9 +243,11 @@ class Engine:
         the rows in the stored order.
 
         ``where``: a filter (``where=`` of :meth:`search`) every row must pass as it would
-        be stored (its metadata columns; the store's others null): the first that does not
-        is a SchemaError (rule ``outside where``) and nothing is written. A write limited to
-        one tenant's rows, say; a field neither the rows nor the store have is a QueryError.
+        be stored (its metadata columns; the store's others, and a field neither has, null):
+        the first that does not is a SchemaError (rule ``outside where``, naming the row and
+        the fields the filter reads) and nothing is written; so is a row naming a stem that
+        holds a row the filter does not pass (a new version there would change which of
+        that stem's rows every search arbitrates to). A write limited to one tenant's rows.
         """
         ingest_order(order)
         scope = _filters.parse(where)

@@ -705,4 +705,8 @@ def test_rows_outside_an_ingest_filter_are_a_named_rule():
         eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]}, where={"tenant": "acme"})
     assert len(eng) == 1
     assert eng.ingest({**rows, "tenant": ["acme"] * 3}, where={"tenant": "acme"}).tolist() == [1, 2, 3]
+    fresh = ce.Engine(4)  # a field neither the rows nor the store have: null, so outside an equality
+    with pytest.raises(SchemaError, match="row 0: outside where"):
+        fresh.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]}, where={"tenant": "acme"})
+    assert len(fresh) == 0
     assert RULES[-1] == "outside where"  # rule="outside where"

@@ -525,6 +525,11 @@ def test_writes_limited_by_where_touch_no_other_rows():
     with pytest.raises(SchemaError, match="row 1: outside where"):
         eng.ingest({"vector": np.eye(4, dtype=np.float32)[:2], "valid_from": ["2024-01-01"] * 2,
                     "tenant": ["acme", None]}, where=acme)
+    for stem in ("g", "mixed"):  # a row of acme's in a stem holding globex's would change how it arbitrates
+        with pytest.raises(SchemaError, match=f"row 1: stem '{stem}' holds rows outside where") as info:
+            eng.ingest({"vector": np.eye(4, dtype=np.float32)[:2], "valid_from": ["2024-01-01"] * 2,
+                        "tenant": ["acme"] * 2, "stem_id": ["a", stem], "version": ["v7", "v9"]}, where=acme)
+        assert info.value.rule == "outside where"
     after = eng.columns()
     for k in before:
         np.testing.assert_array_equal(after[k], before[k], err_msg=k)
@@ -534,4 +539,6 @@ def test_writes_limited_by_where_touch_no_other_rows():
     new = eng.supersede("a", {"vector": [[0, 0, 1, 0]]}, "2025-01-01", version="v3", where=acme)
     assert eng.get(new).column("tenant").to_pylist() == ["acme"]
     assert eng.ingest({"vector": [[0, 1, 0, 0]], "valid_from": ["2024-01-01"], "tenant": ["acme"]}, where=acme).tolist() == [7]
-    assert eng.count(acme) == 5 and eng.count({"tenant": "globex"}) == 3
+    assert eng.ingest({"vector": [[0, 1, 0, 0]] * 2, "valid_from": ["2024-01-01"] * 2, "tenant": ["acme"] * 2,
+                       "stem_id": ["a", "new"], "version": ["v9", "v1"]}, where=acme).tolist() == [8, 9]
+    assert eng.count(acme) == 7 and eng.count({"tenant": "globex"}) == 3
