@@ -272,14 +272,19 @@ class StoreState:
         """The stem ids of stem codes (-1: null) as an Arrow string array."""
         return _string_array(*self.stem_buffers(codes))
 
-    def rows_of(self, ids: Any) -> np.ndarray:
+    def rows_of(self, ids: Any, where: Any = None) -> np.ndarray:
         """Row numbers of ids (one id, or a sequence or array of them, flattened); raises
         NotFoundError naming the first unknown id (an integer below 0 or beyond uint64 is
-        one), QueryError for anything but integer ids."""
+        one), QueryError for anything but integer ids. ``where``: a filter (a dict or a
+        :class:`~chrono_engine.search.filters.Where`); an id whose row it does not pass is
+        unknown alike, with the same error."""
         arr, impossible = id_array(ids, "ids", QueryError)
         rows = self.core.rows_of(arr)
         if impossible:
             rows[list(impossible)] = -1
+        if where is not None:
+            found = rows >= 0
+            rows[found & ~self.passing(where, np.where(found, rows, 0))] = -1
         if (rows < 0).any():
             i = int(np.flatnonzero(rows < 0)[0])
             raise NotFoundError(f"unknown id {shown(impossible.get(i, int(arr[i])))}")
@@ -293,6 +298,60 @@ class StoreState:
         if impossible:
             found[list(impossible)] = False
         return found
+
+    def filter_of(self, where: Any) -> Any:
+        """``where`` (a dict or a Where) compiled against this store's metadata columns
+        (``_core.Filter``); QueryError for a bad filter or an unknown field."""
+        from .search import filters
+        return filters.compile(filters.parse(where), self.user)
+
+    def where_rows(self, where: Any) -> np.ndarray:
+        """The rows (uint32, ascending) that pass ``where`` now."""
+        return self.core.filter_rows(self.filter_of(where))
+
+    def passing(self, where: Any, rows: np.ndarray) -> np.ndarray:
+        """Whether each of ``rows`` (row numbers, in range) passes ``where``: the core's
+        rows of the filter (cached per filter; O(rows passing) to copy) searched."""
+        sel = self.where_rows(where)
+        rows = np.asarray(rows, np.int64)
+        if not len(sel):
+            return np.zeros(len(rows), bool)
+        i = np.minimum(np.searchsorted(sel, rows), len(sel) - 1)
+        return sel[i] == rows
+
+    def check_within(self, batch: IngestBatch, where: Any) -> None:
+        """SchemaError (rule ``outside where``) naming the first row of ``batch`` that
+        ``where`` does not pass, as the row would be stored: the batch's metadata columns,
+        the store's others null, and a field neither has null too
+        (:func:`~chrono_engine.search.filters.evaluate`); then the first row naming a stem
+        that holds a row ``where`` does not pass (a new version there would change which of
+        that stem's rows every search arbitrates to). O(rows + the named stems' rows)."""
+        from .search import filters
+        w = filters.parse(where)
+        fields = ", ".join(repr(f) for f in sorted(w.fields())[:20])
+        cols: dict = {name: (kind, None) for name, (_, kind) in self.user.items()}
+        for name, (kind, arr) in batch.metadata.items():
+            cols[name] = (kind, arr)
+        ok = filters.evaluate(filters.absent_as_null(w, cols), cols, batch.n)
+        if not ok.all():
+            row = int(np.flatnonzero(~ok)[0])
+            raise SchemaError(f"row {row}: outside where= (this write stores only rows the filter passes; "
+                              f"it reads {fields}) (outside where)", row=row, rule="outside where")
+        codes = [self.stem_code(name) for name in batch.stem_names]
+        if not any(c >= 0 for c in codes):
+            return
+        sel = self.where_rows(filters.absent_as_null(w, self.user))
+        for i, code in enumerate(codes):
+            if code < 0:
+                continue
+            rows = self.stem_rows(code).astype(np.int64)
+            at = np.minimum(np.searchsorted(sel, rows), max(len(sel) - 1, 0))
+            if not len(sel) or not (sel[at] == rows).all():
+                row = int(np.flatnonzero(batch.stem_codes == i)[0])
+                raise SchemaError(f"row {row}: stem {shown(batch.stem_names[i])} holds rows outside where= "
+                                  f"(a stem is one namespace: a write limited by the filter adds to a stem only "
+                                  f"when it passes every row; it reads {fields}) (outside where)",
+                                  row=row, rule="outside where")
 
     def validity_of_rows(self, t_us: int, rows: np.ndarray) -> np.ndarray:
         """V = q · D_j(T − t_e) of the given rows at ``t_us``, with the core's decay kernels."""

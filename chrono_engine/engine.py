@@ -37,6 +37,7 @@ from .decay import DecayPolicy, parse_decay
 from .metadata import declared_kinds
 from .errors import ConfigError, CorruptStoreError, EmbeddingError, QueryError, SchemaError, StorageError
 from .search import PreparedSearch, QueryResult, SearchOptions, query_cuts
+from .search import filters as _filters
 
 __all__ = ["Engine", "QueryResult", "SearchOptions"]
 
@@ -218,7 +219,7 @@ class Engine:
         return f"Engine(dim={self.dim}, metric={self.metric!r}, items={len(self)})"
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, rows: Any, *, order: str = "auto") -> np.ndarray:
+    def ingest(self, rows: Any, *, order: str = "auto", where: Any = None) -> np.ndarray:
         """Add evidence items; returns their ids (uint64), in the order of ``rows``.
 
         ``rows`` is a pyarrow Table/RecordBatch, a pandas DataFrame, a dict of arrays or a
@@ -240,18 +241,28 @@ class Engine:
         beside it, but a reordered batch's ids do not rise with its input order; give
         ``id`` to fix them. :meth:`columns`, :meth:`vectors` and the store's files list
         the rows in the stored order.
+
+        ``where``: a filter (``where=`` of :meth:`search`) every row must pass as it would
+        be stored (its metadata columns; the store's others, and a field neither has, null):
+        the first that does not is a SchemaError (rule ``outside where``, naming the row and
+        the fields the filter reads) and nothing is written; so is a row naming a stem that
+        holds a row the filter does not pass (a new version there would change which of
+        that stem's rows every search arbitrates to). A write limited to one tenant's rows.
         """
         ingest_order(order)
+        scope = _filters.parse(where)
         st = self._state
         rows = embed_content(self.embedder, rows)  # embedding runs before the write lock
         with st.write:
             batch = st.normalize(rows)
-            stored, where = st.time_ordered(batch, order)
-            if where is None:
+            if scope is not None:
+                st.check_within(batch, scope)
+            stored, placed = st.time_ordered(batch, order)
+            if placed is None:
                 return st.commit(batch)
             del batch  # a copy of the vectors (unit length, float32) not held during the commit
             try:
-                return st.commit(stored)[where]
+                return st.commit(stored)[placed]
             except SchemaError:
                 # the refusal names a row of the reordered batch; nothing was written:
                 # the rows as given are refused alike, naming the caller's row
@@ -466,7 +477,7 @@ class Engine:
 
     # ------------------------------------------------------------------ lifecycle
     def supersede(self, stem_id: str, rows: Any, effective_at: Any, *, version: str | None = None,
-                  supersedes: str | None = None, deprecate: bool | None = None) -> np.ndarray:
+                  supersedes: str | None = None, deprecate: bool | None = None, where: Any = None) -> np.ndarray:
         """Add a new version of a document lineage; closes and deprecates its predecessor.
 
         ``rows`` (any form :meth:`ingest` takes) are the new version's rows; ``stem_id``,
@@ -480,7 +491,10 @@ class Engine:
         after the predecessor's start, a ``supersedes`` edge that would make a cycle, and
         malformed rows — raising :class:`~chrono_engine.errors.LifecycleError` (or
         NotFoundError / SchemaError) with nothing changed. Returns the new ids. Rules and
-        atomicity: :mod:`chrono_engine.lifecycle`.
+        atomicity: :mod:`chrono_engine.lifecycle`. ``where``: a filter limiting the write
+        (as :meth:`ingest`'s): a stem with a row outside it is unknown (NotFoundError, as
+        an unknown stem), a new row outside it (its inherited metadata included) a
+        SchemaError (rule ``outside where``).
 
         >>> eng = Engine(dim=2)
         >>> _ = eng.ingest([{"vector": [1, 0], "valid_from": "2023-01-01", "stem_id": "T",
@@ -489,36 +503,52 @@ class Engine:
         [1]
         """
         return lifecycle.supersede(self._state, stem_id, rows, effective_at, version=version,
-                                   supersedes=supersedes, deprecate=deprecate, embedder=self.embedder)
+                                   supersedes=supersedes, deprecate=deprecate, embedder=self.embedder,
+                                   where=where)
 
-    def retract(self, ids: Any, at: Any = None) -> np.ndarray:
+    def retract(self, ids: Any, at: Any = None, *, where: Any = None) -> np.ndarray:
         """Stop believing items from transaction time ``at`` (default now): sets
         ``retracted_at``; nothing is deleted and searches with an earlier ``known_at`` still
         see them. Unknown ids raise NotFoundError; ids already retracted, given twice, or
         ``at`` not after ``ingested_at`` raise LifecycleError (nothing changed). Returns the ids.
+        ``where``: a filter limiting the write; an id whose row it does not pass is
+        unknown (the same NotFoundError).
         """
-        return lifecycle.retract(self._state, ids, at)
+        return lifecycle.retract(self._state, ids, at, where)
 
-    def deprecate(self, ids: Any, effective_at: Any = None, at: Any = None) -> np.ndarray:
+    def deprecate(self, ids: Any, effective_at: Any = None, at: Any = None, *, where: Any = None) -> np.ndarray:
         """Deprecate items from valid time ``effective_at`` (default: each item's
         ``valid_from``), an event known from transaction time ``at`` (default now): ``latest``
         searches at T ≥ ``effective_at`` with ``known_at`` ≥ ``at`` treat them as out of force
         (the ``deprecated=`` option); earlier views are unchanged. Returns the ids; see
-        :func:`chrono_engine.lifecycle.deprecate`."""
-        return lifecycle.deprecate(self._state, ids, effective_at, at)
+        :func:`chrono_engine.lifecycle.deprecate`. ``where``: as :meth:`retract`'s."""
+        return lifecycle.deprecate(self._state, ids, effective_at, at, where)
 
-    def history(self, stem_id: str, known_at: Any = None) -> pa.Table:
+    def history(self, stem_id: str, known_at: Any = None, *, where: Any = None) -> pa.Table:
         """Every version (row) of a document lineage with both time axes, ordered by version,
         as known at ``known_at`` (default: every event recorded): id, stem_id, version,
         supersedes, valid_from, valid_to, ingested_at, retracted_at (open ends null),
-        deprecated, deprecated_from, amended_at, title, content
-        (:func:`chrono_engine.lifecycle.history`). O(rows of the lineage)."""
-        return lifecycle.history(self._state, stem_id, known_at)
+        deprecated, deprecated_from, amended_at, title, content, then the metadata columns
+        (:func:`chrono_engine.lifecycle.history`). O(rows of the lineage). ``where``: only
+        the rows that filter passes; a stem with none is unknown (the same NotFoundError)."""
+        return lifecycle.history(self._state, stem_id, known_at, where)
 
-    def get(self, ids: Any, known_at: Any = None) -> pa.Table:
+    def get(self, ids: Any, known_at: Any = None, *, where: Any = None) -> pa.Table:
         """The stored rows of ``ids``, in the order given, with both time axes: the columns
-        of :meth:`history`. Raises NotFoundError naming the first unknown id."""
-        return lifecycle.get(self._state, ids, known_at)
+        of :meth:`history`. Raises NotFoundError naming the first unknown id (``where``: an
+        id whose row that filter does not pass is unknown alike).
+
+        >>> eng = Engine(dim=2)
+        >>> _ = eng.ingest({"vector": [[1, 0], [0, 1]], "valid_from": ["2024-01-01"] * 2,
+        ...                 "tenant": ["acme", "globex"]})
+        >>> eng.get([0], where={"tenant": "acme"}).column("tenant").to_pylist()
+        ['acme']
+        >>> eng.get([1], where={"tenant": "acme"})
+        Traceback (most recent call last):
+        ...
+        chrono_engine.errors.NotFoundError: unknown id 1
+        """
+        return lifecycle.get(self._state, ids, known_at, where)
 
     def on_approval_event(self, event: Any, *, embed: Callable[[str], Any] | None = None) -> np.ndarray:
         """Apply one lifecycle event from an external system (an approval webhook's JSON):
@@ -880,15 +910,56 @@ class Engine:
             return table if table is not None else strings_at(None, np.zeros(0, np.int64))
         return strings_at(table, self.rows_of(ids))
 
-    def validity(self, at: Any, ids: Any = None) -> np.ndarray:
+    def validity(self, at: Any, ids: Any = None, *, where: Any = None) -> np.ndarray:
         """V(e, T) = q_e · D_j(T − t_e) (paper eqs. 2-3) for the items ``ids`` (default:
         every item, in ingest order): reliability times the decay of the item's fact type
         at its age at ``at``, with the engine's decay kernels (the values search uses).
 
-        Raises NotFoundError naming the first unknown id.
+        Raises NotFoundError naming the first unknown id. ``where``: an id whose row that
+        filter does not pass is unknown alike (without ``ids``: the items it passes).
         """
-        rows = np.arange(len(self), dtype=np.int64) if ids is None else self.rows_of(ids)
-        return self._state.validity_of_rows(_search.instant(at, "at"), rows)
+        st = self._state
+        if ids is not None:
+            rows = st.rows_of(ids, where)
+        elif where is not None:
+            rows = st.where_rows(where).astype(np.int64)
+        else:
+            rows = np.arange(len(self), dtype=np.int64)
+        return st.validity_of_rows(_search.instant(at, "at"), rows)
+
+    def count(self, where: Any = None) -> int:
+        """How many items the store holds (``len``), or how many pass the filter ``where``
+        (``where=`` of :meth:`search`: an unknown field or a bad filter is a QueryError):
+        the core's rows of the filter, cached per filter and extended for new rows.
+
+        >>> eng = Engine(dim=2)
+        >>> _ = eng.ingest({"vector": [[1, 0], [0, 1], [1, 1]], "valid_from": ["2024-01-01"] * 3,
+        ...                 "tenant": ["acme", "globex", "acme"]})
+        >>> eng.count(), eng.count({"tenant": "acme"})
+        (3, 2)
+        """
+        if where is None:
+            return len(self)
+        return int(self._state.core.filter_count(self._state.filter_of(where)))
+
+    def filter_ids(self, where: Any, ids: Any) -> np.ndarray:
+        """Whether each id is in the store and its row passes the filter ``where`` (a bool
+        array, the shape of ``ids`` flattened, as :meth:`contains`; an unknown field or a
+        bad filter is a QueryError).
+
+        >>> eng = Engine(dim=2)
+        >>> _ = eng.ingest({"vector": [[1, 0], [0, 1]], "valid_from": ["2024-01-01"] * 2,
+        ...                 "tenant": ["acme", "globex"]})
+        >>> eng.filter_ids({"tenant": "acme"}, [0, 1, 7]).tolist()
+        [True, False, False]
+        """
+        st = self._state
+        arr, impossible = id_array(ids, "ids", QueryError)
+        rows = st.core.rows_of(arr)
+        if impossible:
+            rows[list(impossible)] = -1
+        found = rows >= 0
+        return found & st.passing(where, np.where(found, rows, 0))
 
     def count_valid_at(self, t: Any, known_at: Any = None) -> int:
         """How many items are valid at T: valid_from ≤ T < valid_to. Without ``known_at``:

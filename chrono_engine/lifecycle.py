@@ -100,13 +100,19 @@ def _check_stem(stem_id: Any) -> str:
     return stem_id
 
 
-def _stem(state: StoreState, stem_id: str, known_at: int = ALL_KNOWN) -> tuple[np.ndarray, dict]:
+def _stem(state: StoreState, stem_id: str, known_at: int = ALL_KNOWN, where: Any = None, *,
+          whole: bool = False) -> tuple[np.ndarray, dict]:
     """The rows of a stem (ascending) and their columns as known at ``known_at`` (default:
-    every event recorded): O(rows of the stem), never a pass over the store."""
+    every event recorded): O(rows of the stem), never a pass over the store. ``where``: only
+    the rows that filter passes (``whole``: the stem only when it passes every row); a stem
+    left without rows is unknown, with the same error."""
     code = state.stem_code(stem_id)
-    if code < 0:
+    rows = state.stem_rows(code) if code >= 0 else None
+    if rows is not None and where is not None:
+        ok = state.passing(where, rows)
+        rows = (rows if ok.all() else None) if whole else rows[ok]
+    if rows is None or not len(rows):
         raise NotFoundError(f"unknown stem {shown(stem_id)} (a new lineage starts with Engine.ingest)")
-    rows = state.stem_rows(code)
     return rows, state.columns_at(rows, known_at)
 
 
@@ -118,7 +124,7 @@ def _column_of(n: int, value: Any) -> list:
 
 def supersede(state: StoreState, stem_id: str, rows: Any, effective_at: Any, *,
               version: str | None = None, supersedes: str | None = None,
-              deprecate: bool | None = None, embedder: Any = None) -> np.ndarray:
+              deprecate: bool | None = None, embedder: Any = None, where: Any = None) -> np.ndarray:
     """Add a new version of ``stem_id`` effective at ``effective_at``; returns its ids
     (:meth:`Engine.supersede <chrono_engine.Engine.supersede>`).
 
@@ -130,17 +136,26 @@ def supersede(state: StoreState, stem_id: str, rows: Any, effective_at: Any, *,
     the stem still valid at ``effective_at`` is closed there and marked deprecated (see the
     module docstring for ``deprecate``). Raises :class:`LifecycleError` /
     :class:`NotFoundError` / :class:`~chrono_engine.errors.SchemaError` and changes nothing
-    when a rule is broken.
+    when a rule is broken. ``where``: a filter limiting the write: a stem with a row it
+    does not pass is unknown (:class:`NotFoundError`), and a new row it does not pass (its
+    inherited metadata included) is a SchemaError (rule ``outside where``).
     """
     stem_id = _check_stem(stem_id)
     eff = _time(effective_at, "effective_at")
     _check_options(version, supersedes, deprecate)
+    where = _where(where)
     try:  # before the write lock: embedding is slow
         rows = embed_content(embedder, rows, at_us=eff)
     except SchemaError as e:
         raise LifecycleError(f"rows: {e}") from None
     with state.write:
-        return _supersede_locked(state, stem_id, rows, eff, version, supersedes, deprecate)
+        return _supersede_locked(state, stem_id, rows, eff, version, supersedes, deprecate, where)
+
+
+def _where(where: Any) -> Any:
+    """A ``where=`` limiting a call, checked (its shape; its fields when it is compiled)."""
+    from .search import filters
+    return filters.parse(where)
 
 
 def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
@@ -152,10 +167,10 @@ def _check_options(version: Any, supersedes: Any, deprecate: Any) -> None:
 
 
 def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, version: str | None,
-                      supersedes: str | None, deprecate: bool | None) -> np.ndarray:
+                      supersedes: str | None, deprecate: bool | None, where: Any = None) -> np.ndarray:
     """The body of :func:`supersede`; the caller holds ``state.write``."""
     now = now_us()
-    mine, cols = _stem(state, stem_id)
+    mine, cols = _stem(state, stem_id, where=where, whole=True)
     strings = state.strings()
     keys = cols["version"]
     vfs = cols["valid_from"]
@@ -195,6 +210,8 @@ def _supersede_locked(state: StoreState, stem_id: str, rows: Any, eff: int, vers
         for name in inherit:
             raw[name] = head[name].take(zeros)
     batch = state.normalize(raw, now)
+    if where is not None:
+        state.check_within(batch, where)
 
     # rule 5: the rows belong to this stem, start at effective_at, stay open
     stems = batch.table.column("stem_id")
@@ -288,23 +305,25 @@ def _ids(ids: Any, what: str = "retract") -> np.ndarray:
     return arr
 
 
-def retract(state: StoreState, ids: Any, at: Any = None) -> np.ndarray:
+def retract(state: StoreState, ids: Any, at: Any = None, where: Any = None) -> np.ndarray:
     """Stop believing rows from transaction time ``at`` (default: now); returns the ids.
 
     Sets ``retracted_at``; valid time, versions and deprecation are untouched, so searches
     with ``known_at`` before ``at`` still see the rows. Rejects (changing nothing) an unknown
     id (:class:`NotFoundError`), an id given twice, one already retracted, and ``at`` not
     after a row's ``ingested_at`` (:class:`LifecycleError`). A retracted head version does not
-    reopen its predecessor: publish the correction with :func:`supersede`.
+    reopen its predecessor: publish the correction with :func:`supersede`. ``where``: a
+    filter limiting the write; an id whose row it does not pass is unknown alike.
     """
     arr = _ids(ids)
+    where = _where(where)
     with state.write:
-        return _retract_locked(state, arr, at)
+        return _retract_locked(state, arr, at, where)
 
 
-def _retract_locked(state: StoreState, arr: np.ndarray, at: Any) -> np.ndarray:
+def _retract_locked(state: StoreState, arr: np.ndarray, at: Any, where: Any = None) -> np.ndarray:
     at_us = now_us() if at is None else _time(at, "at")
-    rows = state.rows_of(arr)
+    rows = state.rows_of(arr, where)
     cols = state.columns_at(rows)
     gone = np.flatnonzero(cols["retracted_at"] != OPEN_END)
     if len(gone):
@@ -321,7 +340,8 @@ def _retract_locked(state: StoreState, arr: np.ndarray, at: Any) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- deprecate
 
-def deprecate(state: StoreState, ids: Any, effective_at: Any = None, at: Any = None) -> np.ndarray:
+def deprecate(state: StoreState, ids: Any, effective_at: Any = None, at: Any = None,
+              where: Any = None) -> np.ndarray:
     """Deprecate rows from valid time ``effective_at`` (default: each row's ``valid_from``,
     i.e. for its whole interval), as an event known from transaction time ``at`` (default:
     now); returns the ids (:meth:`Engine.deprecate <chrono_engine.Engine.deprecate>`).
@@ -329,12 +349,14 @@ def deprecate(state: StoreState, ids: Any, effective_at: Any = None, at: Any = N
     Nothing is overwritten: a ``latest`` search at T ≥ ``effective_at`` with ``known_at`` ≥
     ``at`` penalises (or excludes) the rows; every earlier T or earlier ``known_at`` sees them
     as before. Rejects (changing nothing) an unknown id (:class:`NotFoundError`), an id given
-    twice and ``at`` before a row's ``ingested_at`` (:class:`LifecycleError`).
+    twice and ``at`` before a row's ``ingested_at`` (:class:`LifecycleError`). ``where``: a
+    filter limiting the write; an id whose row it does not pass is unknown alike.
     """
     arr = _ids(ids, "deprecate")
+    where = _where(where)
     with state.write:
         at_us = now_us() if at is None else _time(at, "at")
-        rows = state.rows_of(arr)
+        rows = state.rows_of(arr, where)
         cols = state.columns_at(rows)
         early = np.flatnonzero(cols["ingested_at"] > at_us)
         if len(early):
@@ -368,7 +390,7 @@ def _known_at(known_at: Any) -> int:
         return scalar_us(known_at, "known_at")
 
 
-def history(state: StoreState, stem_id: str, known_at: Any = None) -> pa.Table:
+def history(state: StoreState, stem_id: str, known_at: Any = None, where: Any = None) -> pa.Table:
     """Every row of every version of ``stem_id`` (see :data:`HISTORY_SCHEMA`), as known at
     transaction time ``known_at`` (default: every event recorded).
 
@@ -379,22 +401,26 @@ def history(state: StoreState, stem_id: str, known_at: Any = None) -> pa.Table:
     ``amended_at`` is the transaction time of the latest of them (null: none). Rows ingested
     after ``known_at`` are listed too (their ``ingested_at`` says so), so that one call shows
     the whole lineage. O(rows of the stem). Raises :class:`NotFoundError` for an unknown stem.
+    ``where``: only the rows that filter passes (none: the stem is unknown alike).
     """
     stem_id = _check_stem(stem_id)
     k = _known_at(known_at)
+    where = _where(where)
     with state.write:  # one consistent snapshot of metadata and strings
-        mine, cols = _stem(state, stem_id, k)
+        mine, cols = _stem(state, stem_id, k, where)
         strings = state.strings()
     order = np.lexsort((cols["id"], cols["valid_from"], cols["version"]))
     return _rows_table(state, {name: v[order] for name, v in cols.items()}, strings, mine[order])
 
 
-def get(state: StoreState, ids: Any, known_at: Any = None) -> pa.Table:
+def get(state: StoreState, ids: Any, known_at: Any = None, where: Any = None) -> pa.Table:
     """The rows of ``ids`` in the order given, as :data:`HISTORY_SCHEMA` (as known at
-    ``known_at``, default every event). Raises NotFoundError naming the first unknown id."""
+    ``known_at``, default every event). Raises NotFoundError naming the first unknown id
+    (``where``: or the first whose row that filter does not pass, alike)."""
     k = _known_at(known_at)
+    where = _where(where)
     with state.write:  # one consistent snapshot of metadata and strings
-        rows = state.rows_of(ids)
+        rows = state.rows_of(ids, where)
         cols = state.columns_at(rows, k)
         strings = state.strings()
     return _rows_table(state, cols, strings, rows)

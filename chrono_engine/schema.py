@@ -97,7 +97,8 @@ RULES = ("unsupported input", "empty", "unknown column", "duplicate column", "mi
          "column length", "wrong type", "null in required column", "vector dimension",
          "non-finite vector", "zero vector", "bad time string", "time out of range",
          "valid_to <= valid_from", "retracted_at <= ingested_at", "reliability out of range",
-         "unknown fact type policy", "bad version string", "duplicate id", "automatic ids exhausted")
+         "unknown fact type policy", "bad version string", "duplicate id", "automatic ids exhausted",
+         "outside where")
 
 _VECTOR_BLOCK = 16384          # rows per block for norms: keeps temporaries in cache-sized slabs
 _VECTOR_ROWS = pa.list_(pa.float64())

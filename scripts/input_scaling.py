@@ -2,7 +2,8 @@
 """How the service's work grows with each input a request brings, at 1x, 10x and 100x.
 
 For every input whose size a request chooses (fact types, ids, chains, candidates, batch
-vectors, rows, a query's text, a vector's length, an Arrow body's decoded size), a
+vectors, rows, a query's text, a vector's length, an Arrow body's decoded size, a
+search filter's values and terms and its nesting, the metadata columns asked for), a
 ``chrono serve`` app (uvicorn in a thread, on loopback) is sent that input at three sizes,
 with limits raised so that the work is done rather than refused, and the script reports the
 request's time and the longest time a ``/livez`` poller waited meanwhile (how long the
@@ -92,6 +93,10 @@ def inputs(n_rows: int) -> dict:
         v = rng.normal(size=(n, DIM)).round(4).tolist()
         return js({"rows": [{"vector": v[i], "valid_from": "2024-01-01"} for i in range(n)]})
 
+    def nested(levels):  # written out: json.dumps recurses once per level
+        where = '{"$not": ' * levels + '{"tenant": "t1"}' + "}" * levels
+        return f'{{"vector": {json.dumps(vec)}, "where": {where}}}'.encode(), "application/json"
+
     def bomb(mib):
         t = pa.table({"vector": pa.array([vec], pa.list_(pa.float32(), DIM)), "valid_from": ["2024-01-01"],
                       "title": ["x" * (mib << 20)]})
@@ -118,6 +123,14 @@ def inputs(n_rows: int) -> dict:
         "characters of a query text": ("/query", lambda n: js({"text": ("what held as of March 2024 " * n)[:n]}),
                                        (1_000, 10_000, 100_000), 10_001),
         "rows per ingest (JSON)": ("/ingest", rows, (100, 1_000, 10_000), None),
+        # a filter's bounds are the engine's own (search/filters.py: 10,000 terms and values, 32 levels)
+        "values in a search filter's $in": ("/search", lambda n: js({"vector": vec, "where": {"tenant": {
+            "$in": [f"t{i}" for i in range(n)]}}}), (99, 999, 9_990), 1_000_000),
+        "filters in a search filter's $or": ("/search", lambda n: js({"vector": vec, "where": {"$or": [
+            {"tenant": f"t{i}"} for i in range(n)]}}), (49, 499, 4_990), 100_000),
+        "levels of a search filter's nesting": ("/search", nested, (), 1_000),
+        "metadata columns a search asks for": ("/search", lambda n: js({"vector": vec, "k": 50, "columns": [
+            "tenant"] * n}), (10, 100, 1_000), 1_025),
         "MiB an Arrow body decodes to": ("/ingest", bomb, (1, 10, 100), None),
     }
 
@@ -163,7 +176,8 @@ def main() -> int:
         eng = ce.Engine.create(Path(tmp) / "s", DIM, threads=2)
         rng = np.random.default_rng(1)
         eng.ingest({"vector": rng.normal(size=(STORE_ROWS, DIM)).astype(np.float32),
-                    "valid_from": np.full(STORE_ROWS, 1_700_000_000_000_000, np.int64)})
+                    "valid_from": np.full(STORE_ROWS, 1_700_000_000_000_000, np.int64),
+                    "tenant": np.array([f"t{i % 100}" for i in range(STORE_ROWS)], dtype=object)})
         eng.embedder = lambda text: np.ones(DIM, np.float32)
         for label, limits in (("raised limits", big), ("default limits", Limits())):
             server, thread, url = serve(eng, limits)

@@ -87,3 +87,62 @@ def test_score_columns_of_sparse_dicts_are_refused_in_linear_time():
         ce.score(nested, as_of="2025-01-01")
     dense = {**sparse, "extra": [{"a": i, "b": [i]} for i in range(n)]}
     assert ce.score(dense, as_of="2025-01-01").column("extra").to_pylist()[3] == {"a": 3, "b": [3]}
+
+
+class _Values(list):
+    """An ``$in`` list that counts the values read from it."""
+
+    read = 0
+
+    def __iter__(self):
+        for x in list.__iter__(self):
+            _Values.read += 1
+            yield x
+
+    def __getitem__(self, i):
+        _Values.read += 1
+        return list.__getitem__(self, i)
+
+
+class _Level(dict):
+    """A filter level that counts the levels whose keys were read."""
+
+    opened = 0
+
+    def items(self):
+        _Level.opened += 1
+        return dict.items(self)
+
+
+def test_filters_past_their_bounds_are_refused_before_they_are_read():
+    """where= (a search body's, and a scoped key's ANDed in by the service): an $in of a
+    million values, an $or of 100,000 filters and a nesting 100,000 deep are refused by
+    their counts before their contents are read (at most 10,000 terms and values, 32
+    levels), each naming its path; within the bounds, the work is one pass over the filter."""
+    from chrono_engine.search import filters
+    e = ce.Engine(dim=DIM)
+    e.ingest({"vector": np.eye(DIM, dtype=np.float32), "valid_from": ["2024-01-01"] * DIM,
+              "tenant": ["a", "b", "a", "b"]})
+    q = np.ones(DIM, np.float32)
+    _Values.read = 0
+    with pytest.raises(QueryError, match=r"where\.tenant\.\$in: the filter holds more than 10,000"):
+        e.search(q, where={"tenant": {"$in": _Values(["x"] * 1_000_000)}})
+    assert _Values.read == 0
+    wide = _Values([{"tenant": str(i)} for i in range(100_000)])
+    with pytest.raises(QueryError, match=r"where\.\$or: the filter holds more than 10,000"):
+        e.search(q, where={"$or": wide})
+    assert _Values.read == 0
+    deep = {"tenant": "a"}
+    for _ in range(100_000):
+        deep = _Level({"$not": deep})
+    _Level.opened = 0
+    with pytest.raises(QueryError, match="nested deeper than 32 levels"):
+        e.search(q, where=deep)
+    assert _Level.opened <= 34
+    # at the bound: every value read once, and the key's filter ANDed in adds one pass
+    vals = _Values([str(i) for i in range(9_990)] + ["a"])
+    _Values.read = 0
+    w = filters.parse({"tenant": {"$in": vals}})
+    assert _Values.read == len(vals)
+    both = filters.absent_as_null(filters.parse({"tenant": "a"}), e.metadata) & w
+    assert e.count(both) == 2 and e.search(q, 4, mode="all", where=both).num_rows == 2

@@ -687,3 +687,26 @@ def test_automatic_ids_exhausted_is_a_named_rule():
         eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]})
     _assert_rule(info.value, column="id", rule="automatic ids exhausted")
     assert len(eng) == 1
+
+
+def test_rows_outside_an_ingest_filter_are_a_named_rule():
+    """Engine.ingest(where=...): the first row the filter does not pass, as it would be
+    stored (a metadata column the batch lacks is null), names its row; nothing is written."""
+    import chrono_engine as ce
+    eng = ce.Engine(4)
+    eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"], "tenant": ["acme"]})
+    rows = {"vector": np.ones((3, 4), np.float32), "valid_from": ["2024-01-01"] * 3,
+            "tenant": ["acme", "acme", "globex"]}
+    with pytest.raises(SchemaError) as info:
+        eng.ingest(rows, where={"tenant": "acme"})
+    _assert_rule(info.value, column=None, rule="outside where")
+    assert info.value.row == 2 and "row 2" in str(info.value) and "'tenant'" in str(info.value)
+    with pytest.raises(SchemaError, match="row 0: outside where"):  # the column missing: null
+        eng.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]}, where={"tenant": "acme"})
+    assert len(eng) == 1
+    assert eng.ingest({**rows, "tenant": ["acme"] * 3}, where={"tenant": "acme"}).tolist() == [1, 2, 3]
+    fresh = ce.Engine(4)  # a field neither the rows nor the store have: null, so outside an equality
+    with pytest.raises(SchemaError, match="row 0: outside where"):
+        fresh.ingest({"vector": np.ones((1, 4), np.float32), "valid_from": ["2024-01-01"]}, where={"tenant": "acme"})
+    assert len(fresh) == 0
+    assert RULES[-1] == "outside where"  # rule="outside where"

@@ -1003,3 +1003,364 @@ def test_read_replica_settings_are_checked(tmp_path):
             cli.main(["serve", str(tmp_path / "s"), "--no-auth", "--read-only", "--refresh", bad])
         assert e.value.code == 2
     assert cli.main(["serve", str(tmp_path / "s"), "--no-auth", "--refresh", "1"]) == cli.EXIT_REFUSED
+
+
+# ----------------------------------------------------------------------------- metadata, where, scoped keys
+
+ACME_READ, ACME_ADMIN, GLOBEX_READ = "acme-read-0123456789", "acme-admin-0123456789", "globex-read-0123456789"
+ACME, GLOBEX = {"tenant": "acme"}, {"tenant": "globex"}
+
+
+def _tenant_rows(n=40, seed=2):
+    """Rows of two tenants (even i: acme, odd: globex) with metadata of every kind (nulls
+    among them), and stems: 'a' (acme: rows 0 and 2, versions 1 and 2), 'g' (globex: row 1)
+    and 'mixed' (row 4 acme, version 1; row 5 globex, version 2)."""
+    rng = np.random.default_rng(seed)
+    stems = {0: ("a", "1"), 2: ("a", "2"), 1: ("g", "1"), 4: ("mixed", "1"), 5: ("mixed", "2")}
+    return [{"vector": rng.normal(size=DIM).astype(np.float32).tolist(),
+             "valid_from": f"2024-{1 + i % 12:02d}-01", "title": f"doc {i}",
+             "stem_id": stems.get(i, (None,))[0], "version": stems.get(i, (None, None))[1],
+             "tenant": "acme" if i % 2 == 0 else "globex", "acl": [["hr"], ["eng", "all"], []][i % 3],
+             "published": None if i % 5 == 0 else f"2023-{1 + i % 12:02d}-0{1 + i % 9}T10:00:00.25Z",
+             "n": None if i % 7 == 0 else i, "weight": i / 4, "flag": i % 3 == 0} for i in range(n)]
+
+
+@pytest.fixture
+def tenants(tmp_path):
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1, metadata={"published": "timestamp"})
+    eng.ingest(_tenant_rows())
+    keys = Keys([ADMIN.encode(), ACME_ADMIN.encode()], [READ.encode(), ACME_READ.encode(), GLOBEX_READ.encode()],
+                scopes={ACME_ADMIN.encode(): ACME, ACME_READ.encode(): ACME, GLOBEX_READ.encode(): GLOBEX})
+    srv = Server(make_app(eng, name="s", keys=keys, limits=Limits(max_body=200_000, max_batch=16, max_rows=50,
+                                                                  max_k=50), log=False))
+    yield srv, eng
+    if srv.thread.is_alive():
+        srv.stop()
+    eng.close()
+
+
+def test_search_bodies_take_where_and_columns(tenants):
+    """where and columns in every search body, as Engine.search takes them; the hits carry
+    the metadata columns after their own, in JSON as Python writes them (strings, numbers,
+    booleans, lists of strings, timestamps as ISO 8601 UTC, null), and in Arrow."""
+    srv, eng = tenants
+    q = np.random.default_rng(3).normal(size=(3, DIM)).astype(np.float32)
+    where = {"$or": [{"tenant": "globex", "n": {"$gte": 9}}, {"acl": {"$in": ["hr"]}}]}
+    with _client(srv, READ) as c:
+        for body, kw in (({"where": where}, {"where": where}), ({"where": where, "columns": ["published", "acl"]},
+                                                                 {"where": where, "columns": ["published", "acl"]}),
+                         ({"columns": []}, {"columns": []})):
+            want = eng.search(q[0], 8, mode="all", **kw)
+            r = c.post(f"{C}/search", json={"vector": q[0].tolist(), "k": 8, "mode": "all", **body})
+            assert r.status_code == 200, r.text
+            assert r.json()["hits"] == _reference_hits(want)
+            r = c.post(f"{C}/search", json={"vector": q[0].tolist(), "k": 8, "mode": "all", **body},
+                       headers={"Accept": ARROW})
+            assert ipc.open_stream(pa.py_buffer(r.content)).read_all().equals(want)
+            want = eng.search_batch(q, 8, mode="all", **kw)
+            r = c.post(f"{C}/search/batch", json={"vectors": q.tolist(), "k": 8, "mode": "all", **body})
+            assert r.status_code == 200, r.text
+            assert r.json()["hits"] == _reference_hits(want)
+        from test_where import random_filter
+        schema = {"tenant": "tenant", "acl": "acl", "n": "int", "weight": "float", "flag": "bool", "published": "ts"}
+        rng = np.random.default_rng(21)
+        for i in range(30):  # random filters of every kind, through the fast path
+            where = random_filter(schema, rng)
+            want = eng.search(q[i % 3], 10, mode="all", where=where)
+            r = c.post(f"{C}/search", json={"vector": q[i % 3].tolist(), "k": 10, "mode": "all", "where": where})
+            assert r.status_code == 200, (where, r.text)
+            assert r.json()["hits"] == _reference_hits(want), where
+        hits = c.post(f"{C}/search", json={"vector": q[1].tolist(), "k": 40, "mode": "all",
+                                           "arbitrate": False}).json()["hits"]
+        assert len(hits) == 40 and list(hits[0])[-6:] == ["published", "tenant", "acl", "n", "weight", "flag"]
+        one = next(h for h in hits if h["id"] == 1)
+        assert (one["tenant"], one["acl"], one["published"], one["n"], one["weight"], one["flag"]) == \
+            ("globex", ["eng", "all"], "2023-02-02T10:00:00.250000+00:00", 1, 0.25, False)
+        zero = next(h for h in hits if h["id"] == 0)
+        assert (zero["published"], zero["n"], zero["acl"]) == (None, None, ["hr"])
+        eng.embedder = lambda text: np.ones(DIM, np.float32)
+        try:
+            r = c.post(f"{C}/query", json={"text": "what holds now", "k": 5, "where": GLOBEX, "columns": ["tenant"]})
+            assert r.status_code == 200, r.text
+            want = eng.query("what holds now", 5, where=GLOBEX, columns=["tenant"])
+            assert [h["id"] for h in r.json()["hits"]] == want.hits.column("id").to_pylist()
+            assert {h["tenant"] for h in r.json()["hits"]} == {"globex"} and "acl" not in r.json()["hits"][0]
+        finally:
+            eng.embedder = None
+
+
+@pytest.mark.parametrize("where, path", [
+    ({"nope": "x"}, "where.nope: unknown field"),
+    ({"tenant": {"$gt": "a"}}, "where.tenant.$gt: $gt compares numbers"),
+    ({"n": "one"}, "where.n.$eq: the field is a int64 column"),
+    ({"flag": {"$in": [1]}}, "where.flag.$in: the field is a bool column"),
+    ({"published": {"$lt": "not a time"}}, "where.published.$lt"),
+    ([1, 2], "where: a filter must be a dict"),
+    ("tenant", "where: a filter must be a dict"),
+    ({}, "where: an empty filter"),
+    ({"$and": {"tenant": "a"}}, "where.$and: takes a non-empty list"),
+    ({"tenant": {"$regex": "a"}}, "where.tenant.$regex: unknown operator"),
+    ({"$or": [{"tenant": "a"}, {"n": {"$in": "abc"}}]}, "where.$or[1].n.$in: takes a list of values"),
+    ({"tenant": {"$eq": {"x": [1]}}}, "where.tenant.$eq: a value must be a string, number, bool or time"),
+    ({"tenant": {"$in": [[1]]}}, "where.tenant.$in[0]: a value must be"),
+    ({"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {
+        "$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {
+            "$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {"$not": {
+                "tenant": "a"}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}, "nested deeper than 32 levels"),
+    ({"tenant": {"$in": ["x"] * 20_000}}, "more than 10,000 terms"),
+    ({"$or": [{"tenant": str(i)} for i in range(10_001)]}, "more than 10,000 terms"),
+])
+def test_bad_filters_are_422_naming_where_and_the_path(tenants, where, path):
+    """Every search body's bad filter: a 422 whose error is "where" and whose message names
+    the path to what is wrong, for a scoped key too (its own filter ANDed in); nothing runs."""
+    srv, eng = tenants
+    bodies = {"/search": {"vector": [1.0] * DIM}, "/search/batch": {"vectors": [[1.0] * DIM]}, "/query": {"text": "x"}}
+    eng.embedder = lambda text: np.ones(DIM, np.float32)
+    try:
+        for key in (READ, ACME_READ):
+            with _client(srv, key) as c:
+                for p, body in bodies.items():
+                    r = c.post(C + p, json={**body, "where": where})
+                    assert r.status_code == 422, (p, r.text[:300])
+                    assert r.json()["error"] == "where" and path in r.json()["message"], (p, r.text[:300])
+    finally:
+        eng.embedder = None
+
+
+def test_columns_lists_are_counted(tenants):
+    srv, eng = tenants
+    with _client(srv, READ) as c:
+        r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "columns": ["tenant"] * 1025})
+        assert r.status_code == 422 and r.json()["error"] == "columns" and "1024" in r.json()["message"]
+        r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "columns": ["nope"]})
+        assert r.status_code == 422 and "unknown metadata column 'nope'" in r.json()["message"]
+        r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "columns": ["tenant"] * 1024, "k": 3})
+        assert r.status_code == 200 and list(r.json()["hits"][0])[-1] == "tenant"
+
+
+def _like_unknown(hidden, unknown, hidden_name, unknown_name):
+    """Two refusals the same but for the name each was asked about: an item outside a key's
+    filter answered exactly as one that does not exist."""
+    def named(x):
+        return repr(x) if isinstance(x, str) else str(x)
+    assert hidden.status_code == unknown.status_code and hidden.status_code in (404, 422), (hidden.text, unknown.text)
+    a, b = hidden.json(), unknown.json()
+    assert a["error"] == b["error"], (a, b)
+    assert a["message"].replace(named(hidden_name), "X") == b["message"].replace(named(unknown_name), "X"), (a, b)
+
+
+def test_a_scoped_key_sees_and_changes_only_its_rows(tenants):
+    """Every endpoint, with a read key and an admin key scoped to {"tenant": "acme"} over a
+    store of two tenants: reads answer from acme's rows alone (a globex id or stem is
+    answered as an unknown one), writes touch and write acme rows alone (403 naming the
+    row otherwise), store-wide endpoints (metrics, snapshots) are refused, and globex's
+    rows are exactly as they were."""
+    srv, eng = tenants
+    globex_ids = [i for i in range(40) if i % 2]
+    before = eng.columns(globex_ids)
+    n_acme, n_all = eng.count(ACME), len(eng)
+    q = np.random.default_rng(4).normal(size=(3, DIM)).astype(np.float32)
+    with _client(srv, ACME_READ) as c, _client(srv, ACME_ADMIN) as w, _client(srv, ADMIN) as root:
+        # the collection and its info: acme's count; nothing store-wide
+        assert c.get("/v1/collections").json() == {"collections": ["s"]}
+        info = c.get(C).json()
+        assert info["items"] == n_acme == 20 and not {"stems", "fact_types", "path"} & set(info)
+        assert root.get(C).json()["items"] == n_all
+        # search (the fast path), batch and query: acme's rows, the body's filter ANDed in
+        for body in ({}, {"where": {"n": {"$gte": 10}}}, {"where": GLOBEX}):
+            r = c.post(f"{C}/search", json={"vector": q[0].tolist(), "k": 50, "mode": "all", **body})
+            assert r.status_code == 200, r.text
+            want = eng.search(q[0], 50, mode="all", where={"$and": [ACME, body.get("where", ACME)]})
+            assert r.json()["hits"] == _reference_hits(want)
+            assert {h["tenant"] for h in r.json()["hits"]} <= {"acme"}
+            r = c.post(f"{C}/search/batch", json={"vectors": q.tolist(), "k": 50, "mode": "all", **body})
+            assert r.status_code == 200 and {h["tenant"] for h in r.json()["hits"]} <= {"acme"}
+        every = {"vector": q[0].tolist(), "k": 50, "mode": "all", "arbitrate": False}
+        assert len(c.post(f"{C}/search", json=every).json()["hits"]) == 20
+        assert c.post(f"{C}/search", json={"vector": q[0].tolist(), "mode": "all", "where": GLOBEX}).json()["hits"] == []
+        eng.embedder = lambda text: np.ones(DIM, np.float32)
+        try:
+            r = c.post(f"{C}/query", json={"text": "what holds now", "k": 30, "undated": "include"})
+            assert r.status_code == 200 and r.json()["hits"]
+            assert {h["tenant"] for h in r.json()["hits"]} == {"acme"}
+        finally:
+            eng.embedder = None
+        # score reads no stored item: the same answer as any key
+        cand = {"similarity": [0.9, 0.5], "valid_from": ["2024-01-01", "2025-06-01"]}
+        body = {"candidates": cand, "as_of": "2025-01-01"}
+        assert c.post(f"{C}/score", json=body).json() == root.post(f"{C}/score", json=body).json()
+        # validity, history, verify: a globex id or stem is an unknown one
+        ok = c.post(f"{C}/validity", json={"at": "2025-01-01", "ids": [0, 2]})
+        np.testing.assert_allclose(ok.json()["validity"], eng.validity("2025-01-01", [0, 2]), rtol=1e-12)
+        _like_unknown(c.post(f"{C}/validity", json={"at": "2025-01-01", "ids": [0, 3]}),
+                      root.post(f"{C}/validity", json={"at": "2025-01-01", "ids": [0, 999]}), 3, 999)
+        r = c.post(f"{C}/validity", json={"at": "2025-01-01"})
+        assert r.status_code == 422 and r.json()["error"] == "ids"
+        assert [x["id"] for x in c.get(f"{C}/history/a").json()["rows"]] == [0, 2]
+        assert [x["id"] for x in c.get(f"{C}/history/mixed").json()["rows"]] == [4]  # its own row only
+        assert [x["id"] for x in root.get(f"{C}/history/mixed").json()["rows"]] == [4, 5]
+        _like_unknown(c.get(f"{C}/history/g"), root.get(f"{C}/history/nope"), "g", "nope")
+        chains = {"chains": [[[0, 2], [4]]], "at": "2025-01-01", "gamma": 0.5}
+        assert c.post(f"{C}/verify", json=chains).json() == root.post(f"{C}/verify", json=chains).json()
+        _like_unknown(c.post(f"{C}/verify", json={**chains, "chains": [[[0, 2], [5]]]}),
+                      root.post(f"{C}/verify", json={**chains, "chains": [[[0, 2], [998]]]}), 5, 998)
+        # writes: a read key writes nothing; the admin key only acme's rows
+        r = c.post(f"{C}/retract", json={"ids": [0]})
+        assert r.status_code == 403 and r.json()["error"] == "authorization"
+        _like_unknown(w.post(f"{C}/retract", json={"ids": [2, 1]}), root.post(f"{C}/retract", json={"ids": [2, 997]}),
+                      1, 997)
+        _like_unknown(w.post(f"{C}/deprecate", json={"ids": [3]}), root.post(f"{C}/deprecate", json={"ids": [996]}),
+                      3, 996)
+        sup = {"rows": [{"vector": [1.0] * DIM}], "effective_at": "2025-01-01", "version": "3"}
+        _like_unknown(w.post(f"{C}/supersede", json={**sup, "stem_id": "g"}),
+                      root.post(f"{C}/supersede", json={**sup, "stem_id": "nope"}), "g", "nope")
+        _like_unknown(w.post(f"{C}/supersede", json={**sup, "stem_id": "mixed"}),  # it would close globex's row
+                      root.post(f"{C}/supersede", json={**sup, "stem_id": "nope"}), "mixed", "nope")
+        r = w.post(f"{C}/supersede", json={**sup, "stem_id": "a", "rows": [{"vector": [1.0] * DIM, "tenant": "globex"}]})
+        assert r.status_code == 403 and r.json()["error"] == "rows" and "row 0" in r.json()["message"], r.text
+        mine = {"vector": [0.5] * DIM, "valid_from": "2024-02-01", "tenant": "acme"}
+        theirs = {"vector": [0.5] * DIM, "valid_from": "2024-02-01", "tenant": "globex"}
+        for rows, bad in (([mine, theirs], 1), ([mine, {k: v for k, v in mine.items() if k != "tenant"}], 1),
+                          ([{**mine, "tenant": None}], 0)):
+            r = w.post(f"{C}/ingest", json={"rows": rows})
+            assert r.status_code == 403 and r.json()["error"] == "rows", r.text
+            assert f"row {bad}: outside where" in r.json()["message"] and "'tenant'" in r.json()["message"], r.text
+        t = pa.table({"vector": pa.array([[0.5] * DIM] * 2, pa.list_(pa.float32(), DIM)),
+                      "valid_from": ["2024-02-01"] * 2, "tenant": ["acme", "globex"]})
+        r = w.post(f"{C}/ingest", content=_ipc(t), headers={"Content-Type": ARROW})
+        assert r.status_code == 403 and "row 1" in r.json()["message"], r.text
+        # a stem holding another tenant's rows takes no row of this key's (it would change which of its
+        # rows every search arbitrates to); ids are the service's to draw: one of the client's could be taken
+        r = w.post(f"{C}/ingest", json={"rows": [mine, {**mine, "stem_id": "g", "version": "9"}]})
+        assert r.status_code == 403 and r.json()["error"] == "rows" and "row 1: stem 'g'" in r.json()["message"]
+        r = w.post(f"{C}/ingest", json={"rows": [{**mine, "id": 1}]})
+        assert r.status_code == 403 and r.json()["error"] == "id", r.text
+        r = w.post(f"{C}/ingest", content=_ipc(t.slice(0, 1).append_column("id", pa.array([1], pa.uint64()))),
+                   headers={"Content-Type": ARROW})
+        assert r.status_code == 403 and r.json()["error"] == "id", r.text
+        r = w.post(f"{C}/supersede", json={**sup, "stem_id": "a", "rows": [{"vector": [1.0] * DIM, "id": 3}]})
+        assert r.status_code == 403 and r.json()["error"] == "id", r.text
+        assert len(eng) == n_all and eng.count(ACME) == n_acme  # every refusal changed nothing
+        # inside acme's rows, the writes are made, with ids drawn at random (the store's next ids
+        # would count every tenant's rows)
+        new = w.post(f"{C}/ingest", json={"rows": [mine, {**mine, "stem_id": "a-new", "version": "1"}]}).json()["ids"]
+        r = w.post(f"{C}/ingest", content=_ipc(t.slice(0, 1)), headers={"Content-Type": ARROW})
+        assert r.status_code == 200
+        new += r.json()["ids"]
+        r = w.post(f"{C}/supersede", json={**sup, "stem_id": "a"})
+        assert r.status_code == 200, r.text
+        new += r.json()["ids"]
+        assert len(set(new)) == 4 and all(2**32 <= i < 2**53 for i in new), new
+        assert eng.get(new).column("tenant").to_pylist() == ["acme"] * 4  # the supersede's inherited, and inside
+        assert [x["id"] for x in c.get(f"{C}/history/a").json()["rows"]] == [0, 2, new[-1]]
+        assert w.post(f"{C}/retract", json={"ids": [6]}).status_code == 200
+        assert w.post(f"{C}/deprecate", json={"ids": [8], "effective_at": "2024-05-01"}).status_code == 200
+        # store-wide endpoints: refused to a scoped key, read or admin
+        for key_client in (c, w):
+            for method, p in (("get", "/metrics"), ("get", f"{C}/snapshots"), ("post", f"{C}/snapshots"),
+                              ("post", f"{C}/snapshots/x/restore")):
+                r = getattr(key_client, method)(p)
+                assert r.status_code == 403 and r.json()["error"] == "authorization", (p, r.text)
+                assert "scoped" in r.json()["message"] or (key_client is c and method == "post")  # a read key
+        assert root.get("/metrics").status_code == 200 and root.get(f"{C}/snapshots").status_code == 200
+        assert c.get(C).json()["items"] == n_acme + 4
+    after = eng.columns(globex_ids)
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+    assert eng.count(GLOBEX) == 20 and len(eng) == n_all + 4
+
+
+def test_concurrent_tenants_are_never_grouped_together(tenants):
+    """Searches of two scoped keys at once (coalesced into planner groups on the event
+    loop, grouped by the prepared call's key, which holds the filter): every answer holds
+    its key's rows alone and equals that search made alone."""
+    srv, eng = tenants
+    # the grouping key (the prepared call's) tells the two filters apart, and one batch of both is refused
+    a, g = (eng.prepare_search([1.0] * DIM, 6, where=w) for w in (ACME, GLOBEX))
+    assert a.key != g.key and eng.prepare_search([0.5] * DIM, 6, where=dict(ACME)).key == a.key
+    with pytest.raises(ce.errors.QueryError):
+        eng.search_prepared([a, g])
+    rng = np.random.default_rng(13)
+    qs = [(rng.normal(size=DIM).tolist(), ACME_READ if i % 2 else GLOBEX_READ, f"2024-{1 + i % 12:02d}-15")
+          for i in range(96)]
+
+    def body(v, t):
+        return {"vector": v, "k": 6, "mode": "all", "as_of": t}
+    seq = []
+    for v, key, t in qs:
+        with _client(srv, key) as c:
+            seq.append(c.post(f"{C}/search", json=body(v, t)).json())
+    got = [None] * len(qs)
+
+    def work(j):
+        clients = {k: _client(srv, k) for k in (ACME_READ, GLOBEX_READ)}
+        for i in range(j, len(qs), 16):
+            v, key, t = qs[i]
+            got[i] = clients[key].post(f"{C}/search", json=body(v, t)).json()
+        for cl in clients.values():
+            cl.close()
+    ts = [threading.Thread(target=work, args=(j,)) for j in range(16)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == seq
+    for (v, key, t), answer in zip(qs, got):
+        want = "acme" if key == ACME_READ else "globex"
+        assert answer["hits"] and {h["tenant"] for h in answer["hits"]} == {want}
+
+
+def test_a_scoped_key_before_its_column_exists(tmp_path):
+    """A store without the tenant column yet: a scoped key's reads find nothing (a field
+    the store lacks reads as null), its writes must bring the column, and once they do,
+    its rows are found."""
+    eng = ce.Engine.create(tmp_path / "s", DIM, threads=1)
+    eng.ingest(_rows(6))  # no metadata at all
+    keys = Keys([ACME_ADMIN.encode()], [], scopes={ACME_ADMIN.encode(): {"tenant": "acme", "acl": {"$ne": "x"}}})
+    srv = Server(make_app(eng, name="s", keys=keys, log=False))
+    try:
+        with _client(srv, ACME_ADMIN) as c:
+            assert c.post(f"{C}/search", json={"vector": [1.0] * DIM, "mode": "all"}).json()["hits"] == []
+            assert c.get(C).json()["items"] == 0
+            assert c.get(f"{C}/history/s1").status_code == 404
+            assert c.post(f"{C}/retract", json={"ids": [0]}).status_code == 404
+            r = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "where": {"dept": "x"}})
+            assert r.status_code == 422 and r.json()["error"] == "where"  # the body's own filter: strict
+            r = c.post(f"{C}/ingest", json={"rows": [{"vector": [1.0] * DIM, "valid_from": "2024-01-01"}]})
+            assert r.status_code == 403 and "row 0" in r.json()["message"]
+            r = c.post(f"{C}/ingest", json={"rows": [{"vector": [1.0] * DIM, "valid_from": "2024-01-01",
+                                                      "tenant": "acme"}]})
+            assert r.status_code == 200 and len(r.json()["ids"]) == 1
+            hits = c.post(f"{C}/search", json={"vector": [1.0] * DIM, "mode": "all"}).json()["hits"]
+            assert [h["id"] for h in hits] == r.json()["ids"] and c.get(C).json()["items"] == 1
+    finally:
+        srv.stop()
+        eng.close()
+
+
+def test_keys_file_with_filters(tmp_path, monkeypatch):
+    monkeypatch.delenv("CHRONO_API_KEYS", raising=False)
+    monkeypatch.delenv("CHRONO_READ_KEYS", raising=False)
+    f = tmp_path / "keys"
+    f.write_text('admin a-filekey-123456\n'
+                 'read r-acme-123456 {"tenant": "acme"}  # acme\'s reader\n'
+                 'admin a-hash-123456   {"tenant": "a#b", "acl": {"$in": ["x"]}}\n'
+                 'read r-plain-123456 # no filter\n')
+    k = Keys.from_env(f)
+    assert k.caller(b"a-filekey-123456") == ("admin", None) and k.caller(b"r-plain-123456") == ("read", None)
+    role, where = k.caller(b"r-acme-123456")
+    assert role == "read" and where.spec == {"tenant": "acme"}
+    assert k.caller(b"a-hash-123456").where.spec == {"tenant": "a#b", "acl": {"$in": ["x"]}}
+    assert k.caller(b"nope-nope-123") is None
+    import pickle  # as chrono serve --workers hands them to its worker processes
+    again = pickle.loads(pickle.dumps(k))
+    assert again.caller(b"r-acme-123456") == k.caller(b"r-acme-123456") and again.caller(b"nope-nope-123") is None
+    for i, bad in enumerate(['read r-bad-1234567 {"tenant": }', 'read r-bad-1234567 ["tenant"]',
+                             'read r-bad-1234567 {"tenant": "a"} trailing', 'read r-bad-1234567 {"t": {"$regex": 1}}',
+                             'read r-bad-1234567 {}']):
+        f.write_text("admin a-filekey-123456\n" + bad + "\n")
+        with pytest.raises(ConfigError, match="line 2") as info:
+            Keys.from_env(f)
+        assert "r-bad-1234567" not in str(info.value), i  # a key is never echoed
+    with pytest.raises(ConfigError, match="one of the admin or read keys"):
+        Keys([b"a-key-12345678"], [], scopes={b"other-key-1234": ACME})

@@ -409,9 +409,71 @@ def test_the_checked_options_cache_tells_filters_apart():
         with pytest.raises(QueryError, match="int64 column; compare it with a number, got True"):
             ids(where={"n": True})
 
-def test_a_filter_unpickled_in_another_process_hashes_as_there():
-    """A Where crosses processes (Ray shards, service workers) pickled: its hash is remade
-    there, since a string's hash differs between processes (PYTHONHASHSEED)."""
+
+
+# ----------------------------------------------------------------------------- filters outside search
+
+@pytest.mark.parametrize("seed", range(4))
+def test_count_filter_ids_and_evaluate_equal_the_oracle(seed):
+    """Engine.count and Engine.filter_ids (the core's rows of a filter) and
+    filters.evaluate (the same program in NumPy, over rows not yet in a store: what a
+    write limited by where= checks) agree with the row-by-row reference, over random
+    schemas and filters, on whole and on sliced columns."""
+    from chrono_engine.search import filters
+    eng, schema, values, rng = build(seed, n=700)
+    ids = eng.columns()["id"]  # in row order
+    n = len(ids)
+    table = eng.get(ids)
+    kinds = eng.metadata
+    cols = {name: (kinds[name], table.column(name).combine_chunks()) for name in kinds}
+    lo = 37  # a slice: Arrow arrays with an offset (list offsets into a longer child)
+    sliced = {name: (k, a.slice(lo)) for name, (k, a) in cols.items()}
+    for _ in range(25):
+        where = random_filter(schema, rng)
+        want = ref.where_mask(where, values, n)
+        assert eng.count(where) == int(want.sum())
+        np.testing.assert_array_equal(eng.filter_ids(where, ids), want)
+        np.testing.assert_array_equal(filters.evaluate(filters.parse(where), cols, n), want)
+        np.testing.assert_array_equal(filters.evaluate(filters.parse(where), sliced, n - lo), want[lo:])
+    assert eng.count() == len(eng) == n
+    # ids not in the store pass nothing; a bad filter or an unknown field is the search's QueryError
+    assert not eng.filter_ids({list(schema)[0]: {"$exists": False}}, [10**9, -1]).any()
+    with pytest.raises(QueryError, match=r"where\.nope: unknown field"):
+        eng.count({"nope": 1})
+    with pytest.raises(QueryError, match=r"where\.nope: unknown field"):
+        eng.filter_ids({"nope": 1}, ids[:3])
+    with pytest.raises(QueryError, match="unknown field"):
+        filters.evaluate(filters.parse({"nope": 1}), cols, n)
+
+
+def test_absent_fields_read_as_null():
+    """filters.absent_as_null: a field the store lacks reads as null on every row, as a row
+    without a column does ($eq, $in, ranges, $exists true: none; $ne, $nin, $exists false:
+    all), inside $and / $or / $not; a filter of present fields is returned as it is."""
+    from chrono_engine.search import filters
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0], [0, 1], [1, 1]], "valid_from": ["2024-01-01"] * 3, "tenant": ["a", "b", None]})
+    present = eng.metadata
+    cases = [({"ghost": "x"}, 0), ({"ghost": {"$ne": "x"}}, 3), ({"ghost": {"$in": ["x"]}}, 0),
+             ({"ghost": {"$nin": ["x"]}}, 3), ({"ghost": {"$gt": 1}}, 0), ({"ghost": {"$exists": False}}, 3),
+             ({"ghost": {"$exists": True}}, 0), ({"$not": {"ghost": "x"}}, 3),
+             ({"$or": [{"ghost": "x"}, {"tenant": "a"}]}, 1), ({"tenant": "a", "ghost": {"$ne": 1}}, 1),
+             ({"$and": [{"tenant": {"$ne": "a"}}, {"$not": {"ghost": {"$exists": True}}}]}, 2)]
+    for where, want in cases:
+        w = filters.absent_as_null(filters.parse(where), present)
+        assert eng.count(w) == want, where
+        got = eng.search([1, 1], 5, mode="all", where=w)
+        assert got.num_rows == want, where
+        with pytest.raises(QueryError, match="ghost"):  # the filter itself: the typo it is
+            eng.count(where)
+    w = filters.parse({"tenant": "a"})
+    assert filters.absent_as_null(w, present) is w
+
+
+def test_a_where_pickles_with_the_hash_of_its_process():
+    """A Where made in one process and unpickled in another (serve's workers, a sharded
+    engine's shards) hashes as an equal filter made there: a string's hash differs
+    between processes, and a pickled hash did not match."""
     import os
     import pickle
     import subprocess
@@ -454,3 +516,76 @@ def test_query_forwards_where_and_columns():
     assert some.column_names[-2:] == ["acl", "tenant"] and "level" not in some.column_names
     assert set(some.column("tenant").to_pylist()) == {"acme"}
     assert not set(METADATA_SCHEMA) & set(eng.query("acme ceo ada", 5, now=now, columns=[]).hits.column_names)
+
+
+def _tenants():
+    """Two tenants' rows: acme ids 0, 2, 4 (stem 'a' v1 and v2 among them), globex ids 1,
+    3, 5 (stem 'g'), and a stem 'mixed' with a row of each."""
+    eng = ce.Engine(dim=4)
+    eng.ingest({"vector": np.eye(4, dtype=np.float32)[[0, 1, 2, 3, 0, 1]], "valid_from": ["2024-01-01"] * 6,
+                "tenant": ["acme", "globex"] * 3, "stem_id": ["a", "g", "mixed", "mixed", "a", "g"],
+                "version": ["v1", "v1", "v1", "v1", "v2", "v2"]})
+    return eng, {"tenant": "acme"}
+
+
+def _same_error(call_hidden, call_unknown, hidden, unknown):
+    """Both calls raise NotFoundError, with one message but the name they were given."""
+    with pytest.raises(ce.errors.NotFoundError) as a:
+        call_hidden()
+    with pytest.raises(ce.errors.NotFoundError) as b:
+        call_unknown()
+    def named(x):
+        return repr(x) if isinstance(x, str) else str(x)
+    assert str(a.value).replace(named(hidden), "X") == str(b.value).replace(named(unknown), "X"), (a.value, b.value)
+
+
+def test_reads_limited_by_where_see_no_other_rows():
+    """get, history and validity with where=: a row outside the filter is as if absent,
+    with the very error an unknown id or stem gets."""
+    eng, acme = _tenants()
+    assert eng.get([0, 4], where=acme).column("id").to_pylist() == [0, 4]
+    _same_error(lambda: eng.get([0, 1], where=acme), lambda: eng.get([0, 99]), 1, 99)
+    assert eng.history("a", where=acme).column("id").to_pylist() == [0, 4]
+    assert eng.history("mixed", where=acme).column("id").to_pylist() == [2]  # only its own rows
+    _same_error(lambda: eng.history("g", where=acme), lambda: eng.history("nope"), "g", "nope")
+    np.testing.assert_array_equal(eng.validity("2025-01-01", [4, 0], where=acme), eng.validity("2025-01-01", [4, 0]))
+    _same_error(lambda: eng.validity("2025-01-01", [3], where=acme), lambda: eng.validity("2025-01-01", [98]), 3, 98)
+    np.testing.assert_array_equal(eng.validity("2025-01-01", where=acme), eng.validity("2025-01-01", [0, 2, 4]))
+
+
+def test_writes_limited_by_where_touch_no_other_rows():
+    """retract, deprecate, supersede and ingest with where=: ids and stems outside the
+    filter are unknown (the same error); rows written must pass it (a supersede's
+    inherited metadata included); a refused write changes nothing."""
+    eng, acme = _tenants()
+    before = eng.columns()
+    _same_error(lambda: eng.retract([0, 1], where=acme), lambda: eng.retract([0, 97]), 1, 97)
+    _same_error(lambda: eng.deprecate([3], where=acme), lambda: eng.deprecate([96]), 3, 96)
+    _same_error(lambda: eng.supersede("g", {"vector": [[1, 0, 0, 0]]}, "2025-01-01", version="v3", where=acme),
+                lambda: eng.supersede("nope", {"vector": [[1, 0, 0, 0]]}, "2025-01-01", version="v3"), "g", "nope")
+    # a stem holding another tenant's row is not this tenant's to supersede (it would close that row)
+    _same_error(lambda: eng.supersede("mixed", {"vector": [[1, 0, 0, 0]]}, "2025-01-01", version="v2", where=acme),
+                lambda: eng.supersede("nope", {"vector": [[1, 0, 0, 0]]}, "2025-01-01", version="v2"), "mixed", "nope")
+    with pytest.raises(SchemaError, match="row 0: outside where") as info:
+        eng.supersede("a", {"vector": [[1, 0, 0, 0]], "tenant": ["globex"]}, "2025-01-01", version="v3", where=acme)
+    assert info.value.rule == "outside where"
+    with pytest.raises(SchemaError, match="row 1: outside where"):
+        eng.ingest({"vector": np.eye(4, dtype=np.float32)[:2], "valid_from": ["2024-01-01"] * 2,
+                    "tenant": ["acme", None]}, where=acme)
+    for stem in ("g", "mixed"):  # a row of acme's in a stem holding globex's would change how it arbitrates
+        with pytest.raises(SchemaError, match=f"row 1: stem '{stem}' holds rows outside where") as info:
+            eng.ingest({"vector": np.eye(4, dtype=np.float32)[:2], "valid_from": ["2024-01-01"] * 2,
+                        "tenant": ["acme"] * 2, "stem_id": ["a", stem], "version": ["v7", "v9"]}, where=acme)
+        assert info.value.rule == "outside where"
+    after = eng.columns()
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+    # inside the filter, as without it; a supersede's rows inherit the tenant, and pass
+    assert eng.retract([0], where=acme).tolist() == [0]
+    assert eng.deprecate([2], where=acme).tolist() == [2]
+    new = eng.supersede("a", {"vector": [[0, 0, 1, 0]]}, "2025-01-01", version="v3", where=acme)
+    assert eng.get(new).column("tenant").to_pylist() == ["acme"]
+    assert eng.ingest({"vector": [[0, 1, 0, 0]], "valid_from": ["2024-01-01"], "tenant": ["acme"]}, where=acme).tolist() == [7]
+    assert eng.ingest({"vector": [[0, 1, 0, 0]] * 2, "valid_from": ["2024-01-01"] * 2, "tenant": ["acme"] * 2,
+                       "stem_id": ["a", "new"], "version": ["v9", "v1"]}, where=acme).tolist() == [8, 9]
+    assert eng.count(acme) == 7 and eng.count({"tenant": "globex"}) == 3

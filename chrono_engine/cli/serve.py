@@ -27,7 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int_in(0, 65535, " (a port)"), default=8000)
     p.add_argument("--name", type=text_arg, help="the collection's name (default: the store folder's name)")
-    p.add_argument("--keys-file", metavar="FILE", help="lines 'admin KEY' / 'read KEY'")
+    p.add_argument("--keys-file", metavar="FILE",
+                   help="lines 'admin KEY' / 'read KEY', each optionally followed by a filter as JSON "
+                        "('read KEY {\"tenant\": \"acme\"}': a key scoped to those rows; docs/serve.md)")
     p.add_argument("--no-auth", action="store_true", help="no keys (loopback addresses only)")
     p.add_argument("--threads", type=int_in(1, 1024, ""), help="the engine's worker threads (default: all cores)")
     p.add_argument("--max-body", type=int_in(1, 2**40, " (bytes)"), default=16 * 2**20)

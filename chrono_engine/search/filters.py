@@ -19,8 +19,12 @@ of at most :data:`MAX_DEPTH` and at most :data:`MAX_TERMS` terms and values in a
 linear in its size, and gives a canonical, hashable :class:`Where`. :func:`compile` binds it
 to a store's metadata columns (kinds, indexes), refusing an unknown field or an operator
 on the wrong kind, and gives the core's program (``_core.Filter``, evaluated under the
-store's lock; user_columns.hpp). :func:`rows_passing` evaluates the same program in NumPy
-over an Arrow table's columns (``ce.score``'s candidates), each read as a metadata column.
+store's lock; user_columns.hpp). :func:`absent_as_null` reads the fields a store does not
+(yet) have as null on every row, as a row without the column is (a service's scoped key, set
+before its column exists); :func:`evaluate` runs the same program in NumPy over rows not
+yet in a store (what a write limited by a filter is about to store), and
+:func:`rows_passing` over an Arrow table's columns (``ce.score``'s candidates), each read as
+a metadata column.
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ from .._time import errors_as, scalar_us
 from ..errors import QueryError, SchemaError
 from ..metadata import ARROW_TYPES, KIND_CODES, normalize_column
 
-__all__ = ["Where", "parse", "compile", "rows_passing", "MAX_DEPTH", "MAX_TERMS"]
+__all__ = ["Where", "parse", "compile", "absent_as_null", "evaluate", "rows_passing", "MAX_DEPTH", "MAX_TERMS"]
 
 #: the deepest nesting of a filter ($and / $or / $not / a field's operators)
 MAX_DEPTH = 32
@@ -215,6 +219,9 @@ def compile(where: Where, columns: Mapping[str, tuple[int, str]]) -> Any:
 
 def _emit(e: tuple, columns: Mapping, ops: list) -> None:
     tag = e[0]
+    if tag == "const":  # a test of a field no row has (absent_as_null)
+        ops.append(("const", bool(e[1])))
+        return
     if tag in ("and", "or"):
         for c in e[1]:
             _emit(c, columns, ops)
@@ -326,6 +333,115 @@ def _emit_range(index: int, kind: str, code: int, op: str, x: Any, ops: list) ->
     ops.append(("range", index, code, max(lo, _I64_MIN), min(hi, _I64_MAX)))
 
 
+# ----------------------------------------------------------------------------- absent fields
+
+def absent_as_null(where: Where, fields: Any) -> Where:
+    """``where`` with each test of a field not among ``fields`` (a store's metadata columns)
+    replaced by its value on a null, as a row without the column holds: ``$eq``, ``$in``,
+    ranges and ``$exists: true`` are false, ``$ne``, ``$nin`` and ``$exists: false`` true.
+    ``where`` itself when it reads no such field. :func:`compile` refuses an unknown field
+    (a typo); a filter set before its column exists (a service's scoped key) selects
+    through this what it will select once the column is there."""
+    missing = where.fields().difference(fields)
+    if not missing:
+        return where
+    return Where(_nulled(where.expr, missing), where.spec)
+
+
+def _nulled(e: tuple, missing: set) -> tuple:
+    tag = e[0]
+    if tag in ("and", "or"):
+        return (tag, tuple(_nulled(c, missing) for c in e[1]))
+    if tag == "not":
+        return ("not", _nulled(e[1], missing))
+    if tag == "const" or e[1] not in missing:
+        return e
+    if tag == "cmp":
+        return ("const", e[2] == "$ne")
+    if tag == "exists":
+        return ("const", not e[2])
+    return ("const", tag == "nin")
+
+
+# ----------------------------------------------------------------------------- evaluate
+
+def evaluate(where: Where, columns: Mapping[str, tuple[str, Any]], n: int) -> np.ndarray:
+    """Which of ``n`` rows pass ``where`` (a bool array), for rows not in a store: the
+    program :func:`compile` makes, run in NumPy with the core's rules (a null matches no
+    ``$eq``, ``$in`` or range; a list matches when any element does). ``columns``: name ->
+    (kind, the rows' Arrow array of :data:`~chrono_engine.metadata.ARROW_TYPES` [kind], or
+    None: null on every row); a field not among them is a QueryError (unknown field), an
+    operator or value the kind does not take too. Linear in the rows and the filter."""
+    names = list(columns)
+    index = {name: (i, columns[name][0]) for i, name in enumerate(names)}
+    ops: list = []
+    _emit(where.expr, index, ops)
+    arrays = [columns[name][1] if columns[name][1] is not None else pa.nulls(n, ARROW_TYPES[columns[name][0]])
+              for name in names]
+    stack: list = []
+    for op in ops:
+        tag = op[0]
+        if tag in ("and", "or"):
+            parts = stack[-op[1]:]
+            del stack[-op[1]:]
+            out = parts[0].copy()
+            for p in parts[1:]:
+                if tag == "and":
+                    out &= p
+                else:
+                    out |= p
+            stack.append(out)
+        elif tag == "not":
+            stack[-1] = ~stack[-1]
+        elif tag == "const":
+            stack.append(np.full(n, bool(op[1])))
+        else:
+            stack.append(_leaf(op, arrays, n))
+    return stack[0]
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+
+
+def _leaf(op: tuple, arrays: list, n: int) -> np.ndarray:
+    """One test of the program over one column's rows (a bool per row; nulls False)."""
+    tag = op[0]
+    if tag == "frange":
+        _, col, lo, lo_incl, hi, hi_incl = op
+        arr = arrays[col]
+        v = np.asarray(arr.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+        ok = (v >= lo if lo_incl else v > lo) & (v <= hi if hi_incl else v < hi)
+        return ok & _valid(arr)
+    col, code = op[1], op[2]
+    arr = arrays[col]
+    kind = next(k for k, c in KIND_CODES.items() if c == code)
+    if tag == "exists":
+        return _valid(arr)
+    if tag == "range":
+        v = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        return (v >= op[3]) & (v <= op[4]) & _valid(arr)
+    values = op[3]  # "in"
+    if kind in ("string", "list<string>"):
+        want = pa.array(values, pa.string())
+        if kind == "string":
+            return np.asarray(pc.is_in(arr, value_set=want).fill_null(False).to_numpy(zero_copy_only=False), bool)
+        # a row's elements are values[offsets[i]:offsets[i + 1]] (a null row's ignored):
+        # how many of them match, from a running count
+        offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+        hit = np.asarray(pc.is_in(arr.values, value_set=want).fill_null(False).to_numpy(zero_copy_only=False), bool)
+        running = np.concatenate([[0], np.cumsum(hit, dtype=np.int64)])
+        return (running[offsets[1:]] > running[offsets[:-1]]) & _valid(arr)
+    if kind == "float64":
+        v = np.asarray(arr.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+        return np.isin(v, np.asarray(values, np.float64)) & _valid(arr)
+    if kind == "bool":
+        v = np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), bool).astype(np.int64)
+        return np.isin(v, np.asarray(values, np.int64)) & _valid(arr)
+    v = np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)  # int64, timestamp
+    return np.isin(v, np.asarray(values, np.int64)) & _valid(arr)
+
+
 # ----------------------------------------------------------------------------- rows of a table
 
 def rows_passing(where: Where, table: pa.Table, what: str = "the table") -> np.ndarray:
@@ -338,9 +454,8 @@ def rows_passing(where: Where, table: pa.Table, what: str = "the table") -> np.n
     values the filter compares it with. QueryError for a field ``table`` lacks, a column of
     no metadata kind, or what :func:`compile` refuses."""
     n = table.num_rows
-    columns: dict[str, tuple[int, str]] = {}
-    arrays: dict[int, tuple[str, pa.Array]] = {}
-    for i, name in enumerate(sorted(where.fields())):
+    columns: dict[str, tuple[str, pa.Array]] = {}
+    for name in sorted(where.fields()):
         if name not in table.column_names:
             known = ", ".join(repr(c) for c in table.column_names[:20]) or "none"
             _fail(f".{name}", f"unknown field (the columns of {what}: {known})")
@@ -353,11 +468,8 @@ def rows_passing(where: Where, table: pa.Table, what: str = "the table") -> np.n
                 kind, arr = normalize_column(name, col, n, None, _no_times)
             except SchemaError as e:
                 _fail(f".{name}", f"the column of {what}: {e}")
-        columns[name] = (i, kind)
-        arrays[i] = (kind, arr)
-    ops: list = []
-    _emit(where.expr, columns, ops)
-    return _run(ops, arrays, n)
+        columns[name] = (kind, arr)
+    return evaluate(where, columns, n)
 
 
 def _no_times(name: str, col: Any) -> Any:  # pragma: no cover - a kind is never given, so never read
@@ -386,58 +498,3 @@ def _kind_for_nulls(e: tuple, name: str) -> str:
     walk(e)
     return {"s": "string", "b": "bool", "i": "int64", "f": "float64", "t": "timestamp"}.get(
         found[0] if found else "s", "string")
-
-
-def _numbers(kind: str, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values, valid) of an int64 / timestamp (µs) / float64 / bool column as NumPy."""
-    valid = np.asarray(arr.is_valid()) if arr.null_count else np.ones(len(arr), bool)
-    if kind == "float64":
-        return np.asarray(arr.fill_null(0.0), np.float64), valid
-    if kind == "bool":
-        return np.asarray(arr.fill_null(False), bool).astype(np.int64), valid
-    return np.asarray(arr.cast(pa.int64()).fill_null(0), np.int64), valid
-
-
-def _run(ops: list, arrays: dict, n: int) -> np.ndarray:
-    """The core's filter program (``_core.Filter``'s ops) over NumPy / Arrow columns."""
-    stack: list[np.ndarray] = []
-    for op in ops:
-        tag = op[0]
-        if tag in ("and", "or"):
-            kids = stack[-op[1]:]
-            del stack[-op[1]:]
-            out = kids[0].copy()
-            for k in kids[1:]:
-                out = (out & k) if tag == "and" else (out | k)
-            stack.append(out)
-        elif tag == "not":
-            stack.append(~stack.pop())
-        elif tag == "const":
-            stack.append(np.full(n, bool(op[1])))
-        elif tag == "exists":
-            arr = arrays[op[1]][1]
-            stack.append(np.asarray(arr.is_valid()) if arr.null_count else np.ones(n, bool))
-        elif tag == "in":
-            kind, arr = arrays[op[1]]
-            values = op[3]
-            if kind == "string":
-                stack.append(np.asarray(pc.is_in(arr, value_set=pa.array(values, pa.string())).fill_null(False)))
-            elif kind == "list<string>":
-                out = np.zeros(n, bool)
-                hit = np.asarray(pc.is_in(pc.list_flatten(arr), value_set=pa.array(values, pa.string())))
-                parents = np.asarray(pc.list_parent_indices(arr))
-                out[parents[hit]] = True
-                stack.append(out)
-            else:
-                x, valid = _numbers(kind, arr)
-                stack.append(np.isin(x, np.asarray(values, np.float64 if kind == "float64" else np.int64)) & valid)
-        elif tag == "range":
-            x, valid = _numbers(arrays[op[1]][0], arrays[op[1]][1])
-            stack.append((x >= op[3]) & (x <= op[4]) & valid)
-        elif tag == "frange":
-            x, valid = _numbers("float64", arrays[op[1]][1])
-            lo, li, hi, hi_i = op[2:]
-            stack.append(((x >= lo) if li else (x > lo)) & ((x <= hi) if hi_i else (x < hi)) & valid)
-        else:  # pragma: no cover - _emit writes no other op
-            raise AssertionError(op)
-    return stack.pop() if stack else np.ones(n, bool)

@@ -11,10 +11,11 @@ engine's write lock and logged by its write-ahead log before they are acknowledg
 
 Paths follow the vector databases' collection style; the one collection is the store::
 
-    GET  /livez  /readyz  /metrics  /openapi.json
+    GET  /livez  /readyz  /openapi.json
+    GET  /metrics                                  [read, unscoped]
     GET  /v1/collections                           [read]
     GET  /v1/collections/{c}                       [read]  info
-    POST /v1/collections/{c}/search                [read]  {"vector", "k", options...}
+    POST /v1/collections/{c}/search                [read]  {"vector", "k", options...} (where, columns among them)
     POST /v1/collections/{c}/search/batch          [read]  {"vectors", "k", options...}
     POST /v1/collections/{c}/validity              [read]  {"at", "ids"?}
     POST /v1/collections/{c}/query                 [read]  {"text", "k"?, "now"?, "tz"?, "distinct"?, "undated"?,
@@ -27,9 +28,14 @@ Paths follow the vector databases' collection style; the one collection is the s
     POST /v1/collections/{c}/supersede             [write] {"stem_id", "rows", "effective_at", "version"?, ...}
     POST /v1/collections/{c}/retract               [write] {"ids", "at"?}
     POST /v1/collections/{c}/deprecate             [write] {"ids", "effective_at"?, "at"?}
-    POST /v1/collections/{c}/snapshots             [write] {"name"?}: a checkpoint, and a named copy
-    GET  /v1/collections/{c}/snapshots             [read]  the named copies
-    POST /v1/collections/{c}/snapshots/{name}/restore  [write] the store back to a named copy
+    POST /v1/collections/{c}/snapshots             [write, unscoped] {"name"?}: a checkpoint, and a named copy
+    GET  /v1/collections/{c}/snapshots             [read, unscoped]  the named copies
+    POST /v1/collections/{c}/snapshots/{name}/restore  [write, unscoped] the store back to a named copy
+
+A key may be scoped to a filter (keys file: ``read KEY {"tenant": "acme"}``): every request
+it makes is limited to the rows the filter passes (ANDed into each search's ``where``; a row
+outside it answered as a missing one; writes only of rows inside it), and the ``unscoped``
+endpoints, which describe or change every row, refuse it (docs/serve.md, "Scoped keys").
 
 Search answers are JSON (``{"hits": [...]}``) or, with ``Accept:
 application/vnd.apache.arrow.stream``, the result table as an Arrow IPC stream.

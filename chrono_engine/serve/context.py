@@ -8,6 +8,9 @@ query's text, ``k`` (422), and a timeout for reads (504). Every refusal names th
 the limit and changes nothing. Every list a body holds is counted before anything reads it,
 and what grows with a body runs on the thread pool, not the event loop (a read's under the
 timeout).
+
+A request's ``where`` (a body's filter, :func:`request_where`) is ANDed with its key's
+filter (a scoped key, :mod:`.auth`); a bad filter is a 422 naming ``where`` and its path.
 """
 from __future__ import annotations
 
@@ -24,8 +27,9 @@ import orjson
 
 from .._args import shown
 from .._coalesce import AsyncCoalescer
-from ..errors import ChronoError
-from ..search import SearchOptions
+from ..errors import ChronoError, QueryError
+from ..metadata import MAX_COLUMNS
+from ..search import SearchOptions, filters
 from .auth import Keys, authorize
 from .metrics import Metrics, RequestLog
 from .refusals import HTTPError, status_of
@@ -87,15 +91,57 @@ def check_k(obj: dict, limits: Limits) -> int:
 _OPTION_NAMES = frozenset(SearchOptions.names())
 
 
-def search_options(obj: dict, skip: tuple, limits: Limits) -> dict:
+def search_options(obj: dict, skip: tuple, limits: Limits, engine: Any = None,
+                   scope: filters.Where | None = None) -> dict:
     """A body's search options (its fields but ``skip``): every other field is a 422 naming
-    it (one the engine would take, but not from a body, included); the fact types counted."""
+    it (one the engine would take, but not from a body, included); the fact types and the
+    metadata columns counted; ``where`` checked and ANDed with the key's filter ``scope``
+    (:func:`request_where`, for ``engine``)."""
     opts = {kk: v for kk, v in obj.items() if kk not in skip}
     no_unknown(opts, _OPTION_NAMES)
     counted(opts.get("fact_types"), "fact_types", limits.max_fact_types, "fact types")
+    counted(opts.get("columns"), "columns", MAX_COLUMNS, "columns")
     if isinstance(opts.get("window"), list):
         opts["window"] = tuple(opts["window"])
+    if isinstance(opts.get("columns"), list):  # hashable: the checked options are cached by value
+        opts["columns"] = tuple(opts["columns"])
+    where = request_where(engine, scope, opts.get("where"))
+    if where is not None:
+        opts["where"] = where
     return opts
+
+
+#: where a routed request carries its key's filter (None: an unscoped key)
+SCOPE = "chrono.where"
+#: the routes a scoped key may not take: they describe or change every row
+#: (metrics count them all; a snapshot copies, and a restore replaces, the whole store)
+UNSCOPED = ("/metrics", "/v1/collections/{c}/snapshots", "/v1/collections/{c}/snapshots/{name}/restore")
+
+
+def scope_of(request: Any) -> filters.Where | None:
+    """The filter of the key a routed request presents (None: every row)."""
+    return request.scope.get(SCOPE)
+
+
+def request_where(engine: Any, scope: filters.Where | None, given: Any) -> filters.Where | None:
+    """A request's filter ``given`` (the body's ``where``: checked in time linear in its
+    size, at most 32 levels and 10,000 terms; QueryError naming its path) ANDed with its
+    key's filter ``scope`` (None: an unscoped key). The key's filter reads a field the
+    store does not have yet as null (:func:`~chrono_engine.search.filters.absent_as_null`:
+    a key set up before its tenants' column exists selects nothing, rather than failing)."""
+    where = filters.parse(given)
+    if scope is None:
+        return where
+    scope = key_where(engine, scope)
+    return scope if where is None else scope & where
+
+
+def key_where(engine: Any, scope: filters.Where | None) -> filters.Where | None:
+    """A key's filter as it reads ``engine``'s rows: a field the store does not have is
+    null on every row (:func:`~chrono_engine.search.filters.absent_as_null`)."""
+    if scope is None:
+        return None
+    return filters.absent_as_null(scope, engine.metadata)
 
 
 class Service:
@@ -168,9 +214,11 @@ class Service:
         raw = await self.body(request)
         return await self.run(lambda: work(parse_json(raw)))
 
-    def authorize(self, role: str | None, given: Callable[[], bytes | None]) -> None:
-        """Refuse a request whose key may not take ``role`` (:func:`.auth.authorize`)."""
-        authorize(self.keys, self.allow_anonymous, self.read_only, role, given)
+    def authorize(self, role: str | None, given: Callable[[], bytes | None], *,
+                  unscoped: bool = False) -> filters.Where | None:
+        """Refuse a request whose key may not take ``role`` (:func:`.auth.authorize`; a
+        scoped key on an ``unscoped`` route too); the key's filter (None: every row)."""
+        return authorize(self.keys, self.allow_anonymous, self.read_only, role, given, unscoped=unscoped)
 
     def collection(self, request: Any) -> None:
         """A 404 for a path naming another collection than this one."""
@@ -183,6 +231,8 @@ class Service:
         anything but a refusal is a bug: answered 500 and logged."""
         if isinstance(e, HTTPError):
             status, obj = e.status, {"error": e.field, "message": e.message}
+        elif isinstance(e, QueryError) and str(e).startswith("where"):  # a filter: the field it names
+            status, obj = 422, {"error": "where", "message": str(e)[:2000]}
         elif isinstance(e, ChronoError):
             status, obj = status_of(e), {"error": type(e).__name__, "message": str(e)[:2000]}
         else:

@@ -1,5 +1,7 @@
 """Answers as response bodies: JSON (orjson; NaN and inf as null, times as ISO 8601 UTC)
-or Arrow IPC streams; a coalesced group's answer split into each call's body."""
+or Arrow IPC streams; a coalesced group's answer split into each call's body. Metadata
+columns (docs/data-model.md) come after a result's own: strings, numbers, booleans, lists
+of strings, timestamps as ISO 8601 UTC like the time columns, null for null."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -95,8 +97,12 @@ def json_columns(data: dict) -> list[list]:
             v = np.asarray(v, np.int64)
             open_ = v == OPEN_END
             cols.append(iso_us(np.where(open_, 0, v), open_ if open_.any() else None))
-        elif isinstance(v, (pa.Array, pa.ChunkedArray)):
-            cols.append(v.to_pylist())
+        elif isinstance(v, (pa.Array, pa.ChunkedArray)):  # strings; metadata columns (docs/data-model.md)
+            t = v.type
+            if pa.types.is_timestamp(t) and t.unit == "us" and t.tz in ("UTC", "+00:00"):
+                cols.append(iso_utc(v))  # as the time columns: not a datetime per value
+            else:
+                cols.append(v.to_pylist())  # floats: never NaN (refused at ingest)
         else:
             cols.append(list(v))
     return cols

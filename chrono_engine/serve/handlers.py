@@ -5,19 +5,26 @@ under the write gate to their end); health, metrics and the OpenAPI description.
 
 A handler receives the body on the loop (at most ``max_body`` bytes); what grows with the
 body (the parse, the checks, the call and the answer's encoding) runs on the pool, so the
-loop goes on answering meanwhile."""
+loop goes on answering meanwhile.
+
+A scoped key's filter (:func:`~.context.scope_of`) limits every call that reads or writes
+items, through the engine's own ``where=``: a row outside it is as if it were not there
+(the same 404 as an unknown id or stem), and a write of rows outside it is a 403 naming the
+first (docs/serve.md, "Scoped keys")."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from .._ipc import LayoutError, StreamError, TooLarge, read_stream
 from .._state import ingest_order
 from ..errors import SchemaError
-from .context import HTTPError, Service, check_k, counted, no_unknown, parse_json, require, search_options
+from .context import (HTTPError, Service, check_k, counted, key_where, no_unknown, parse_json, require,
+                      scope_of, search_options)
 from .encode import ARROW, dumps, ids_body, records
 from .metrics import Metrics
 from .openapi import openapi_spec
@@ -31,11 +38,69 @@ MAX_COLUMNS = 64
 
 
 async def info(svc: Service, request: Request) -> Response:
+    """The collection's info; for a scoped key, only what its own rows say: ``items``
+    counts the rows its filter passes, and the store-wide counts and names (``stems``,
+    ``fact_types``, ``path``) are left out."""
     svc.collection(request)
-    eng = svc.engine
+    eng, scope = svc.engine, scope_of(request)
+    if scope is not None:
+        items = await svc.run(lambda: eng.count(key_where(eng, scope)))
+        return JSONResponse({"name": svc.name, "dim": eng.dim, "metric": eng.metric, "items": items,
+                             "metadata": eng.metadata, "scoped": True})
     return JSONResponse({"name": svc.name, "dim": eng.dim, "metric": eng.metric, "items": len(eng),
-                         "fact_types": list(eng.fact_types), "stems": len(eng.stems),
+                         "fact_types": list(eng.fact_types), "stems": len(eng.stems), "metadata": eng.metadata,
                          "path": str(eng.path) if eng.path else None})
+
+
+def outside(e: SchemaError) -> HTTPError | SchemaError:
+    """A scoped key's write of rows its filter does not pass: a 403 naming the first."""
+    if e.rule == "outside where":
+        return HTTPError(403, "rows", f"{e} (this key is scoped to a filter: it writes only rows that pass it)")
+    return e
+
+
+#: the ids a scoped key's writes get: drawn at random in [2**32, 2**53) (exact as JSON
+#: numbers in every client), not the store's next ones, which count every tenant's rows
+RANDOM_IDS = (1 << 32, 1 << 53)
+
+
+def drawn_ids(rows: Any) -> Any:
+    """A scoped key's rows (a list of row dicts, or an Arrow table) with an ``id`` column
+    of random ids (:data:`RANDOM_IDS`, distinct); rows that bring ids of their own are a
+    403: an id another tenant holds would be refused as a duplicate, which tells that it
+    exists."""
+    import secrets
+    n = rows.num_rows if isinstance(rows, pa.Table) else len(rows)
+    given = "id" in rows.column_names if isinstance(rows, pa.Table) else \
+        any(isinstance(r, dict) and "id" in r for r in rows)
+    if given:
+        raise HTTPError(403, "id", "this key is scoped to a filter: its rows get ids drawn at random (an id "
+                                   "chosen by the client could be another tenant's); send the rows without 'id'")
+    rng = np.random.default_rng(secrets.randbits(128))
+    ids = np.unique(rng.integers(*RANDOM_IDS, size=n, dtype=np.int64))
+    while len(ids) < n:  # a repeat among n draws of 2**53: redrawn
+        ids = np.unique(np.concatenate([ids, rng.integers(*RANDOM_IDS, size=n - len(ids), dtype=np.int64)]))
+    ids = rng.permutation(ids)
+    if isinstance(rows, pa.Table):
+        return rows.append_column("id", pa.array(ids.astype(np.uint64)))
+    return [dict(r, id=int(i)) if isinstance(r, dict) else r for r, i in zip(rows, ids.tolist())]
+
+
+def scoped_write(write: Any, rows: Any, scope: Any) -> Any:
+    """``write(rows)`` for a key with filter ``scope`` (None: as given): the rows with drawn
+    ids (:func:`drawn_ids`), drawn again should one be in the store already; a row outside
+    the filter is a 403 naming it."""
+    try:
+        if scope is None:
+            return write(rows)
+        for attempt in range(3):
+            try:
+                return write(drawn_ids(rows))
+            except SchemaError as e:
+                if e.rule != "duplicate id" or attempt == 2:
+                    raise
+    except SchemaError as e:
+        raise outside(e) from None
 
 
 async def collections(svc: Service, request: Request) -> Response:
@@ -45,14 +110,17 @@ async def collections(svc: Service, request: Request) -> Response:
 async def validity(svc: Service, request: Request) -> Response:
     svc.collection(request)
     limits = svc.limits
+    scope = scope_of(request)
 
     def work(obj: dict) -> bytes:
         eng = svc.engine
         at, ids = require(obj, "at"), obj.get("ids")
+        if ids is None and scope is not None:
+            raise HTTPError(422, "ids", "give ids: this key is scoped to a filter")
         if ids is None and len(eng) > limits.max_rows:
             raise HTTPError(422, "ids", f"give ids: the store has more than {limits.max_rows} items")
         counted(ids, "ids", limits.max_rows, "ids")
-        v = eng.validity(at, ids)
+        v = eng.validity(at, ids, where=key_where(eng, scope))
         return dumps({"validity": np.asarray(v, np.float64).tolist()})
     return answer(await svc.pooled(request, work))
 
@@ -60,6 +128,7 @@ async def validity(svc: Service, request: Request) -> Response:
 async def query(svc: Service, request: Request) -> Response:
     svc.collection(request)
     limits = svc.limits
+    scope = scope_of(request)
 
     def work(obj: dict) -> bytes:
         eng = svc.engine
@@ -68,7 +137,7 @@ async def query(svc: Service, request: Request) -> Response:
             raise HTTPError(422, "text", f"text of {len(text)} characters exceeds the limit of {limits.max_text}")
         if eng.embedder is None:
             raise HTTPError(409, "embedder", "this engine has no text embedder: search with a vector instead")
-        kw = search_options(obj, ("text", "k") + QUERY_FIELDS, limits)
+        kw = search_options(obj, ("text", "k") + QUERY_FIELDS, limits, eng, scope)
         for name in QUERY_FIELDS:
             if name in obj:
                 kw[name] = obj[name]
@@ -83,6 +152,8 @@ async def query(svc: Service, request: Request) -> Response:
 
 
 async def score(svc: Service, request: Request) -> Response:
+    """Rescoring of candidates given in the body (``ce.score``): it reads no stored item
+    (only the engine's decay policy), so a scoped key's filter has nothing to limit."""
     from ..scoring import ScoringPolicy, score as ce_score
     svc.collection(request)
     limits = svc.limits
@@ -107,11 +178,27 @@ async def score(svc: Service, request: Request) -> Response:
     return answer(await svc.pooled(request, work))
 
 
+class Scoped:
+    """An engine as a scoped key sees it, for :func:`~chrono_engine.verify_chains`'s
+    ``(engine, T)``: an item outside the key's filter is not in it (the same error as an
+    unknown id)."""
+
+    def __init__(self, engine: Any, where: Any) -> None:
+        self.engine, self.where = engine, where
+
+    def contains(self, ids: Any) -> np.ndarray:
+        return self.engine.filter_ids(self.where, ids)
+
+    def validity(self, at: Any, ids: Any = None) -> np.ndarray:
+        return self.engine.validity(at, ids, where=self.where)
+
+
 async def verify(svc: Service, request: Request) -> Response:
     from ..verify import verify_chains
     from ..verify.chains import is_chain_list
     svc.collection(request)
     most = svc.limits.max_rows
+    scope = scope_of(request)
 
     def work(obj: dict) -> bytes:
         chains, at, gamma = require(obj, "chains"), require(obj, "at"), require(obj, "gamma")
@@ -123,7 +210,9 @@ async def verify(svc: Service, request: Request) -> Response:
                 raise HTTPError(422, "chains", f"{n} {what} exceed the limit of {most}")
         if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
             raise HTTPError(422, "gamma", "gamma must be a number in [0, 1]")
-        return dumps({"chains": records(verify_chains(chains, (svc.engine, at), float(gamma)))})
+        eng = svc.engine
+        store = eng if scope is None else Scoped(eng, key_where(eng, scope))
+        return dumps({"chains": records(verify_chains(chains, (store, at), float(gamma)))})
     return answer(await svc.pooled(request, work))
 
 
@@ -131,8 +220,9 @@ async def history(svc: Service, request: Request) -> Response:
     svc.collection(request)
     known = request.query_params.get("known_at")
     stem = request.path_params["stem_id"]
-    eng = svc.engine
-    return answer(await svc.run(lambda: dumps({"rows": records(eng.history(stem, known))})))
+    eng, scope = svc.engine, scope_of(request)
+    return answer(await svc.run(lambda: dumps({"rows": records(eng.history(stem, known,
+                                                                           where=key_where(eng, scope)))})))
 
 
 # ----------------------------------------------------------------------------- writes
@@ -178,7 +268,11 @@ async def ingest(svc: Service, request: Request) -> Response:
     raw = await svc.body(request)
     rows, order = await svc.run(rows_of, svc, raw, request.headers.get("content-type", ""),
                                 request.query_params.get("order"))
-    return answer(await svc.run(lambda: ids_body(svc.engine.ingest(rows, order=order)), read=False))
+    scope = scope_of(request)  # every row must pass it, as stored (a field the rows bring counts)
+
+    def write() -> bytes:
+        return ids_body(scoped_write(lambda r: svc.engine.ingest(r, order=order, where=scope), rows, scope))
+    return answer(await svc.run(write, read=False))
 
 
 _SUPERSEDE_EXTRA = ("version", "supersedes", "deprecate")
@@ -198,7 +292,13 @@ async def supersede(svc: Service, request: Request) -> Response:
         no_unknown(obj, ("stem_id", "rows", "effective_at") + _SUPERSEDE_EXTRA)
         return stem, rows, eff, extra
     stem, rows, eff, extra = await svc.run(checked)
-    return answer(await svc.run(lambda: ids_body(svc.engine.supersede(stem, rows, eff, **extra)), read=False))
+    scope = scope_of(request)
+
+    def write() -> bytes:
+        eng = svc.engine
+        return ids_body(scoped_write(lambda r: eng.supersede(stem, r, eff, where=key_where(eng, scope), **extra),
+                                     rows, scope))
+    return answer(await svc.run(write, read=False))
 
 
 def ids_of(svc: Service, raw: bytes, fields: tuple) -> dict:
@@ -213,15 +313,24 @@ def ids_of(svc: Service, raw: bytes, fields: tuple) -> dict:
 async def retract(svc: Service, request: Request) -> Response:
     svc.collection(request)
     obj = await svc.run(ids_of, svc, await svc.body(request), ("at",))
-    return answer(await svc.run(lambda: ids_body(svc.engine.retract(obj["ids"], obj.get("at"))), read=False))
+    scope = scope_of(request)
+
+    def write() -> bytes:
+        eng = svc.engine
+        return ids_body(eng.retract(obj["ids"], obj.get("at"), where=key_where(eng, scope)))
+    return answer(await svc.run(write, read=False))
 
 
 async def deprecate(svc: Service, request: Request) -> Response:
     svc.collection(request)
     obj = await svc.run(ids_of, svc, await svc.body(request), ("effective_at", "at"))
-    out = await svc.run(lambda: ids_body(svc.engine.deprecate(obj["ids"], obj.get("effective_at"), obj.get("at"))),
-                        read=False)
-    return answer(out)
+    scope = scope_of(request)
+
+    def write() -> bytes:
+        eng = svc.engine
+        return ids_body(eng.deprecate(obj["ids"], obj.get("effective_at"), obj.get("at"),
+                                      where=key_where(eng, scope)))
+    return answer(await svc.run(write, read=False))
 
 
 # ----------------------------------------------------------------------------- health and metrics

@@ -25,7 +25,12 @@ def openapi_spec(name: str) -> dict:
     when = {"mode": {"type": "string", "enum": ["latest", "as_of", "window", "all"]},
             "as_of": {"type": "string"}, "known_at": {"type": "string"},
             "window": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": ["string", "null"]}},
-            "fact_types": {"type": "array", "items": {"type": "string"}}}
+            "fact_types": {"type": "array", "items": {"type": "string"}},
+            # the metadata filter (docs/search.md, "Filters"), ANDed with a scoped key's own; the
+            # metadata columns the hits carry (omitted: all; []: none)
+            "where": {"type": "object", "description": 'a metadata filter: {"tenant": "acme"}, '
+                      '{"year": {"$gte": 2020}}, {"$or": [...]}; ANDed with a scoped key\'s filter'},
+            "columns": {"type": "array", "items": {"type": "string"}}}
     search = {"type": "object", "required": ["vector"], "properties": {
         "vector": vec, "k": {"type": "integer", "minimum": 1}, **when}}
     batch = {"type": "object", "required": ["vectors"], "properties": {
@@ -39,7 +44,10 @@ def openapi_spec(name: str) -> dict:
     return {
         "openapi": "3.1.0",
         "info": {"title": "chrono_engine", "version": "1", "description": f"collection {name!r}"},
-        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "components": {"securitySchemes": {"bearer": {
+            "type": "http", "scheme": "bearer",
+            "description": "an admin or read API key; a key scoped to a filter sees and writes only the rows "
+                           "it passes, and may not use /metrics or the snapshots (docs/serve.md)"}}},
         "security": [{"bearer": []}],
         "paths": {
             "/livez": health, "/readyz": health,
@@ -52,6 +60,7 @@ def openapi_spec(name: str) -> dict:
             c + "/query": {"post": op("a question in words (its time intent read from the text)", {
                 "type": "object", "required": ["text"], "properties": {
                     "text": {"type": "string"}, "k": {"type": "integer", "minimum": 1},
+                    "where": when["where"], "columns": when["columns"],
                     "embed_text": {"type": "string", "enum": ["full", "cleaned"]}, "distinct": {"type": "boolean"},
                     "undated": {"type": "string", "enum": ["auto", "exclude", "include"]},
                     "window_fit": {"type": ["number", "null"], "exclusiveMinimum": 0}}})},

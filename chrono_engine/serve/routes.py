@@ -1,6 +1,7 @@
 """The ASGI app: the route table (path, handler, methods, the role a key needs), each route
-guarded (auth, refusals as JSON, metrics and the log line), the single search's fast path,
-and the lifespan (a replica's refresh, the workers' counters, a checkpoint at shutdown)."""
+guarded (auth, refusals as JSON, metrics and the log line; the key's filter, for a scoped
+key, handed to the handler: :func:`~.context.scope_of`), the single search's fast path, and the
+lifespan (a replica's refresh, the workers' counters, a checkpoint at shutdown)."""
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,7 @@ from typing import Any, Callable
 
 from ..errors import ConfigError
 from .auth import READ, WRITE, Keys, need_keys, presented
-from .context import Limits, Service
+from .context import SCOPE, UNSCOPED, Limits, Service
 
 
 def routes() -> list[tuple[str, Callable, list[str], str | None]]:
@@ -40,11 +41,14 @@ def guarded(svc: Service, handler: Callable, role: str | None, endpoint: str) ->
     a refusal (or a bug) answered as JSON, the request counted and logged."""
     from starlette.responses import Response
 
+    unscoped = endpoint in UNSCOPED
+
     async def endpoint_fn(request: Any) -> Any:
         t0 = time.perf_counter()
         try:
-            svc.authorize(role, lambda: presented(request.headers.get("authorization", ""),
-                                                  request.headers.get("x-api-key")))
+            request.scope[SCOPE] = svc.authorize(role, lambda: presented(request.headers.get("authorization", ""),
+                                                                         request.headers.get("x-api-key")),
+                                                 unscoped=unscoped)
             resp = await handler(svc, request)
         except Exception as e:  # noqa: BLE001 - refusals and bugs alike get their answer
             status, body = svc.refusal(e, endpoint)

@@ -3,7 +3,12 @@ the event loop; the busiest path, also served without Starlette's routing by
 :func:`fast_search`) and a batch of vectors (on the pool). Both cross the engine's one
 seam: :meth:`Engine.prepare_search <chrono_engine.Engine.prepare_search>` (the call
 checked and described once) and :meth:`Engine.search_prepared
-<chrono_engine.Engine.search_prepared>` (a group run as one batch)."""
+<chrono_engine.Engine.search_prepared>` (a group run as one batch).
+
+A body's ``where`` is ANDed with a scoped key's filter before the call is prepared
+(:func:`~.context.search_options`). Calls are grouped by the prepared call's key, which
+holds every option but the times, the canonical filter among them: searches with different
+filters (two tenants' keys) never share a group."""
 from __future__ import annotations
 
 import asyncio
@@ -17,7 +22,7 @@ from .._args import count
 from ..errors import ConfigError
 from ..search import PreparedSearch
 from .auth import READ, presented
-from .context import HTTPError, Service, check_k, counted, parse_json, require, search_options
+from .context import HTTPError, Service, check_k, counted, parse_json, require, scope_of, search_options
 from .encode import ARROW, group_bodies, hits_body
 
 #: the single search's path template (its fast path answers it for this collection)
@@ -46,16 +51,17 @@ def answer(body: bytes, arrow: bool = False) -> Response:
 async def search(svc: Service, request: Request) -> Response:
     svc.collection(request)
     arrow = wants_arrow(request)
-    return answer(await search_answer(svc, await svc.body(request), arrow), arrow)
+    return answer(await search_answer(svc, await svc.body(request), arrow, scope_of(request)), arrow)
 
 
-async def search_answer(svc: Service, raw: bytes, arrow: bool) -> bytes:
+async def search_answer(svc: Service, raw: bytes, arrow: bool, scope: Any = None) -> bytes:
     """One search's response body from its request body (both paths: the route and the
-    fast path): checked on the loop (every list in it bounded first), then coalesced."""
+    fast path): checked on the loop (every list in it bounded first; the filter in time
+    linear in its size, ANDed with the key's ``scope``), then coalesced."""
     obj = parse_json(raw)
     vec, k = require(obj, "vector"), check_k(obj, svc.limits)
-    kw = search_options(obj, ("vector", "k"), svc.limits)
     eng = svc.engine
+    kw = search_options(obj, ("vector", "k"), svc.limits, eng, scope)
     call = eng.prepare_search(vec, k, **kw)  # the call's own checks, its times fixed now
     svc.searches.max_group = count(eng.coalesce_group, "coalesce_group", lo=1, hi=1024, error=ConfigError)
     try:
@@ -83,14 +89,16 @@ def search_group(batch: list) -> list:
 async def search_batch(svc: Service, request: Request) -> Response:
     svc.collection(request)
     arrow = wants_arrow(request)
+    scope = scope_of(request)
 
     def work(obj: dict) -> bytes:
         vecs, k = require(obj, "vectors"), check_k(obj, svc.limits)
         if not isinstance(vecs, list) or not vecs:
             raise HTTPError(422, "vectors", "vectors must be a non-empty list of vectors")
         counted(vecs, "vectors", svc.limits.max_batch, "vectors")
-        kw = search_options(obj, ("vectors", "k"), svc.limits)
-        return hits_body(svc.engine.search_batch(vecs, k, **kw), arrow)
+        eng = svc.engine
+        kw = search_options(obj, ("vectors", "k"), svc.limits, eng, scope)
+        return hits_body(eng.search_batch(vecs, k, **kw), arrow)
     return answer(await svc.pooled(request, work), arrow)
 
 
@@ -111,10 +119,10 @@ async def fast_search(svc: Service, scope: dict, receive: Any, send: Any) -> Non
             declared = hv if declared is None else declared
     arrow = accept is not None and ARROW in accept.decode("latin-1")
     try:
-        svc.authorize(READ, lambda: presented(auth.decode("latin-1") if auth is not None else "",
-                                              xkey.decode("latin-1") if xkey is not None else None))
+        scope_ = svc.authorize(READ, lambda: presented(auth.decode("latin-1") if auth is not None else "",
+                                                       xkey.decode("latin-1") if xkey is not None else None))
         raw = await svc.body_received(declared.decode("latin-1") if declared is not None else None, receive)
-        status, body = 200, await search_answer(svc, raw, arrow)
+        status, body = 200, await search_answer(svc, raw, arrow, scope_)
         headers = _ARROW_HEADERS if arrow else _JSON_HEADERS
     except Exception as e:  # noqa: BLE001 - refusals and bugs alike get their answer
         status, body = svc.refusal(e, SEARCH)
