@@ -222,6 +222,7 @@ def _selectivity_store(n=20_000, dim=32, seed=5):
 def test_approximate_plans_reach_recall_at_every_selectivity(share, plan):
     eng, rows, rng = _selectivity_store()
     if plan == "graph":
+        eng.partition_min = 10**9  # no probe partition: the graph plan serves a cosine store
         eng.scan_limit = 0  # every query walks the graph
     elif plan == "probe":
         eng.partition_min = 1000
@@ -229,7 +230,10 @@ def test_approximate_plans_reach_recall_at_every_selectivity(share, plan):
     q = rng.normal(size=(20, eng.dim)).astype(np.float32)
     t = np.full(20, T0 + 1100 * US_PER_DAY)
     exact = eng.search_batch(q, 10, mode="as_of", as_of=t, where=where, exact=True)
-    got = eng.search_batch(q, 10, mode="as_of", as_of=t, where=where)
+    got = eng.search_batch(q, 10, mode="as_of", as_of=t, where=where, explain=True)
+    plans = set(got.column("plan").to_pylist())
+    assert plans <= {"graph": {"graph", "scan after graph"}, "probe": {"probe", "scan"},
+                     "default": {"scan", "probe"}}[plan], plans
     passing = int(np.sum(rows["bucket"] < int(share * 1000)))
     for i in range(20):
         e = set(exact.filter(pa.compute.equal(exact["query"], i))["id"].to_pylist())
