@@ -48,10 +48,13 @@ SMALL = [v for v in HOSTILE if len(json.dumps(v)) < 40]
 
 def seeds(now: str) -> dict[str, dict]:
     vec = [0.1 * (i + 1) for i in range(DIM)]
-    row = {"vector": vec, "valid_from": "2024-01-01", "title": "t", "fact_type": "general"}
+    row = {"vector": vec, "valid_from": "2024-01-01", "title": "t", "fact_type": "general", "tenant": "acme",
+           "acl": ["hr"]}
+    where = {"$and": [{"tenant": {"$in": ["acme", "globex"]}}, {"acl": "hr"}, {"$not": {"level": {"$gte": 3}}}]}
     return {
-        "search": {"vector": vec, "k": 5, "mode": "latest", "as_of": now, "fact_types": ["general"]},
-        "search/batch": {"vectors": [vec, vec], "k": 3, "exact": True},
+        "search": {"vector": vec, "k": 5, "mode": "latest", "as_of": now, "fact_types": ["general"],
+                   "where": where, "columns": ["tenant"]},
+        "search/batch": {"vectors": [vec, vec], "k": 3, "exact": True, "where": {"tenant": "acme"}},
         "validity": {"at": now, "ids": [1, 2, 3]},
         "query": {"text": "what held last month", "k": 3},
         "score": {"candidates": {"similarity": [0.5, 0.7], "observed_at": ["2024-01-01", "2024-02-01"]},
@@ -184,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         eng.ingest({"vector": g.normal(size=(200, DIM)).astype(np.float32),
                     "valid_from": np.datetime64("2023-01-01", "us") + np.arange(200).astype("timedelta64[D]"),
                     "stem_id": [f"doc-{i % 20}" for i in range(200)], "version": [f"v{1 + i // 20}" for i in range(200)],
-                    "fact_type": ["general", "news"] * 100})
+                    "fact_type": ["general", "news"] * 100,
+                    "tenant": ["acme", "globex", None, "initech"] * 50, "level": np.arange(200) % 7,
+                    "acl": [["hr", "all"][: i % 3] for i in range(200)]})
         eng.close()
         keys = Path(tmp) / "keys"
         keys.write_text(f"admin {KEY}\n")
