@@ -326,11 +326,22 @@ class UserColumns {
       }
       std::vector<std::uint8_t> tbl(c.dict.size(), 0);
       for (auto w : want) tbl[static_cast<std::size_t>(w)] = 1;
+      // Without a branch per element: a running count of the matching elements, then a row
+      // passes where its elements' count grew (a loop per row that returned at its first
+      // match mispredicted on every other row where half the rows match: 1.6 ms at 200k
+      // rows of ~2.5 tags, against 0.26 ms when few match).
       const std::uint32_t* off = c.offsets.data();
-      fill(lo, hi, out, [&](std::size_t r) {
-        for (std::uint32_t e = off[r]; e < off[r + 1]; ++e) if (tbl[static_cast<std::size_t>(codes[e])]) return true;
-        return false;
-      });
+      const std::uint32_t e0 = off[lo], e1 = off[hi];
+      thread_local std::vector<std::uint32_t> run;  // kept: a fresh 2 MB buffer cost its page faults per call
+      run.resize(static_cast<std::size_t>(e1 - e0) + 1);
+      std::uint32_t acc = 0, *rp = run.data();  // the count in a register, not reloaded from the store just made
+      rp[0] = 0;
+      for (std::uint32_t e = e0; e < e1; ++e) {
+        acc += tbl[static_cast<std::size_t>(codes[e])];
+        rp[e - e0 + 1] = acc;
+      }
+      const std::uint32_t* rc = run.data();
+      fill(lo, hi, out, [&](std::size_t r) { return rc[off[r + 1] - e0] > rc[off[r] - e0]; });
       return;
     }
     const std::uint8_t* v = nulls ? c.valid.data() : nullptr;
