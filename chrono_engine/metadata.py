@@ -288,19 +288,19 @@ def arrow_of(taken: tuple) -> pa.Array:
     :data:`ARROW_TYPES`."""
     code, values, valid = taken
     kind = _KIND_NAMES[code]
-    mask = None if valid is None else ~np.asarray(valid, bool)
     if kind == "string":
         return _strings(values[0], values[1], valid)
-    if kind == "list<string>":
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(np.asarray(valid, bool), bitorder="little"))
+    if kind == "list<string>":  # from the buffers, as the strings are: no conversion of the offsets
         lo, off, data = values
-        flat = _strings(off, data, None)
-        arr = pa.ListArray.from_arrays(pa.array(lo, pa.int32()), flat)
-        if valid is not None:
-            arr = pa.ListArray.from_arrays(pa.array(lo, pa.int32()), flat, mask=pa.array(mask))
-        return arr
-    if kind == "timestamp":
-        return pa.array(values, pa.int64(), mask=mask).cast(ARROW_TYPES["timestamp"])
-    return pa.array(values, ARROW_TYPES[kind], mask=mask)
+        return pa.ListArray.from_buffers(ARROW_TYPES[kind], len(lo) - 1, [bitmap, pa.py_buffer(lo)],
+                                         children=[_strings(off, data, None)])
+    if kind == "bool":
+        mask = None if valid is None else ~np.asarray(valid, bool)
+        return pa.array(values, pa.bool_(), mask=mask)
+    # int64, timestamp (µs), float64: the values' buffer as it is
+    v = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(ARROW_TYPES[kind], len(v), [bitmap, pa.py_buffer(v)])
 
 
 def close_builtin(name: str, builtin: tuple) -> str | None:
