@@ -183,7 +183,8 @@ class StoreState:
                     raise SchemaError(f"column {name!r}: the store's column is {have[1]}, not {kind} (wrong type)",
                                       column=name, rule="wrong type")
                 continue
-            self.user[name] = (int(self.core.add_user_column(name, _metadata.KIND_CODES[kind])), kind)
+            # a new dict each time: a reader holds the old one or the new one, whole
+            self.user = {**self.user, name: (int(self.core.add_user_column(name, _metadata.KIND_CODES[kind])), kind)}
 
     def user_kinds(self) -> dict[str, str]:
         """The metadata columns' kinds by name, in column order."""
@@ -435,10 +436,10 @@ class StoreState:
         # New stem names get the next codes and the strings are published before the core
         # has the rows (readers may see them early, harmless, never late); a failure undoes both.
         old_table, old_parts, n_stems = self.table, list(self.parts), len(self.stems)
-        old_user = dict(self.user)
+        pending: dict = {}  # new metadata columns: published once the core holds the rows
         try:
             if batch.metadata:
-                self._append_user(batch)
+                pending = self._append_user(batch)
             smap = np.append(self.stems.add_all(batch.stem_names), np.int32(-1))
             stem = smap[batch.stem_codes]  # code -1 (no stem) picks the trailing -1
             self.table = _appended(old_table, batch.table.select(list(STRING_COLUMNS)), self.parts)
@@ -451,8 +452,7 @@ class StoreState:
             self.stems.truncate(n_stems)
             if batch.metadata:
                 self.core.truncate_user()
-                self.core.drop_user_columns_from(len(old_user))
-                self.user = old_user
+                self.core.drop_user_columns_from(len(self.user))
             if not isinstance(e, ValueError):
                 raise
             msg = str(e)
@@ -466,12 +466,17 @@ class StoreState:
             raise SchemaError(msg) from None
         self.fact_types = types
         self.fact_code = code_of
+        if pending:  # a new dict: a reader holds the old one or this one, whole
+            self.user = {**self.user, **pending}
         # ids given, or assigned by the core (largest id so far + 1 onwards)
         return self.core.columns_at(np.arange(first, first + n, dtype=np.uint32))["id"]
 
-    def _append_user(self, batch: IngestBatch) -> None:
-        """The batch's metadata into the core, before its rows (Store.append_user): new
-        columns added, kinds checked against the store's. The caller undoes it on failure."""
+    def _append_user(self, batch: IngestBatch) -> dict:
+        """The batch's metadata into the core, before its rows (Store.append_user): kinds
+        checked against the store's, new columns added to the core; returns those (name ->
+        (index, kind)), which the caller publishes in :attr:`user` only once the core holds
+        the rows, so that no filter or result reads a column a refused batch added (its index
+        would be another column's later). The caller undoes it on failure."""
         for name, (kind, _) in batch.metadata.items():
             have = self.user.get(name)
             if have is not None and have[1] != kind:
@@ -481,9 +486,12 @@ class StoreState:
         if len(self.user) + len(new) > _metadata.MAX_COLUMNS:
             raise SchemaError(f"the store would hold {len(self.user) + len(new)} metadata columns; at most "
                               f"{_metadata.MAX_COLUMNS} (unknown column)", rule="unknown column")
-        self.declare(new)
-        parts = [_metadata.core_part(self.user[name][0], kind, arr) for name, (kind, arr) in batch.metadata.items()]
+        pending = {name: (int(self.core.add_user_column(name, _metadata.KIND_CODES[kind])), kind)
+                   for name, kind in new.items()}
+        where = {**self.user, **pending}
+        parts = [_metadata.core_part(where[name][0], kind, arr) for name, (kind, arr) in batch.metadata.items()]
         self.core.append_user(len(self), batch.n, parts)
+        return pending
 
     def update(self, rows: np.ndarray, **columns: np.ndarray) -> None:
         """Change metadata of existing rows, checked by the core before anything changes:

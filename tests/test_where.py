@@ -597,3 +597,20 @@ def test_writes_limited_by_where_touch_no_other_rows():
     assert eng.ingest({"vector": [[0, 1, 0, 0]] * 2, "valid_from": ["2024-01-01"] * 2, "tenant": ["acme"] * 2,
                        "stem_id": ["a", "new"], "version": ["v9", "v1"]}, where=acme).tolist() == [8, 9]
     assert eng.count(acme) == 7 and eng.count({"tenant": "globex"}) == 3
+
+
+def test_a_refused_batch_leaves_no_column_behind():
+    """A batch that adds a column and is then refused (a duplicate id, found by the core
+    after the metadata went in) leaves the store's columns as they were; a later column
+    takes the freed index, and filters read it, not the refused one's values."""
+    eng = ce.Engine(dim=2)
+    eng.ingest({"vector": [[1, 0]], "valid_from": ["2024-01-01"], "id": [7], "tenant": ["a"]})
+    with pytest.raises(SchemaError, match="duplicate id"):
+        eng.ingest({"vector": [[0, 1]], "valid_from": ["2024-01-01"], "id": [7], "secret": ["x"]})
+    assert eng.metadata == {"tenant": "string"} and len(eng) == 1
+    with pytest.raises(QueryError, match="unknown field"):
+        eng.search([0, 1], 5, mode="all", where={"secret": "x"})
+    eng.ingest({"vector": [[0, 1]], "valid_from": ["2024-01-01"], "id": [8], "other": ["x"]})
+    assert eng.metadata == {"tenant": "string", "other": "string"}
+    assert eng.search([0, 1], 5, mode="all", where={"other": "x"}).column("id").to_pylist() == [8]
+    assert eng.get([7, 8]).column("other").to_pylist() == [None, "x"]
