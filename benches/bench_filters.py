@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import chrono_engine as ce
+from chrono_engine.bench.timing import best_time
 from chrono_engine.synthetic import make_corpus, times_for_selectivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -91,12 +92,6 @@ def filters() -> list:
     return out
 
 
-def times_for(c: dict, share: float, nq: int, seed: int) -> np.ndarray:
-    """nq query times at which about ``share`` of the rows are in force (the harness's rule:
-    synthetic.times_for_selectivity)."""
-    return times_for_selectivity(c["corpus"], share, nq, seed=seed)
-
-
 def mask_of(where: dict, c: dict) -> np.ndarray:
     """The filter's rows, computed with NumPy (the peer's filter mask; the oracle's)."""
     if "$and" in where:
@@ -138,12 +133,8 @@ class NumpyPrefilter:
 
 
 def timed(fn, reps: int = 1) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    """The best of ``reps`` runs of ``fn`` (the harness's rule: chrono_engine.bench.timing)."""
+    return best_time(fn, min_time=0.0, max_repeat=reps, min_repeat=reps)[0]
 
 
 def recall(got: list, want: list) -> float:
@@ -204,7 +195,7 @@ def main(argv=None) -> int:
                 nq = args.queries
                 seed = int(rng.integers(0, 1 << 30))
                 Q = c["corpus"].queries(nq, seed=seed)  # unit vectors near cluster centres
-                T = times_for(c, force, nq, seed)
+                T = times_for_selectivity(c["corpus"], force, nq, seed=seed)  # the harness's query-time rule
                 kw = dict(mode="as_of", as_of=T, known_at=np.full(nq, K), where=where, columns=[])
                 exact = eng.search_batch(Q, 10, exact=True, **kw)
                 qcol = exact.column("query").to_numpy()

@@ -134,3 +134,10 @@ def canonical(col: Any):
         return canonical(_arrow_from_objects(items))
     except ARROW_ERRORS:
         return items
+
+
+def string_array(offsets: np.ndarray, data: np.ndarray, valid: Any) -> pa.Array:
+    """An Arrow string array of (int32 offsets, uint8 data, bool validity or None) buffers,
+    zero-copy (the core's answers: stem names, string columns, metadata strings)."""
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(np.asarray(valid, bool), bitorder="little"))
+    return pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data), bitmap)

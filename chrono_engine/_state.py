@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from . import _core, _partition, _wal
 from . import metadata as _metadata
+from ._columns import string_array as _string_array
 from ._args import id_array, shown
 from ._embedder import is_temporal, text_vectors
 from ._time import MAX_TIME_US, MIN_TIME_US, OPEN_END, now_us
@@ -101,12 +102,6 @@ def _take_parts(parts: list, rows: np.ndarray, concat: Any, starts: np.ndarray |
 def take_rows(col: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """``col.take(rows)`` chunk by chunk (rows: int64, in range)."""
     return _take_parts(col.chunks, rows, lambda ps: pa.concat_arrays(ps) if ps else pa.array([], col.type))
-
-
-def _string_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None) -> pa.Array:
-    """An Arrow string array of (int32 offsets, uint8 data, bool validity or None) buffers."""
-    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
 
 
 def _string_views(table: pa.Table, columns: tuple) -> tuple:

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._args import shown
+from ._columns import string_array
 from ._time import MAX_TIME_US, MIN_TIME_US
 from .errors import ConfigError, SchemaError
 
@@ -156,9 +157,7 @@ def normalize_column(name: str, col: Any, n: int, kind: str | None, times: Any) 
     ``times(name, col)``: the time columns' reader (int64 µs, nulls) for timestamp columns
     given as strings or Python datetimes. SchemaError names the column and the first bad row."""
     if kind == "timestamp" and not isinstance(col, (pa.Array, pa.ChunkedArray)):
-        us, nulls = times(name, col)  # the time columns' inputs: strings, datetimes, µs
-        mask = None if nulls is None else np.asarray(nulls, bool)
-        return "timestamp", pa.array(us, pa.int64(), mask=mask).cast(ARROW_TYPES["timestamp"])
+        return "timestamp", _read_times(name, col, times)  # the time columns' inputs: strings, datetimes, µs
     arr = _as_arrow(name, col, n)
     got = kind_of_type(arr.type)
     if got is None and pa.types.is_null(arr.type):
@@ -172,12 +171,21 @@ def normalize_column(name: str, col: Any, n: int, kind: str | None, times: Any) 
         kind = got
     elif got != kind and not (kind == "float64" and got == "int64"):
         if kind == "timestamp" and got == "string":
-            us, nulls = times(name, arr)
-            mask = None if nulls is None else np.asarray(nulls, bool)
-            return "timestamp", pa.array(us, pa.int64(), mask=mask).cast(ARROW_TYPES["timestamp"])
+            return "timestamp", _read_times(name, arr, times)
         _fail(f"the column is {kind}; this batch gives {got} (Arrow {arr.type}): a column keeps its kind",
               column=name, rule="wrong type")
     return kind, _converted(name, arr, kind)
+
+
+def _timestamps(us: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
+    """int64 µs (and where they are null) as the timestamp kind's Arrow array."""
+    return pa.array(us, pa.int64(), mask=nulls).cast(ARROW_TYPES["timestamp"])
+
+
+def _read_times(name: str, col: Any, times: Any) -> pa.Array:
+    """A timestamp column given as the time columns take it, read by ``times``."""
+    us, nulls = times(name, col)
+    return _timestamps(us, None if nulls is None else np.asarray(nulls, bool))
 
 
 def _converted(name: str, arr: pa.Array, kind: str) -> pa.Array:
@@ -223,8 +231,7 @@ def _converted(name: str, arr: pa.Array, kind: str) -> pa.Array:
                     row = int(np.flatnonzero(np.abs(v) > lim)[0])
                     _fail("time out of range", column=name, row=row, rule="time out of range")
                 us = v * scale
-            mask = np.asarray(arr.is_null()) if arr.null_count else None
-            arr = pa.array(us, pa.int64(), mask=mask).cast(ARROW_TYPES["timestamp"])
+            arr = _timestamps(us, np.asarray(arr.is_null()) if arr.null_count else None)
         v = np.asarray(arr.cast(pa.int64()).fill_null(0), np.int64)
         bad = ((v < MIN_TIME_US) | (v > MAX_TIME_US)) & ~(np.asarray(arr.is_null()) if arr.null_count else False)
         if bad.any():
@@ -278,23 +285,18 @@ def core_part(col_index: int, kind: str, arr: pa.Array) -> tuple:
     return (col_index, None, None, None, None, None, None, v, valid)
 
 
-def _strings(offsets: np.ndarray, data: np.ndarray, valid: Any) -> pa.Array:
-    bitmap = None if valid is None else pa.py_buffer(np.packbits(np.asarray(valid, bool), bitorder="little"))
-    return pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
-
-
 def arrow_of(taken: tuple) -> pa.Array:
     """``Store.user_take``'s answer (kind code, values, validity) as an Arrow array of
     :data:`ARROW_TYPES`."""
     code, values, valid = taken
     kind = _KIND_NAMES[code]
     if kind == "string":
-        return _strings(values[0], values[1], valid)
+        return string_array(values[0], values[1], valid)
     bitmap = None if valid is None else pa.py_buffer(np.packbits(np.asarray(valid, bool), bitorder="little"))
     if kind == "list<string>":  # from the buffers, as the strings are: no conversion of the offsets
         lo, off, data = values
         return pa.ListArray.from_buffers(ARROW_TYPES[kind], len(lo) - 1, [bitmap, pa.py_buffer(lo)],
-                                         children=[_strings(off, data, None)])
+                                         children=[string_array(off, data, None)])
     if kind == "bool":
         mask = None if valid is None else ~np.asarray(valid, bool)
         return pa.array(values, pa.bool_(), mask=mask)

@@ -9,6 +9,7 @@
 #include <string_view>
 #include "chrono/names.hpp"
 #include "common.hpp"
+#include "name_buffers.hpp"
 #include "register.hpp"
 
 using namespace chrono;
@@ -25,30 +26,9 @@ std::string_view utf8(const py::handle& h, const char* what) {
 
 py::str to_py(std::string_view s) { return py::str(s.data(), s.size()); }
 
-// The names of `codes` as Arrow string buffers (int32 offsets, UTF-8 data); code -1 gives
-// an empty slot (the caller marks it null).
+// The names of `codes` as Arrow string buffers (name_buffers.hpp).
 py::tuple take(const NameTable& t, carray<std::int32_t> codes) {
-  const std::int32_t* c = codes.data();
-  const auto n = static_cast<std::size_t>(codes.size());
-  py::array_t<std::int32_t> offsets(static_cast<py::ssize_t>(n + 1));
-  std::int32_t* o = offsets.mutable_data();
-  std::size_t total = 0;
-  o[0] = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (c[i] < -1 || (c[i] >= 0 && static_cast<std::size_t>(c[i]) >= t.size()))
-      throw py::index_error("name code " + std::to_string(c[i]) + " out of range");
-    if (c[i] >= 0) total += t.name(static_cast<std::size_t>(c[i])).size();
-    if (total > 0x7fffffffu) throw std::length_error("names exceed 2 GiB");
-    o[i + 1] = static_cast<std::int32_t>(total);
-  }
-  py::array_t<std::uint8_t> data(static_cast<py::ssize_t>(total));
-  char* d = reinterpret_cast<char*>(data.mutable_data());
-  for (std::size_t i = 0; i < n; ++i)
-    if (c[i] >= 0) {
-      const std::string_view v = t.name(static_cast<std::size_t>(c[i]));
-      std::copy(v.begin(), v.end(), d + o[i]);
-    }
-  return py::make_tuple(offsets, data);
+  return chrono_bind::name_buffers(t, codes.data(), static_cast<std::size_t>(codes.size()));
 }
 
 // take's (offsets, data) and the validity (false for code -1), None when every code names

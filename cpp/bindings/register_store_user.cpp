@@ -11,6 +11,7 @@
 #include <vector>
 #include "chrono/user_columns.hpp"
 #include "common.hpp"
+#include "name_buffers.hpp"
 #include "store_binding.hpp"
 
 using namespace chrono;
@@ -93,26 +94,8 @@ std::vector<std::uint32_t> rows_in(const carray<std::int64_t>& rows, std::size_t
   return out;
 }
 
-// Arrow string buffers (int32 offsets, uint8 data) of the dictionary codes `codes` (-1: an
-// empty slot).
 py::tuple strings_of(const NameTable& dict, const std::vector<std::int32_t>& codes) {
-  py::array_t<std::int32_t> off(static_cast<py::ssize_t>(codes.size() + 1));
-  std::int32_t* o = off.mutable_data();
-  std::size_t total = 0;
-  o[0] = 0;
-  for (std::size_t i = 0; i < codes.size(); ++i) {
-    if (codes[i] >= 0) total += dict.name(static_cast<std::size_t>(codes[i])).size();
-    if (total > 0x7fffffffu) throw std::length_error("metadata strings exceed 2 GiB");
-    o[i + 1] = static_cast<std::int32_t>(total);
-  }
-  py::array_t<std::uint8_t> data(static_cast<py::ssize_t>(total));
-  char* d = reinterpret_cast<char*>(data.mutable_data());
-  for (std::size_t i = 0; i < codes.size(); ++i)
-    if (codes[i] >= 0) {
-      const std::string_view v = dict.name(static_cast<std::size_t>(codes[i]));
-      std::copy(v.begin(), v.end(), d + o[i]);
-    }
-  return py::make_tuple(off, data);
+  return chrono_bind::name_buffers(dict, codes.data(), codes.size());
 }
 
 // Column `col` of `rows` (int64, in range): (kind, values, validity or None) where values
