@@ -22,7 +22,10 @@ def corpus():
 @pytest.fixture(scope="module")
 def eng(corpus):
     e = ce.Engine(D, decay=policy_for(corpus.half_lives), threads=2)
-    e.ingest(corpus.to_dict())
+    rows = corpus.to_dict()
+    # a metadata column most rows share: a where= filter on it keeps the probe plan
+    rows["tenant"] = np.where(np.random.default_rng(3).random(N) < 0.9, "a", "b")
+    e.ingest(rows)
     return e
 
 
@@ -196,6 +199,7 @@ def test_l2_keeps_no_partition():
     {"mode": "window"}, {"mode": "all"}, {"mode": "as_of", "tau": 0.3},
     {"mode": "latest", "deprecated": "exclude", "future": "penalize"}, {"mode": "as_of", "fusion": "linear"},
     {"mode": "as_of", "fact_types": "half"}, {"mode": "as_of", "arbitrate": False},
+    {"mode": "as_of", "where": {"tenant": "a"}}, {"mode": "latest", "where": {"tenant": {"$ne": "b"}}},
 ])
 def test_probe_with_every_option_against_exact(eng, corpus, opts):
     opts = dict(opts)
@@ -217,6 +221,8 @@ def test_probe_with_every_option_against_exact(eng, corpus, opts):
         recall.append(len(set(a.column("id").to_pylist()) & set(ids_b)) / max(1, len(ids_b)))
         sa, sb = a.column("score").to_numpy(), b.column("score").to_numpy()
         assert len(sa) == len(sb) and (sa <= sb + 1e-9).all()
+        if "where" in kw:  # every hit the filter's
+            assert set(a.column("tenant").to_pylist()) <= {"a"}
     assert plans.count("probe") >= 5, plans  # the probe plan is what is tested
     assert np.mean(recall) >= 0.95, (opts, np.mean(recall), plans)
 

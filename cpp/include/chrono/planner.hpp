@@ -205,7 +205,7 @@ inline void run_group(std::vector<Searcher>& qs, const Store& st, std::vector<Qu
   std::vector<std::size_t> f(qs.size());
   for (std::size_t g = 0; g < qs.size(); ++g) f[g] = probe_in_force(qs[g], st);
   std::vector<char> applies(qs.size());
-  probe_choice(st.meta().size(), f.data(), qs.size(), applies.data());
+  probe_choice(probe_cost_rows(qs[0], st.meta().size()), f.data(), qs.size(), applies.data());  // one filter per group
   if (std::find(applies.begin(), applies.end(), 1) == applies.end()) { run_certified(qs, st, out, where); return; }
   std::vector<Searcher> rest;
   std::vector<std::size_t> rest_where;

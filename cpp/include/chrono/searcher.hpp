@@ -193,12 +193,13 @@ class Searcher {
   }
   // Eligibility before similarity and arbitration; returns the penalty (0 = ineligible).
   double admit(std::uint32_t row) const {
+    // the where= filter first: its bits are few and cached, the row's metadata a cache miss
+    if (p_.filter && !p_.filter->test(row)) return 0.0;
     if (!meta_.known_at(row, p_.time.known_at)) return 0.0;
     if (!p_.type_mask.empty()) {
       const std::uint16_t type = meta_.fact_type(row);
       if (type >= p_.type_mask.size() || !p_.type_mask[type]) return 0.0;
     }
-    if (p_.filter && !p_.filter->test(row)) return 0.0;
     if (in_force(meta_, row, p_.time)) return 1.0;
     // latest mode: not yet valid (valid_from after T, as ingested: amendments never move it)
     // or no longer in force (expired or deprecated at T)
