@@ -33,7 +33,7 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     eng.ingest({"vector": rng.normal(size=(n, 2)).astype(np.float32),
                 "valid_from": vf.astype("datetime64[us]"),
-                "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT"), vt.astype("datetime64[us]"))})
+                "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT", "us"), vt.astype("datetime64[us]"))})
     print(f"{n:,} intervals ingested in {time.perf_counter() - t0:.1f} s; interval index "
           f"{eng.memory()['interval_index_per_item']:.1f} B/item")
     s_from, s_to = np.sort(vf), np.sort(vt)

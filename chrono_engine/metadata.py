@@ -233,7 +233,9 @@ def _converted(name: str, arr: pa.Array, kind: str) -> pa.Array:
                 us = v * scale
             arr = _timestamps(us, np.asarray(arr.is_null()) if arr.null_count else None)
         v = np.asarray(arr.cast(pa.int64()).fill_null(0), np.int64)
-        bad = ((v < MIN_TIME_US) | (v > MAX_TIME_US)) & ~(np.asarray(arr.is_null()) if arr.null_count else False)
+        bad = (v < MIN_TIME_US) | (v > MAX_TIME_US)
+        if arr.null_count:  # a null (read as 0 above) is never out of range
+            bad &= ~np.asarray(arr.is_null())
         if bad.any():
             _fail("time outside years 1..9999", column=name, row=int(np.flatnonzero(bad)[0]), rule="time out of range")
         return arr

@@ -56,7 +56,7 @@ class Corpus:
         """Columns as the engine's ingest accepts them (dict of arrays)."""
         n = len(self)
         valid_to = self.valid_to.astype("datetime64[us]")
-        valid_to[self.valid_to == OPEN_END] = np.datetime64("NaT")
+        valid_to[self.valid_to == OPEN_END] = np.datetime64("NaT", "us")
         return {
             "vector": self.vector,
             "valid_from": self.valid_from.astype("datetime64[us]"),

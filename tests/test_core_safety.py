@@ -34,7 +34,7 @@ def _rows(n: int, seed: int, ids: np.ndarray | None = None) -> dict:
     rng = np.random.default_rng(seed)
     vf = np.datetime64("2020-01-01", "us") + rng.integers(0, 4 * 365, n).astype("timedelta64[D]")
     d = {"vector": rng.standard_normal((n, DIM)).astype(np.float32), "valid_from": vf,
-         "valid_to": np.where(rng.random(n) < 0.5, np.datetime64("NaT"), vf + np.timedelta64(400, "D")),
+         "valid_to": np.where(rng.random(n) < 0.5, np.datetime64("NaT", "us"), vf + np.timedelta64(400, "D")),
          "reliability": rng.uniform(0.5, 1.0, n).astype(np.float32),
          "fact_type": np.asarray(["news", "law"], dtype=object)[rng.integers(0, 2, n)],
          "stem_id": np.asarray([f"doc{i % 30}" for i in range(n)], dtype=object),

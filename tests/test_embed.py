@@ -2,6 +2,7 @@
 against the kernel it is meant to be, Matryoshka truncation properties, the offline text
 encoder, composition, Engine(embedder=...) and every bad-input path."""
 import datetime as dt
+import importlib.util
 import warnings
 
 import numpy as np
@@ -12,6 +13,11 @@ import chrono_engine as ce
 from chrono_engine.demo import embed as bow_embed  # deterministic hashed bag of words, 256 dims
 from chrono_engine.embed import _runtime, temporal as temporal_mod
 from chrono_engine.errors import EmbeddingError, ModelFileError, QueryError, SchemaError
+
+#: the [embed] extra (onnx, onnxruntime): the temporal encoder's tests need it; a core test
+#: install without it skips them, saying so
+_EMBED = all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
+needs_embed = pytest.mark.skipif(not _EMBED, reason="the [embed] extra (onnx, onnxruntime) is not installed")
 
 UTC = dt.timezone.utc
 US_DAY = 86_400_000_000
@@ -37,6 +43,8 @@ def spearman(a, b):
 
 @pytest.fixture(scope="module")
 def enc():
+    if not _EMBED:
+        pytest.skip("the [embed] extra (onnx, onnxruntime) is not installed")
     return ce.TemporalEncoder(dim=32, threads=1)
 
 
@@ -52,6 +60,7 @@ def random_times(rng, n, lo="1900-01-01", hi="2100-01-01"):
     {"dim": None, "scales": ["1h", "1d", dt.timedelta(days=7), 86400 * 365.2425, "400y"], "alpha": 0.5},
     {"dim": 37, "modalities": ["news", "wiki", "chat"], "modality_weight": 0.3},
 ])
+@needs_embed
 def test_onnx_equals_numpy_reference(kwargs):
     e = ce.TemporalEncoder(**kwargs, threads=1)
     rng = np.random.default_rng(0)
@@ -168,6 +177,7 @@ def test_composition_formula(composed, enc):
     assert np.abs(half[:, :32]).max() == 0 and np.allclose(half[:, 32:], s, atol=1e-6)
 
 
+@needs_embed
 def test_save_load_round_trip(tmp_path):
     e = ce.TemporalEncoder(dim=11, modalities=["a", "b", "c"], max_period="50y", threads=1)
     e.save(tmp_path / "t.onnx")
@@ -191,6 +201,7 @@ def test_provider_choice():
         _runtime.choose_providers([3], ["CPUExecutionProvider"])
 
 
+@needs_embed
 def test_cuda_listed_but_unusable_falls_back_to_cpu(monkeypatch):
     """'auto' asks for CUDA when the build lists it; a session that cannot use it runs on CPU."""
     import onnxruntime as ort
@@ -245,6 +256,7 @@ def test_naive_times_are_utc(enc, naive):
     assert np.array_equal(enc.encode(aware), enc.encode(np.array(["2024-01-01", "2024-01-02T06"], "datetime64[us]")))
 
 
+@needs_embed
 def test_pandas_times():
     pd = pytest.importorskip("pandas")
     e = ce.TemporalEncoder(dim=8, threads=1)
@@ -257,6 +269,7 @@ def test_pandas_times():
     assert np.array_equal(e.encode(pa.array(aware)), want)
 
 
+@needs_embed
 def test_bad_encoder_arguments():
     with pytest.raises(EmbeddingError, match="dim"):
         ce.TemporalEncoder(dim=7)
@@ -286,6 +299,7 @@ def test_bad_encoder_arguments():
         ce.TemporalEncoder(dim=8).encode([0], "news")
 
 
+@needs_embed
 def test_bad_model_files(tmp_path):
     with pytest.raises(ModelFileError, match="does not exist"):
         ce.TemporalEncoder.load(tmp_path / "missing.onnx")
@@ -468,6 +482,7 @@ def test_default_embedder_end_to_end(text_encoder):
 
 
 # ---------------------------------------------------------------- ablation set (ICEWS14)
+@needs_embed
 def test_icews14_retrieval_set_and_ablation():
     from test_tkg_data import _icews14
     from chrono_engine import tkg

@@ -32,7 +32,7 @@ def _rows(n: int, *, seed: int, id0: int | None):
     d = {
         "vector": rng.standard_normal((n, DIM)).astype(np.float32),
         "valid_from": vf,
-        "valid_to": np.where(rng.random(n) < 0.5, np.datetime64("NaT"), vf + np.timedelta64(400, "D")),
+        "valid_to": np.where(rng.random(n) < 0.5, np.datetime64("NaT", "us"), vf + np.timedelta64(400, "D")),
         "reliability": rng.uniform(0.5, 1.0, n).astype(np.float32),
         "fact_type": np.asarray(["news", "law"], dtype=object)[rng.integers(0, 2, n)],
         "stem_id": np.asarray([f"doc{i % 60}" for i in range(n)], dtype=object),
@@ -156,7 +156,7 @@ def test_zero_vector_is_fine_under_l2():
 @pytest.mark.parametrize("delta_days, row", [(0, 1), (-5, 1)])
 def test_valid_to_not_after_valid_from(eng, delta_days, row):
     d = good()
-    vt = np.full(4, np.datetime64("NaT"), "datetime64[us]")
+    vt = np.full(4, np.datetime64("NaT", "us"), "datetime64[us]")
     vt[row] = d["valid_from"][row] + np.timedelta64(delta_days, "D")
     reject_rows(eng, good(valid_to=vt), rule="valid_to <= valid_from", column="valid_to", row=row)
 
@@ -413,7 +413,7 @@ def test_as_of_mode_without_as_of(eng):
     reject_query(eng, lambda e: e.search(QUERIES[0], mode="as_of"), words=("as_of",))
 
 
-@pytest.mark.parametrize("as_of", ["the day after", np.datetime64("NaT"), True, 3.5j])
+@pytest.mark.parametrize("as_of", ["the day after", np.datetime64("NaT", "us"), True, 3.5j])
 def test_bad_as_of(eng, as_of):
     reject_query(eng, lambda e: e.search(QUERIES[0], mode="as_of", as_of=as_of), words=("as_of",))
 

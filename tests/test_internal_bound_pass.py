@@ -47,10 +47,10 @@ def store():
     data = {
         "vector": rng.standard_normal((n, 8)).astype(np.float32),
         "valid_from": vf.astype("datetime64[us]"),
-        "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT"), vt.astype("datetime64[us]")),
+        "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT", "us"), vt.astype("datetime64[us]")),
         "observed_at": (vf + rng.integers(-30, 30, n) * DAY).astype("datetime64[us]"),
         "ingested_at": ing.astype("datetime64[us]"),
-        "retracted_at": np.where(ret == OPEN_END, np.datetime64("NaT"), ret.astype("datetime64[us]")),
+        "retracted_at": np.where(ret == OPEN_END, np.datetime64("NaT", "us"), ret.astype("datetime64[us]")),
         "reliability": rng.uniform(0.05, 1.0, n).astype(np.float32),
         "fact_type": np.array(names)[rng.integers(0, len(names), n)],
         "deprecated": rng.random(n) < 0.2,

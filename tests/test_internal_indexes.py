@@ -75,7 +75,7 @@ def _interval_batch(rng, n, *, coarse: bool):
     vt = np.where(rng.random(n) < 0.3, OPEN_END, vf + life).astype(np.int64)
     return {"vector": rng.standard_normal((n, 8)).astype(np.float32),
             "valid_from": vf.astype("datetime64[us]"),
-            "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT"), vt.astype("datetime64[us]"))}
+            "valid_to": np.where(vt == OPEN_END, np.datetime64("NaT", "us"), vt.astype("datetime64[us]"))}
 
 
 @pytest.mark.parametrize("coarse", [False, True], ids=["fine", "tied-endpoints"])

@@ -87,7 +87,7 @@ def test_flags_and_sparse_retractions_round_trip(tmp_path):
         "vector": rng.normal(size=(n, 8)).astype(np.float32),
         "valid_from": np.full(n, T0).astype("datetime64[us]"),
         "ingested_at": np.full(n, T0 + US_PER_DAY).astype("datetime64[us]"),
-        "retracted_at": np.where(retracted == np.iinfo(np.int64).max, np.datetime64("NaT"),
+        "retracted_at": np.where(retracted == np.iinfo(np.int64).max, np.datetime64("NaT", "us"),
                                  retracted.astype("datetime64[us]")),
         "deprecated": rng.random(n) < 0.1,
         "fact_type": [f"t{j}" for j in rng.integers(0, 40, n)],

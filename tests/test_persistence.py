@@ -56,7 +56,7 @@ def _rows(corpus, lo, hi, rng):
     ft = d["fact_type"].copy()
     ft[::11] = "unprofiled"  # the policy's default profile
     d["fact_type"] = ft
-    ret = np.full(n, np.datetime64("NaT"), "datetime64[us]")
+    ret = np.full(n, np.datetime64("NaT", "us"), "datetime64[us]")
     pick = rng.random(n) < 0.05
     ret[pick] = d["ingested_at"][pick] + np.timedelta64(30, "D")
     d["retracted_at"] = ret

@@ -26,7 +26,7 @@ def base(n=6, dim=4, seed=0) -> dict:
     rng = np.random.default_rng(seed)
     vf = np.datetime64("2024-01-01", "us") + np.arange(n) * np.timedelta64(1, "D")
     vt = vf + np.timedelta64(30, "D")
-    vt[1] = np.datetime64("NaT")
+    vt[1] = np.datetime64("NaT", "us")
     return {
         "id": np.arange(10, 10 + n, dtype=np.uint64),
         "vector": rng.standard_normal((n, dim)).astype(np.float32),
@@ -34,7 +34,7 @@ def base(n=6, dim=4, seed=0) -> dict:
         "valid_to": vt,
         "observed_at": vf + np.timedelta64(1, "h"),
         "ingested_at": vf + np.timedelta64(2, "h"),
-        "retracted_at": np.full(n, np.datetime64("NaT"), dtype="datetime64[us]"),
+        "retracted_at": np.full(n, np.datetime64("NaT", "us"), dtype="datetime64[us]"),
         "reliability": np.linspace(0.5, 1.0, n).astype(np.float32),
         "fact_type": np.array(["news", "finance"] * (n // 2) + ["general"] * (n % 2), dtype=object),
         "stem_id": np.array([f"s{i // 2}" for i in range(n)], dtype=object),
@@ -184,7 +184,7 @@ def test_rule_valid_to_not_after_valid_from():
 def test_rule_retracted_not_after_ingested():
     rows = minimal()
     rows["ingested_at"] = rows["valid_from"]
-    rr = np.full(5, np.datetime64("NaT"), dtype="datetime64[us]")
+    rr = np.full(5, np.datetime64("NaT", "us"), dtype="datetime64[us]")
     rr[1] = rows["valid_from"][1] - np.timedelta64(1, "D")
     rows["retracted_at"] = rr
     check_error(rows, column="retracted_at", row=1, rule="retracted_at <= ingested_at")
@@ -574,7 +574,7 @@ def test_int_microseconds_and_units():
 def test_open_ends():
     rows = minimal()
     vt = rows["valid_from"] + np.timedelta64(1, "D")
-    vt[[1, 3]] = np.datetime64("NaT")
+    vt[[1, 3]] = np.datetime64("NaT", "us")
     b = run({**rows, "valid_to": vt})
     assert list(b.valid_to == OPEN_END) == [False, True, False, True, False]
     b = run({**rows, "valid_to": [None, T2024 * 2, float("nan"), OPEN_END, None]})
