@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _cpu
+
+_cpu.check()  # before the compiled core loads: an ImportError, not SIGILL, on a CPU below its baseline
+
 from . import errors, timelang
 from ._core import build_info as _build_info
 from ._version import __version__

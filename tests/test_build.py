@@ -51,6 +51,95 @@ def test_build_flags_are_portable():
         assert baseline in ("x86-64", "x86-64-v2", "x86-64-v3")
 
 
+# ----------------------------------------------------------------------------- portable binary
+
+#: instructions beyond x86-64-v2: every VEX / EVEX (AVX, AVX2, FMA, F16C, AVX-512) mnemonic
+#: starts with "v"; BMI1/2, LZCNT and MOVBE by name. tzcnt is left out: GCC writes
+#: __builtin_ctz as "rep bsf" for generic tuning, which objdump shows as tzcnt and every x86-64
+#: CPU runs as bsf (the same result for the non-zero inputs ctz is defined on).
+_WIDE = re.compile(r"^(v[a-z0-9]+|andn|bextr|blsi|blsr|blsmsk|bzhi|mulx|pdep|pext|rorx|sarx|shlx|shrx|lzcnt|movbe)$")
+
+
+def _wide_instructions(path: str) -> tuple[dict, dict]:
+    """Per function of the module (demangled), its instructions beyond x86-64-v2: those in
+    the v3 / v4 kernel namespaces, and all the others."""
+    import subprocess
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-C", path], capture_output=True, text=True,
+                         check=True).stdout
+    kernels, elsewhere, fn = {}, {}, None
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if m:
+            fn = m.group(1)
+            continue
+        parts = line.split("\t")
+        words = parts[1].split() if len(parts) > 1 else []
+        if words and _WIDE.match(words[0]):
+            into = kernels if re.search(r"\bchrono::v[34]::", fn or "") else elsewhere
+            into.setdefault(fn, set()).add(words[0])
+    return kernels, elsewhere
+
+
+def test_no_instruction_beyond_the_baseline_outside_the_dispatched_kernels():
+    """The module runs on any x86-64-v2 CPU: code that runs before the dispatcher chooses
+    (module init, bindings, planner, hnswlib, libstdc++ templates) holds no AVX, FMA, BMI
+    instruction; only the v3 / v4 kernels, which run after a CPU check, do. A template that
+    the v3 file instantiated too and the linker kept from there would show up here."""
+    import platform
+    import shutil
+    if platform.machine() not in ("x86_64", "AMD64") or ce.build_info()["baseline"] not in ("x86-64", "x86-64-v2"):
+        pytest.skip("the check is for x86-64 builds whose baseline predates AVX")
+    if shutil.which("objdump") is None:
+        pytest.skip("objdump (binutils) is not installed")
+    kernels, elsewhere = _wide_instructions(_core.__file__)
+    assert not elsewhere, {f[:120]: sorted(m)[:8] for f, m in list(elsewhere.items())[:10]}
+    # not vacuous: the module's symbols name its functions, and the v3 kernels are there
+    assert any("chrono::v3::" in f for f in kernels), "no chrono::v3 function found (a stripped module?)"
+    v3 = set().union(*(m for f, m in kernels.items() if "chrono::v3::" in f))
+    assert any(m.startswith("vp") for m in v3), sorted(v3)[:20]  # AVX2 integer vectors (the int8 dots)
+
+
+def test_the_baseline_variant_pinned_answers_like_the_dispatched_one(tmp_path):
+    """CHRONO_SIMD=<baseline> pins the dispatcher to the baseline kernels (what a CPU without
+    AVX2 runs): a process so pinned reports it and answers a search (certified and approximate)
+    with the same ids and scores as the dispatched variant."""
+    import json
+    import subprocess
+    import sys
+    base = ce.build_info()["baseline"]
+    script = (
+        "import json, sys, numpy as np, chrono_engine as ce\n"
+        "rng = np.random.default_rng(5); n, d = 3000, 48\n"
+        "eng = ce.Engine(dim=d, decay=ce.HalfLife(200), threads=1)\n"
+        "t0 = np.datetime64('2020-01-01', 'us')\n"
+        "eng.ingest({'vector': rng.normal(size=(n, d)).astype(np.float32),"
+        " 'valid_from': t0 + (rng.integers(0, 1500, n) * 86400 * 10**6).astype('timedelta64[us]'),"
+        " 'tenant': rng.choice(['a', 'b', 'c'], n)})\n"
+        "q = rng.normal(size=(6, d)).astype(np.float32)\n"
+        "out = {'simd': ce.build_info()['simd']}\n"
+        "for exact in (True, False):\n"
+        "    r = eng.search_batch(q, 10, mode='as_of', as_of=np.full(6, t0 + np.timedelta64(1000 * 86400 * 10**6, 'us')),"
+        " exact=exact, where={'tenant': {'$ne': 'c'}}, columns=[])\n"
+        "    out[str(exact)] = [r.column('id').to_pylist(), r.column('score').to_pylist()]\n"
+        "print(json.dumps(out))\n")
+    import os
+    runs = {}
+    for pin in (None, base):
+        env = {k: v for k, v in os.environ.items() if k != "CHRONO_SIMD"}
+        if pin:
+            env["CHRONO_SIMD"] = pin
+        p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        runs[pin] = json.loads(p.stdout.strip().splitlines()[-1])
+    assert runs[base]["simd"] == base
+    assert runs[None]["simd"] == ce.build_info()["simd"]
+    for exact in ("True", "False"):
+        ids_a, sc_a = runs[None][exact]
+        ids_b, sc_b = runs[base][exact]
+        assert ids_a == ids_b
+        np.testing.assert_allclose(sc_a, sc_b, rtol=1e-12, atol=0)
+
+
 def test_unknown_kernel_variant_is_refused():
     with pytest.raises(ValueError, match="not available"):
         _core.decay_eval(np.zeros(3), np.array([1.0, 0.1, 0.0, 1.0, 0.0]), "x86-64-v99")

@@ -717,12 +717,37 @@ static void score(const ScoreArgs& A, std::size_t begin, std::size_t end) {
   }
 }
 
+// ----- filter leaves (Kernels::bits_*): one bit per row, 64 rows per word
+template <class P>
+inline void fill_bits(std::size_t n, std::uint64_t* out, P&& pred) {
+  for (std::size_t w = 0; w * 64 < n; ++w) {
+    const std::size_t base = w * 64, end = std::min(n, base + 64);
+    std::uint64_t x = 0;
+    for (std::size_t r = base; r < end; ++r) x |= static_cast<std::uint64_t>(pred(r) ? 1 : 0) << (r - base);
+    out[w] = x;
+  }
+}
+
+inline void bits_eq_i32(const std::int32_t* x, std::size_t n, std::int32_t w, std::uint64_t* out) {
+  fill_bits(n, out, [&](std::size_t r) { return x[r] == w; });
+}
+
+inline void bits_lut_i32(const std::int32_t* x, std::size_t n, const std::uint8_t* tbl, std::uint64_t* out) {
+  fill_bits(n, out, [&](std::size_t r) { return x[r] >= 0 && tbl[static_cast<std::size_t>(x[r])]; });
+}
+
+inline void bits_range_i64(const std::int64_t* x, const std::uint8_t* valid, std::size_t n, std::int64_t a,
+                           std::int64_t b, std::uint64_t* out) {
+  if (valid) fill_bits(n, out, [&](std::size_t r) { return valid[r] && x[r] >= a && x[r] <= b; });
+  else fill_bits(n, out, [&](std::size_t r) { return x[r] >= a && x[r] <= b; });
+}
+
 // This instruction set's dispatch table, filled field by field (so that a reordering of
 // Kernels cannot wire a pointer to the wrong slot). dot_qt_s8: null unless the CPU
 // variant has one (kernels_v4.cpp).
 constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) dot_qt_s8 = nullptr,
                                decltype(Kernels::dot_s8_1) dot_s8_1 = CHRONO_DOT_S8_1_DEFAULT) {
-  static_assert(sizeof(Kernels) == 11 * sizeof(void*), "a new Kernels field must be set here");
+  static_assert(sizeof(Kernels) == 14 * sizeof(void*), "a new Kernels field must be set here");
   Kernels k{};
   k.name = name;
   k.dot = dot; k.dot_i8_some = dot_i8_some; k.l2sq = l2sq;             // similarities
@@ -730,6 +755,8 @@ constexpr Kernels make_kernels(const char* name, decltype(Kernels::dot_qt_s8) do
   k.validities = validities;
   k.dot_qt_i8 = dot_qt_i8; k.dot_qt_s8 = dot_qt_s8;                   // group dots
   k.dot_s8_1 = dot_s8_1;                                               // one query's
+  k.bits_eq_i32 = bits_eq_i32; k.bits_lut_i32 = bits_lut_i32;          // filter leaves
+  k.bits_range_i64 = bits_range_i64;
   return k;
 }
 

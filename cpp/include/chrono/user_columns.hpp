@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 #include "columns.hpp"
+#include "kernels.hpp"
 #include "names.hpp"
 
 namespace chrono {
@@ -313,14 +314,13 @@ class UserColumns {
       }
       if (want.empty()) return;  // no stored row holds any of the values
       const std::int32_t* codes = c.codes.data();
-      if (c.kind == UserKind::String) {
+      if (c.kind == UserKind::String) {  // the dispatched kernels (kernels.hpp: AVX2 where the CPU has it)
         if (want.size() == 1) {
-          const std::int32_t w = want[0];
-          fill(lo, hi, out, [&](std::size_t r) { return codes[r] == w; });
+          kernels().bits_eq_i32(codes + lo, hi - lo, want[0], out.data());
         } else {
           std::vector<std::uint8_t> tbl(c.dict.size(), 0);
           for (auto w : want) tbl[static_cast<std::size_t>(w)] = 1;
-          fill(lo, hi, out, [&](std::size_t r) { return codes[r] >= 0 && tbl[static_cast<std::size_t>(codes[r])]; });
+          kernels().bits_lut_i32(codes + lo, hi - lo, tbl.data(), out.data());
         }
         return;
       }
@@ -357,9 +357,7 @@ class UserColumns {
       case UserKind::Int64: case UserKind::Timestamp: {
         const std::int64_t* x = c.i64.data();
         if (op.code == FilterOp::Range) {
-          const std::int64_t a = op.lo, b = op.hi;
-          if (v) fill(lo, hi, out, [&](std::size_t r) { return v[r] && x[r] >= a && x[r] <= b; });
-          else fill(lo, hi, out, [&](std::size_t r) { return x[r] >= a && x[r] <= b; });
+          kernels().bits_range_i64(x + lo, v ? v + lo : nullptr, hi - lo, op.lo, op.hi, out.data());
         } else if (op.code == FilterOp::In) {
           const auto& s = op.ints;
           if (s.empty()) return;
