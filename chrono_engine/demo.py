@@ -74,7 +74,8 @@ TRAVEL_V2_ZH = "差旅报销管理制度（2026版）：总监出差住宿标准
 TRAVEL_V1_EN = "Travel Expense Policy 2023: the director's hotel cap is 600 yuan per night; managers 450 yuan."
 TRAVEL_V2_EN = "Travel policy 2026 revision: the hotel cap for directors is now 800 yuan a night."
 APPROVAL_ZH = "审批权限表：采购合同金额{amt}万元以下由部门总监审批，以上由副总裁审批。"
-APPROVAL_EN = ("Approval authority matrix: purchase contracts below {amt}0 thousand yuan are approved "
+# the same amounts as the Chinese text's 万元 (ten thousand yuan): 50万 = 500,000 yuan
+APPROVAL_EN = ("Approval authority matrix: purchase contracts below {yuan} yuan are approved "
                "by the department director, above by a vice president.")
 PRICE_ZH = "产品价格表（{q}）：A型水泵单价{p}元。"
 PRICE_EN = "Price list {q}: model A pump unit price {p} yuan."
@@ -95,7 +96,7 @@ def build_engine():
         _doc("TRAVEL-ZH", "v1.0.0", "差旅报销管理制度", TRAVEL_V1_ZH, "2023-01-01" + sh, "policy"),
         _doc("TRAVEL-EN", "v1.0.0", "Travel Expense Policy", TRAVEL_V1_EN, "2023-01-01" + sh, "policy"),
         _doc("APPROVAL-ZH", "v1.0.0", "审批权限表", APPROVAL_ZH.format(amt=50), "2023-06-01" + sh, "policy"),
-        _doc("APPROVAL-EN", "v1.0.0", "Approval Authority Matrix", APPROVAL_EN.format(amt=5),
+        _doc("APPROVAL-EN", "v1.0.0", "Approval Authority Matrix", APPROVAL_EN.format(yuan=f"{50 * 10_000:,}"),
              "2023-06-01" + sh, "policy"),
         _doc("SOP-ZH", "v1.0.0", "设备检修安全操作规程",
              "设备检修前须断电挂牌，检修完成后由班组长签字确认方可复电。", "2024-02-01" + sh, "procedure"),
@@ -129,9 +130,9 @@ def build_engine():
         eng.supersede("APPROVAL-ZH", [{"vector": embed(APPROVAL_ZH.format(amt=amt)), "title": "审批权限表",
                                        "content": APPROVAL_ZH.format(amt=amt), "fact_type": "policy"}],
                       eff + sh, version=ver)
-        eng.supersede("APPROVAL-EN", [{"vector": embed(APPROVAL_EN.format(amt=amt // 10)),
+        eng.supersede("APPROVAL-EN", [{"vector": embed(APPROVAL_EN.format(yuan=f"{amt * 10_000:,}")),
                                        "title": "Approval Authority Matrix",
-                                       "content": APPROVAL_EN.format(amt=amt // 10), "fact_type": "policy"}],
+                                       "content": APPROVAL_EN.format(yuan=f"{amt * 10_000:,}"), "fact_type": "policy"}],
                       eff + sh, version=ver)
     sop = eng.history("SOP-ZH").column("id").to_pylist() + eng.history("SOP-EN").column("id").to_pylist()
     eng.retract(sop)  # the SOP was published in error and withdrawn

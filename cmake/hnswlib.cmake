@@ -12,6 +12,14 @@ set(CHRONO_HNSWLIB_VERSION "0.8.0")
 set(CHRONO_HNSWLIB_SHA256 "cb6d037eedebb34a7134e7dc78966441dfd04c9cf5ee93911be911ced951c44c")
 set(CHRONO_HNSWLIB_INCLUDE_DIR "$ENV{CHRONO_HNSWLIB_INCLUDE_DIR}" CACHE PATH "directory holding hnswlib/hnswlib.h (skips the download)")
 set(CHRONO_HNSWLIB_SDIST "$ENV{CHRONO_HNSWLIB_SDIST}" CACHE FILEPATH "path to hnswlib-${CHRONO_HNSWLIB_VERSION}.tar.gz")
+# An environment variable set now wins over the cache: a build that failed offline cached
+# the empty value, and `set(... CACHE ...)` never replaces a cached one.
+if(NOT "$ENV{CHRONO_HNSWLIB_INCLUDE_DIR}" STREQUAL "")
+  set(CHRONO_HNSWLIB_INCLUDE_DIR "$ENV{CHRONO_HNSWLIB_INCLUDE_DIR}" CACHE PATH "directory holding hnswlib/hnswlib.h (skips the download)" FORCE)
+endif()
+if(NOT "$ENV{CHRONO_HNSWLIB_SDIST}" STREQUAL "")
+  set(CHRONO_HNSWLIB_SDIST "$ENV{CHRONO_HNSWLIB_SDIST}" CACHE FILEPATH "path to hnswlib-${CHRONO_HNSWLIB_VERSION}.tar.gz" FORCE)
+endif()
 
 set(_tarname "hnswlib-${CHRONO_HNSWLIB_VERSION}.tar.gz")
 if(NOT CHRONO_HNSWLIB_INCLUDE_DIR)

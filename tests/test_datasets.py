@@ -2,6 +2,7 @@
 pinned download, tested against an HTTP server on 127.0.0.1 (no test touches the internet)."""
 import doctest
 import hashlib
+import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -263,6 +264,14 @@ def test_cli_data_download_path_list(tiny, tmp_path, capsys):
     assert f"data directory: {tmp_path}" in out
     assert any(line.split()[:2] == ["tiny", "present"] for line in out.splitlines())
     assert any(line.split()[:2] == ["icews14", "absent"] for line in out.splitlines())
+    # --json, as every command takes it
+    assert cli.main(["data", "list", "--data-dir", str(tmp_path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["data_dir"] == str(tmp_path)
+    assert {d["name"]: d["present"] for d in got["datasets"]}["tiny"] is True
+    assert {d["name"]: d["present"] for d in got["datasets"]}["icews14"] is False
+    assert cli.main(["data", "path", "tiny", "--data-dir", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"name": "tiny", "path": str(tmp_path / "tiny")}
     _serve(tiny, TINY.files[0], b"", "ok")
     assert cli.main(["data", "download", "tiny", "--data-dir", str(tmp_path / "x"), "--base-url", tiny.url]) \
         == cli.EXIT_FILE

@@ -23,7 +23,7 @@ def row(stem, version, title, content, valid_from):
 TRAVEL_ZH = "差旅报销管理制度（{y}版）：总监级出差住宿报销上限为每天{cap}元，经理级每天450元，须凭发票报销。"
 TRAVEL_EN = "Travel Expense Policy {y}: the director hotel cap is {cap} yuan per night; managers 450 yuan; receipts required."
 APPROVAL_ZH = "审批权限表：采购合同金额{amt}万元以下由部门总监审批，以上由副总裁审批。"
-APPROVAL_EN = "Approval authority matrix: purchase contracts below {amt}0 thousand yuan are approved by the department director, above by a vice president."
+APPROVAL_EN = "Approval authority matrix: purchase contracts below {yuan} yuan are approved by the department director, above by a vice president."
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def corpus():
         row("TRAVEL-ZH", "v1.0.0", "差旅报销管理制度", TRAVEL_ZH.format(y=2023, cap=600), "2023-01-01T00:00:00+08:00"),
         row("TRAVEL-EN", "v1.0.0", "Travel Expense Policy", TRAVEL_EN.format(y=2023, cap=600), "2023-01-01"),
         row("APPROVAL-ZH", "v1.0.0", "审批权限表", APPROVAL_ZH.format(amt=50), "2023-06-01T00:00:00+08:00"),
-        row("APPROVAL-EN", "v1.0.0", "Approval Authority Matrix", APPROVAL_EN.format(amt=5), "2023-06-01"),
+        row("APPROVAL-EN", "v1.0.0", "Approval Authority Matrix", APPROVAL_EN.format(yuan=f"{50 * 10_000:,}"), "2023-06-01"),
         row("SOP-ZH", "v1.0.0", "产线开机安全操作规程", "产线开机前须完成安全检查，并由班组长审批后方可开机。", "2024-02-01T00:00:00+08:00"),
         row("SOP-EN", "v1.0.0", "Line Start-up SOP", "Before starting the production line, complete the safety check and get the shift leader's approval.", "2024-02-01"),
         row("IT-PWD", "v3.0.0", "Password Policy", "Passwords must be rotated every 90 days and have 12 characters.", "2025-01-01"),
@@ -50,9 +50,9 @@ def corpus():
         eng.supersede("APPROVAL-ZH", [{"vector": embed(APPROVAL_ZH.format(amt=amt)), "title": "审批权限表",
                                        "content": APPROVAL_ZH.format(amt=amt)}],
                       eff + "T00:00:00+08:00", version=ver)
-        eng.supersede("APPROVAL-EN", [{"vector": embed(APPROVAL_EN.format(amt=amt // 10)),
+        eng.supersede("APPROVAL-EN", [{"vector": embed(APPROVAL_EN.format(yuan=f"{amt * 10_000:,}")),
                                        "title": "Approval Authority Matrix",
-                                       "content": APPROVAL_EN.format(amt=amt // 10)}], eff, version=ver)
+                                       "content": APPROVAL_EN.format(yuan=f"{amt * 10_000:,}")}], eff, version=ver)
     sop_ids = eng.history("SOP-ZH").column("id").to_pylist() + eng.history("SOP-EN").column("id").to_pylist()
     known_before = datetime.now(UTC)
     eng.retract(sop_ids)  # the SOP was published in error and withdrawn

@@ -491,6 +491,10 @@ def test_chrono_serve_process_stops_gracefully_and_keeps_writes(tmp_path):
         assert proc.wait(60) == 0
         log = proc.stderr.read().decode()
         assert ADMIN not in log  # keys never logged
+        # the start-up line: the store, where it listens, the keys' source and counts, the limits
+        start = next(x for x in log.splitlines() if x.startswith("chrono serve: "))
+        assert f"s (5 items) on http://127.0.0.1:{port}" in start, start
+        assert f"keys from {keys}: 1 admin, 0 read" in start and "max_body=16777216" in start, start
         lines = [json.loads(x) for x in log.splitlines() if x.startswith("{")]  # JSON-lines request log
         assert {"method": "POST", "endpoint": "/v1/collections/{c}/ingest", "status": 200} in [
             {k: x.get(k) for k in ("method", "endpoint", "status")} for x in lines]

@@ -1,6 +1,8 @@
 """``chrono data``: benchmark datasets by name (list, path, download; docs/data.md)."""
 from __future__ import annotations
 
+import json
+
 from ._common import EXIT_FILE, EXIT_OK, CliError
 
 
@@ -17,6 +19,7 @@ def add_parser(sub) -> None:
                                                      "(size and sha256 checked)")}
     for p in data_cmds.values():
         p.add_argument("--data-dir", help="data directory (default: $CHRONO_DATA_DIR, else the per-user cache)")
+        p.add_argument("--json", action="store_true", help="JSON output")
         p.set_defaults(run=run)
     for p in (data_cmds["path"], data_cmds["download"]):
         p.add_argument("name", metavar="NAME")
@@ -34,16 +37,24 @@ def run(args) -> int:
     try:
         if args.data_command == "list":
             where = datasets.data_dir(args.data_dir)
+            known = [(name, datasets.is_present(name, args.data_dir), datasets.get(name).description)
+                     for name in datasets.names()]
+            if args.json:
+                print(json.dumps({"data_dir": str(where), "datasets": [
+                    {"name": n, "present": p, "description": d} for n, p, d in known]}, ensure_ascii=False, indent=1))
+                return EXIT_OK
             print(f"data directory: {where}")
-            for name in datasets.names():
-                state = "present" if datasets.is_present(name, args.data_dir) else "absent"
-                print(f"  {name:10s} {state:8s} {datasets.get(name).description}")
+            for name, present, description in known:
+                print(f"  {name:10s} {'present' if present else 'absent':8s} {description}")
         elif args.data_command == "path":
-            print(datasets.locate(datasets.get(args.name).name, args.data_dir))
+            path = datasets.locate(datasets.get(args.name).name, args.data_dir)
+            print(json.dumps({"name": args.name, "path": str(path)}) if args.json else path)
         else:
             root = datasets.download(args.name, args.data_dir, base_url=args.base_url, timeout=args.timeout,
                                      force=args.force)
-            print(f"{args.name}: {len(datasets.get(args.name).files)} files checked in {root}")
+            n = len(datasets.get(args.name).files)
+            print(json.dumps({"name": args.name, "path": str(root), "files": n}) if args.json
+                  else f"{args.name}: {n} files checked in {root}")
     except (DatasetNotFoundError, DownloadError) as e:
         raise CliError(str(e), EXIT_FILE) from None
     return EXIT_OK

@@ -4,6 +4,7 @@ serves ~5 k requests/s whatever the core count; replicas are how reads scale pas
 one machine (docs/serve.md)."""
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import sys
@@ -47,10 +48,14 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
     if workers > 1:
         if threads is None:
             threads = max(1, (os.cpu_count() or 1) // workers)
+        print(startup_line(path, host, port, keys, keys_file, allow_anonymous, limits, read_only, workers),
+              file=sys.stderr, flush=True)
         _serve_workers(workers, host, port, dict(path=path, threads=threads, app=app_kw, supervisor=os.getpid()))
         return
     engine = Engine.open(path, threads=threads, read_only=read_only)
     app = make_app(engine, **app_kw)
+    print(startup_line(path, host, port, keys, keys_file, allow_anonymous, limits, read_only, workers, len(engine)),
+          file=sys.stderr, flush=True)
     # proxy_headers off: nothing here reads the client's address (the log has none), so
     # uvicorn's X-Forwarded-For middleware would only cost every request a pass
     server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
@@ -65,6 +70,22 @@ def serve(path: str, *, host: str = "127.0.0.1", port: int = 8000, name: str | N
         app.state.engine().close()
         engine.close()
 
+
+
+def startup_line(path: str, host: str, port: int, keys: Keys, keys_file: str | None, allow_anonymous: bool,
+                 limits: Limits | None, read_only: bool, workers: int, items: int | None = None) -> str:
+    """What ``chrono serve`` says when it starts (stderr): the store, the address, how keys
+    are given and how many of each role (never a key), and the limits."""
+    lim = limits or Limits()
+    url_host = f"[{host}]" if ":" in host else host
+    n_scoped = len(keys.scopes)
+    who = ("no keys (--no-auth, loopback only)" if allow_anonymous and not keys else
+           f"keys from {keys_file or 'the environment'}: {len(keys.admin)} admin, {len(keys.read)} read"
+           + (f", {n_scoped} scoped" if n_scoped else ""))
+    what = f"{path}" + (f" ({items:,} items)" if items is not None else "") + (" read-only" if read_only else "")
+    limits_s = ", ".join(f"{f.name}={getattr(lim, f.name)}" for f in dataclasses.fields(lim))
+    procs = f", {workers} workers" if workers > 1 else ""
+    return f"chrono serve: {what} on http://{url_host}:{port}{procs}; {who}; limits: {limits_s}"
 
 
 def _reserve(host: str, port: int) -> Any:
