@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     from chrono_engine.tkg.graph import RuleGraph, mdl_keep
 
     d = load(a.data)
-    train, valid, test = E._steps(d)
+    train, valid, test = E.steps(d)
     allf = np.concatenate([train, valid, test])
     H = R.build_history(allf, d.n_entities, 2 * d.n_relations)
     rs = R.mine_rules(train, H, seed=0)

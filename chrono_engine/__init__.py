@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from . import _cpu
 
 _cpu.check()  # before the compiled core loads: an ImportError, not SIGILL, on a CPU below its baseline
+_cpu.core_present()  # a source checkout without its compiled core: say how to run the installed package
 
 from . import errors, timelang
 from ._core import build_info as _build_info

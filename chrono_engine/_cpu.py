@@ -59,3 +59,19 @@ def check(native: Path | None = None, cpuinfo: str = "/proc/cpuinfo", machine: s
             f"chrono_engine's compiled core was built for {baseline}, and this CPU lacks {', '.join(lacks)}: "
             f"loading it would stop the process with 'Illegal instruction'. Build it for this CPU from the "
             f"source: pip install --no-binary chrono_engine chrono_engine -C cmake.define.CHRONO_ARCH=x86-64")
+
+
+def core_present(package: Path | None = None) -> None:
+    """Raise an ImportError that says what to do when ``chrono_engine`` is imported from a
+    source checkout that holds no compiled core (``python -m pytest`` or ``python`` run in
+    the checkout put it before the installed package on ``sys.path``)."""
+    package = Path(__file__).parent if package is None else package
+    if any(package.glob("_core*.so")) or any(package.glob("_core*.pyd")):
+        return
+    if not (package.parent / "pyproject.toml").is_file():
+        return  # an installed package missing its module: Python's own error says enough
+    raise ImportError(
+        f"chrono_engine was imported from its source checkout ({package}), which holds no compiled core "
+        f"(chrono_engine._core). Run the installed package instead: `pytest` (its console script; "
+        f"`python -m pytest` and `python` started in the checkout put the checkout first on sys.path), "
+        f"or from another directory; `pip install .` builds and installs it.")

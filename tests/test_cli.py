@@ -248,6 +248,14 @@ def test_search_flags_are_the_search_options(files, capsys):
     assert code == 0 and [r["id"] for r in json.loads(out)] == [r["id"] for r in want] and len(want) == 7
     code, _, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--fact-types", "nwes")
     assert code == 1 and "fact_types" in err and "'nwes'" in err and "known: 'policy', 'news'" in err
+    # known at a time before any ingest: the empty answer, and a hint why on stderr
+    code, out, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--json", "--mode", "all",
+                         "--known-at", "2001-01-01")
+    assert code == 0 and json.loads(out) == []
+    assert "--known-at 2001-01-01T00:00:00Z is before the store's first ingest" in err, err
+    code, out, err = run(capsys, "search", st, "--vector", json.dumps(vec[5].tolist()), "--json", "--mode", "all",
+                         "--known-at", "2030-01-01")
+    assert json.loads(out) and err == ""
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -58,3 +58,16 @@ def test_this_machine_runs_its_own_build():
     flags = _cpu.cpu_flags()
     if flags is not None:
         assert "sse2" in flags
+
+
+def test_a_checkout_without_its_core_says_how_to_run_the_installed_package(tmp_path):
+    pkg = tmp_path / "chrono_engine"
+    pkg.mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'chrono_engine'\n")
+    with pytest.raises(ImportError, match=r"source checkout .* no compiled core .*`pytest` \(its console script"):
+        _cpu.core_present(pkg)
+    (pkg / "_core.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    _cpu.core_present(pkg)  # the module is there: nothing to say
+    (pkg / "_core.cpython-311-x86_64-linux-gnu.so").unlink()
+    (tmp_path / "pyproject.toml").unlink()
+    _cpu.core_present(pkg)  # not a checkout: Python's own ImportError follows

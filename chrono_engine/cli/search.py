@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from .._args import K_MAX
@@ -118,4 +119,19 @@ def run(args) -> int:
     extra = [c for c in res.column_names if c in _EXPLAIN_AND_GATE]
     meta = [c for c in res.column_names if c in eng.metadata]  # the metadata columns asked for
     print_table(res, args.json, (["query"] if q.shape[0] > 1 else []) + SHOW + meta + extra)
+    if res.num_rows == 0:
+        _why_empty(eng, opts)
     return EXIT_OK
+
+
+def _why_empty(eng, opts) -> None:
+    """A hint on stderr where no hit came back because the store knew nothing yet at
+    ``--known-at`` (stdout keeps the empty answer, for --json readers)."""
+    if opts.known_at is None or len(eng) == 0:
+        return
+    from .._time import iso, scalar_us
+    first = int(eng.columns()["ingested_at"].min())
+    known = scalar_us(opts.known_at, "known_at")
+    if known < first:
+        print(f"chrono search: no hits: --known-at {iso(known)} is before the store's first ingest "
+              f"({iso(first)}); nothing was known then", file=sys.stderr)

@@ -75,8 +75,11 @@ def resolve_now(now: object, tz: tzinfo) -> datetime:
     if now is None:
         return datetime.now(tz)
     if isinstance(now, str):
+        text = now.strip()
+        if text[-1:] in ("Z", "z"):  # UTC: Python 3.10's fromisoformat reads no "Z" (3.11 does)
+            text = text[:-1] + "+00:00"
         try:
-            now = datetime.fromisoformat(now.strip())
+            now = datetime.fromisoformat(text)
         except ValueError as exc:
             raise TimeParseError(f"now={shown(now)} is not an ISO 8601 date or datetime") from exc
     elif isinstance(now, date) and not isinstance(now, datetime):

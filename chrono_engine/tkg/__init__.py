@@ -8,6 +8,6 @@
 """
 from .data import TKG, load
 from . import graph, rules
-from .evaluate import evaluate, evaluate_rules, rank_average
+from .evaluate import evaluate, evaluate_rules, rank_average, steps
 
-__all__ = ["TKG", "load", "evaluate", "evaluate_rules", "rank_average", "rules", "graph"]
+__all__ = ["TKG", "load", "evaluate", "evaluate_rules", "rank_average", "steps", "rules", "graph"]

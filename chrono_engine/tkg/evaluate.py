@@ -92,10 +92,12 @@ def evaluate(d: TKG, split: str = "test", *, half_life: float = 30.0, w_subject:
             "ties": "average", "setting": "single-step, time-aware filtered", "model": "recurrency baseline"}
 
 
-def _steps(d: TKG) -> tuple[np.ndarray, ...]:
-    """The three splits with inverses, times re-based to 0 and divided by the dataset's time
-    step (the gcd of the gaps between distinct times: 1 day for names files, 24 for ICEWS
-    id files in hours), so decay rates are per step."""
+def steps(d: TKG) -> tuple[np.ndarray, ...]:
+    """The three splits (train, valid, test) as ``(s, r, o, t)`` integer rows with their
+    inverses (relation ``r + n_relations``), times re-based to 0 and divided by the
+    dataset's time step (the gcd of the gaps between distinct times: 1 day for names files,
+    24 for ICEWS id files in hours), so decay rates are per step: what the rule miner, the
+    evaluation and :class:`~chrono_engine.tkg.graph.RuleGraph` take."""
     parts = [_facts(d, s) for s in ("train", "valid", "test")]
     times = np.unique(np.concatenate([p[:, 3] for p in parts]))
     t0 = int(times[0])
@@ -156,7 +158,7 @@ def evaluate_rules(d: TKG, split: str = "test", *, walks: tuple = (200_000, 200_
     from . import rules as R
 
     t0 = time.perf_counter()
-    train, valid, test = _steps(d)
+    train, valid, test = steps(d)
     hist_facts = np.concatenate([train, valid, test])
     n_r = 2 * d.n_relations
     hist = R.build_history(hist_facts, d.n_entities, n_r)
