@@ -65,9 +65,10 @@ def core_present(package: Path | None = None) -> None:
     """Raise an ImportError that says what to do when ``chrono_engine`` is imported from a
     source checkout that holds no compiled core (``python -m pytest`` or ``python`` run in
     the checkout put it before the installed package on ``sys.path``)."""
+    import importlib.machinery
     package = Path(__file__).parent if package is None else package
-    if any(package.glob("_core*.so")) or any(package.glob("_core*.pyd")):
-        return
+    if any((package / f"_core{suffix}").is_file() for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+        return  # this interpreter's build of the core (another Python's does not count)
     if not (package.parent / "pyproject.toml").is_file():
         return  # an installed package missing its module: Python's own error says enough
     raise ImportError(

@@ -128,7 +128,9 @@ def test_the_baseline_variant_pinned_answers_like_the_dispatched_one(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != "CHRONO_SIMD"}
         if pin:
             env["CHRONO_SIMD"] = pin
-        p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        # not from the checkout: the package as this suite imports it (installed, or PYTHONPATH's)
+        p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
+                           cwd=str(tmp_path))
         assert p.returncode == 0, p.stderr[-2000:]
         runs[pin] = json.loads(p.stdout.strip().splitlines()[-1])
     assert runs[base]["simd"] == base

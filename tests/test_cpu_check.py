@@ -2,6 +2,7 @@
 core's baseline gets an ImportError naming the missing features, not SIGILL."""
 from __future__ import annotations
 
+import importlib.machinery
 import json
 
 import pytest
@@ -66,8 +67,12 @@ def test_a_checkout_without_its_core_says_how_to_run_the_installed_package(tmp_p
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'chrono_engine'\n")
     with pytest.raises(ImportError, match=r"source checkout .* no compiled core .*`pytest` \(its console script"):
         _cpu.core_present(pkg)
-    (pkg / "_core.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
-    _cpu.core_present(pkg)  # the module is there: nothing to say
-    (pkg / "_core.cpython-311-x86_64-linux-gnu.so").unlink()
+    (pkg / "_core.cpython-299-x86_64-linux-gnu.so").write_bytes(b"")  # another Python's build
+    with pytest.raises(ImportError, match="no compiled core"):
+        _cpu.core_present(pkg)
+    mine = pkg / f"_core{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    mine.write_bytes(b"")
+    _cpu.core_present(pkg)  # this interpreter's module is there: nothing to say
+    mine.unlink()
     (tmp_path / "pyproject.toml").unlink()
     _cpu.core_present(pkg)  # not a checkout: Python's own ImportError follows
