@@ -5,6 +5,7 @@ every mode; the approximate plans' recall at every selectivity; answers across s
 reopen and log replay; what each bad filter and bad column gets."""
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -204,6 +205,18 @@ def test_exact_equals_the_oracle_for_a_lone_search_and_a_batch():
         assert one.column("id").to_pylist() == res.filter(pa.compute.equal(res["query"], i))["id"].to_pylist()
 
 
+@functools.lru_cache(maxsize=None)
+def _plan_store(plan: str):
+    """One store per plan, shared by the selectivities (the searches only read it)."""
+    eng, rows, _ = _selectivity_store()
+    if plan == "graph":
+        eng.partition_min = 10**9  # no probe partition: the graph plan serves a cosine store
+        eng.scan_limit = 0  # every query walks the graph
+    elif plan == "probe":
+        eng.partition_min = 1000
+    return eng, rows
+
+
 def _selectivity_store(n=20_000, dim=32, seed=5):
     rng = np.random.default_rng(seed)
     share = rng.random(n)
@@ -220,12 +233,8 @@ def _selectivity_store(n=20_000, dim=32, seed=5):
 @pytest.mark.parametrize("share", [0.5, 0.1, 0.01, 0.001])
 @pytest.mark.parametrize("plan", ["default", "graph", "probe"])
 def test_approximate_plans_reach_recall_at_every_selectivity(share, plan):
-    eng, rows, rng = _selectivity_store()
-    if plan == "graph":
-        eng.partition_min = 10**9  # no probe partition: the graph plan serves a cosine store
-        eng.scan_limit = 0  # every query walks the graph
-    elif plan == "probe":
-        eng.partition_min = 1000
+    eng, rows = _plan_store(plan)
+    rng = np.random.default_rng(int(share * 10_000) + len(plan))
     where = {"bucket": {"$lt": int(share * 1000)}}
     q = rng.normal(size=(20, eng.dim)).astype(np.float32)
     t = np.full(20, T0 + 1100 * US_PER_DAY)
