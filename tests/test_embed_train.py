@@ -12,7 +12,7 @@ import pytest
 import chrono_engine as ce
 from chrono_engine.errors import EmbeddingError
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="the [train] extra is not installed (torch)")
 from chrono_engine.embed.train import train_temporal
 
 DIM, DAY = 32, 86_400_000_000

@@ -171,8 +171,10 @@ def test_properties(small_engine, small_corpus):
         tq = t[res.column("query").to_numpy()]
         assert ((vf <= tq) & (tq < vt)).all()
         assert (res.column("validity").to_numpy() >= 0.2 - 1e-7).all()
-        df = res.select(["query", "stem_id"]).to_pandas()
-        assert not df.duplicated().any()
+        # one hit per (query, stem): no stem twice in a query's answer (plain Python: the
+        # core test install has no pandas)
+        pairs = list(zip(res.column("query").to_pylist(), res.column("stem_id").to_pylist()))
+        assert len(pairs) == len(set(pairs))
 
 
 def test_ties_broken_by_id():
