@@ -49,6 +49,10 @@ def test_build_flags_are_portable():
     if m:  # x86 builds pin -march; other architectures may not
         assert m.group(1) == baseline
         assert baseline in ("x86-64", "x86-64-v2", "x86-64-v3")
+    import platform
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
+        # elsewhere (aarch64): no -march, the compiler's default for the processor, named after it
+        assert m is None and baseline == platform.machine(), (flags, baseline)
 
 
 # ----------------------------------------------------------------------------- portable binary
@@ -97,6 +101,126 @@ def test_no_instruction_beyond_the_baseline_outside_the_dispatched_kernels():
     assert any("chrono::v3::" in f for f in kernels), "no chrono::v3 function found (a stripped module?)"
     v3 = set().union(*(m for f, m in kernels.items() if "chrono::v3::" in f))
     assert any(m.startswith("vp") for m in v3), sorted(v3)[:20]  # AVX2 integer vectors (the int8 dots)
+
+
+#: an AArch64 instruction on NEON vector registers: an operand such as v3.4s, v0.2d, {v1.16b}
+_NEON_OPERAND = re.compile(r"(?:^|[\s,{])v\d+\.(?:2d|4s|8h|16b|2s|4h|8b)\b")
+
+
+def test_aarch64_kernels_are_vectorised_with_neon():
+    """An aarch64 build has no -march and no intrinsics of ours: GCC auto-vectorises the
+    baseline kernels with NEON (Advanced SIMD, in every Armv8-A CPU). The decay loops and the
+    fused score kernels hold instructions on vector registers (fmul v.2d, fcmge, bsl, ...);
+    were they scalar (a flag or a loop change that stopped the vectoriser), this fails.
+    scripts/aarch64_qemu.sh runs it under qemu with the cross binutils' objdump."""
+    import shutil
+    import subprocess
+    if ce.build_info()["baseline"] != "aarch64":
+        pytest.skip("the check is for aarch64 builds")
+    tool = shutil.which("aarch64-linux-gnu-objdump") or shutil.which("objdump")
+    if tool is None:
+        pytest.skip("objdump (binutils) is not installed")
+    p = subprocess.run([tool, "-d", "--no-show-raw-insn", "-C", _core.__file__], capture_output=True, text=True)
+    if p.returncode != 0 or "<chrono::base::" not in p.stdout:
+        pytest.skip(f"{tool} cannot disassemble this aarch64 module: {p.stderr.strip()[:200]}")
+    per_fn, fn = {}, None
+    for line in p.stdout.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if m:
+            fn = m.group(1)
+            continue
+        parts = line.split("\t")
+        if fn and "chrono::base::" in fn and len(parts) > 2 and _NEON_OPERAND.search(parts[2]):
+            per_fn[fn] = per_fn.get(fn, 0) + 1
+    for kernel in ("decay_loop", "score_exp", "dot_qt_i8"):
+        hits = {f: n for f, n in per_fn.items() if f"chrono::base::{kernel}" in f}
+        assert hits and max(hits.values()) >= 20, (kernel, hits)
+
+
+# ----------------------------------------------------------------------------- x86 code only under x86 guards
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+#: sources that only x86-64 builds compile (CMakeLists.txt adds them under if(_is_x86 ...))
+X86_ONLY_SOURCES = ("cpp/src/kernels_v3.cpp", "cpp/src/kernels_v4.cpp")
+_X86_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"](?:\w*intrin\.h|cpuid\.h)[>\"]")
+_X86_USE = re.compile(r"\b(?:_mm\d*_\w+|__m(?:64|128|256|512)[idh]?|__builtin_(?:cpu_supports|cpu_init|ia32_\w+))\b")
+_X86_MACRO = re.compile(r"\b(?:__(?:AVX\w*|SSE\w*|x86_64|amd64|i386|FMA|BMI2?|F16C|POPCNT)__|_M_X64|_M_IX86)\b")
+
+
+def _x86_condition(cond: str) -> bool:
+    """True when an #if condition holds only on x86: each of its ||-alternatives names an x86
+    macro (__AVX2__, __x86_64__, ...) that is not negated."""
+    def positive(alt: str) -> bool:
+        return bool(_X86_MACRO.search(re.sub(r"!\s*(?:defined\s*\(?\s*\w+\s*\)?|\w+)", "", alt)))
+    return all(positive(alt) for alt in cond.split("||"))
+
+
+def _x86_outside_guards(text: str) -> list[str]:
+    """The lines of a C++ source that include an x86 intrinsic header (immintrin.h, ...,
+    cpuid.h) or use an x86 intrinsic, vector type or CPU query (_mm256_add_ps, __m256i,
+    __builtin_cpu_supports) outside every x86-only #if branch (an #else of one is not)."""
+    stack, found = [], []  # per open #if: does the branch we are in hold only on x86?
+    for no, line in enumerate(text.splitlines(), 1):
+        d = re.match(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", line)
+        if d:
+            kw, rest = d.group(1), d.group(2).split("//")[0]
+            if kw in ("if", "ifdef"):
+                stack.append(_x86_condition(rest))
+            elif kw == "ifndef":
+                stack.append(False)
+            elif kw == "elif" and stack:
+                stack[-1] = _x86_condition(rest)
+            elif kw == "else" and stack:
+                stack[-1] = False
+            elif kw == "endif" and stack:
+                stack.pop()
+            continue
+        code = line.split("//")[0]
+        if (_X86_INCLUDE.match(line) or _X86_USE.search(code)) and not any(stack):
+            found.append(f"{no}: {line.strip()}")
+    return found
+
+
+def test_x86_intrinsics_only_in_x86_guarded_code():
+    """The core builds on any architecture (aarch64: scripts/aarch64_qemu.sh): x86 intrinsic
+    headers, intrinsics and CPU queries appear only in sources that only x86 builds compile,
+    or inside #if branches that hold only on x86 (__AVX2__, __x86_64__, ...)."""
+    if not (ROOT / "CMakeLists.txt").is_file() or not (ROOT / "cpp").is_dir():
+        pytest.skip("the C++ sources are not beside these tests")
+    cmake = (ROOT / "CMakeLists.txt").read_text(encoding="utf-8")
+    # the x86-only sources are compiled only inside if(_is_x86 ...) blocks
+    depth, x86_depth = 0, None
+    for line in cmake.splitlines():
+        s = line.strip()
+        if re.match(r"if\s*\(", s):
+            depth += 1
+            if x86_depth is None and re.match(r"if\s*\(\s*_is_x86\b", s):
+                x86_depth = depth
+        elif re.match(r"endif\s*\(", s):
+            if x86_depth == depth:
+                x86_depth = None
+            depth -= 1
+        for src in X86_ONLY_SOURCES:
+            if src in s:
+                assert x86_depth is not None, f"CMakeLists.txt compiles {src} outside if(_is_x86 ...): {s}"
+    offenders = {}
+    for path in sorted((ROOT / "cpp").rglob("*")):
+        rel = path.relative_to(ROOT).as_posix()
+        if path.suffix not in (".cpp", ".hpp", ".h", ".cc") or rel in X86_ONLY_SOURCES:
+            continue
+        bad = _x86_outside_guards(path.read_text(encoding="utf-8"))
+        if bad:
+            offenders[rel] = bad[:5]
+    assert not offenders, offenders
+    # not vacuous: the guarded kernels do use intrinsics, and the check sees unguarded ones
+    assert _X86_USE.search((ROOT / "cpp/src/kernels_impl.hpp").read_text(encoding="utf-8"))
+    assert _x86_outside_guards("#include <immintrin.h>\nint f();\n") == ["1: #include <immintrin.h>"]
+    assert _x86_outside_guards("#if defined(__AVX2__)\n__m256i a;\n#else\n__m256i b;\n#endif\n") == ["4: __m256i b;"]
+    assert _x86_outside_guards("#if defined(__x86_64__) || defined(__aarch64__)\n"
+                               "bool c = __builtin_cpu_supports(\"avx2\");\n#endif\n") != []
+    assert _x86_outside_guards("#ifndef __AVX2__\n_mm_add_ps(a, b);\n#endif\n") != []
+    assert _x86_outside_guards("#if defined(__AVX2__) && !defined(__AVX512F__)\n#include <immintrin.h>\n"
+                               "#elif defined(__aarch64__)\n#include <arm_neon.h>\n#endif\n") == []
 
 
 def test_the_baseline_variant_pinned_answers_like_the_dispatched_one(tmp_path):
