@@ -325,6 +325,62 @@ def parse(data: bytes, snapshot: str, key: bytes | None, *, first: bytes | None 
     return out, at
 
 
+def read_acknowledged(path: Path, snapshot: str, key: bytes | None, after: tuple[int, int] | None = None
+                      ) -> list[tuple[Commit, tuple[int, int]]]:
+    """The commits a follower may apply: those after record ``after = (seq, end byte)``
+    (None: from the first record) up to the log's mark, i.e. every write the writer has
+    acknowledged (and synced, under its policy), never one in progress or one it may still
+    cut (:meth:`LogWriter.undo`). Returns each with its position (seq, end byte). Every
+    record up to the mark must be whole: CorruptStoreError otherwise; FileNotFoundError when
+    there is no log. A version 2 log (no marks) has nothing to follow: CorruptStoreError."""
+    where = f"{snapshot}/{LOG_NAME}"
+    start = records_start(snapshot)
+    seq, at = (0, start) if after is None else after
+    fd = _open_regular(path, os.O_RDONLY)  # FileNotFoundError passes through
+    try:
+        marks: list = [None]
+        for attempt in range(_MARK_READS):  # a writer may be writing a slot
+            first = os.pread(fd, start, 0)
+            if not first.startswith(_MAGIC[3]):
+                _version(first, snapshot, key, where)  # the header's own error first
+                raise CorruptStoreError(f"{where}: a version 2 log has no marks; a follower needs a checkpoint first")
+            if len(first) == start:
+                _version(first, snapshot, key, where)
+                marks = _marks(first, snapshot, key)
+            if None not in marks:
+                break
+            time.sleep(0.001 * (attempt + 1))
+        valid = [m for m in marks if m is not None]
+        if not valid:
+            raise CorruptStoreError(f"{where}: both mark slots fail their checksums" + (" (or the key is wrong)" if key else ""))
+        mseq, mend = max(valid)
+        if (mseq, mend) < (seq, at):
+            raise CorruptStoreError(f"{where}: the mark (record {mseq}, byte {mend}) is behind a record already "
+                                    f"read (record {seq}, byte {at})")
+        if mend == at:
+            if mseq != seq:
+                raise CorruptStoreError(f"{where}: the mark (record {mseq}) ends where record {seq} ends")
+            return []
+        data = os.pread(fd, mend - at, at)
+    finally:
+        os.close(fd)
+    out, pos = [], 0
+    while pos < len(data):
+        rec = _record(data, pos, key)
+        if isinstance(rec, str):
+            raise CorruptStoreError(f"{where}: the record at byte {at + pos} {rec}; records up to byte {mend} "
+                                    f"(record {mseq}) were acknowledged" + (" (or the key is wrong)" if key else ""))
+        rseq, payload, end = rec
+        if rseq != seq + 1:
+            raise CorruptStoreError(f"{where}: record {rseq} at byte {at + pos} follows record {seq}")
+        seq, pos = rseq, end
+        out.append((decode_commit(payload, f"{where} record {rseq}"), (seq, at + end)))
+    if len(data) != mend - at or seq != mseq:
+        raise CorruptStoreError(f"{where}: the log ends at byte {at + len(data)} (record {seq}), but records up to "
+                                f"byte {mend} (record {mseq}) were acknowledged: it was cut short")
+    return out
+
+
 def _record(data: bytes, at: int, key: bytes | None) -> tuple[int, bytes, int] | str:
     """The version 3 record at byte ``at``: (seq, payload, end), or why it is not one."""
     head = _HEAD[3]

@@ -676,6 +676,74 @@ class Engine:
         return eng
 
     @classmethod
+    def follow(cls, path: str | os.PathLike, *, threads: int | None = None, key: Any = None) -> Engine:
+        """A read-only engine that follows a store another engine writes (a replica, in this
+        process or another, e.g. on another node over a shared file system): it holds the
+        live snapshot and the writes the writer has **acknowledged** (its log up to the
+        mark: never a write in progress, nor one the writer may still cut), and
+        :meth:`refresh` brings it up to date. Takes no lock and never waits; writes are
+        refused (:class:`~chrono_engine.errors.StorageError`). What a follower sees lags its
+        writer by the writer's fsync policy: under ``"call"`` every acknowledged write, under
+        ``"interval"`` those synced (at most ``fsync_interval`` seconds behind), under
+        ``"off"`` none made after the writer opened the store (docs/storage.md,
+        "Followers")."""
+        root = Path(path)
+        k = storage.store_key(key)
+        threads = thread_count(threads, "threads", ConfigError)
+        storage.current(root)
+        eng, snap = cls._load(root, k, threads, retry=True, follow=True)
+        eng._state.frozen = f"{root} is followed read-only"
+        eng._follower = {"root": root, "key": k, "snapshot": snap.name, "threads": threads,
+                         "lock": threading.Lock(), "checkpoints": 0}
+        return eng
+
+    @property
+    def position(self) -> tuple[str, int] | None:
+        """A follower's place in its store (:meth:`follow`): (snapshot name, acknowledged
+        writes of its log applied); a writable engine's the same for its own writes; None for
+        an engine without a store."""
+        f = getattr(self, "_follower", None)
+        if f is not None:
+            return f["snapshot"], int(self._replayed[0])
+        log = self._state.log
+        if self._store is None or log is None:
+            return None
+        return log.snapshot, int(log.seq)
+
+    def refresh(self) -> int:
+        """Bring a follower (:meth:`follow`) up to date with its store: apply the writes
+        acknowledged since it last looked, or, when a checkpoint replaced the snapshot it
+        follows, load the new snapshot (and its log) in its place. Returns how many writes
+        were applied (-1: a new snapshot was loaded). Searches go on meanwhile and see each
+        write whole. StorageError for an engine that is not a follower; CorruptStoreError
+        when the store is damaged (what was applied before stays)."""
+        f = getattr(self, "_follower", None)
+        if f is None:
+            raise StorageError("refresh() is for an engine made by Engine.follow")
+        with f["lock"]:
+            root, name = f["root"], f["snapshot"]
+            if storage.current(root)["snapshot"] == name:
+                st = self._state
+                before = self._replayed
+                try:
+                    with st.write:
+                        try:
+                            self._replayed = storage.follow(st, root, name, f["key"], before)
+                        except CorruptStoreError as e:
+                            if getattr(e, "position", None) is not None:
+                                self._replayed = e.position
+                            raise
+                    return self._replayed[0] - before[0]
+                except FileNotFoundError:  # a checkpoint removed the log after the seal was read
+                    pass
+            fresh, snap = type(self)._load(root, f["key"], f["threads"], retry=True, follow=True)
+            fresh._state.frozen = self._state.frozen
+            self._state, self._replayed, self._params = fresh._state, fresh._replayed, {}
+            f["snapshot"] = snap.name
+            f["checkpoints"] += 1
+            return -1
+
+    @classmethod
     def create(cls, path: str | os.PathLike, dim: int | None = None, metric: str = "cosine", decay: Any = None, *,
                exist_ok: bool = False, fsync: str = "call", fsync_interval: float = 0.1, key: Any = None,
                **kwargs: Any) -> Engine:
@@ -722,10 +790,12 @@ class Engine:
         self._store["finalizer"] = weakref.finalize(self, _detach, self._state, lock)
 
     @classmethod
-    def _load(cls, root: Path, key: bytes | None, threads: Any, *, retry: bool) -> tuple[Engine, Any]:
+    def _load(cls, root: Path, key: bytes | None, threads: Any, *, retry: bool,
+              follow: bool = False) -> tuple[Engine, Any]:
         """Snapshot + log into a new engine. A reader (no lock) retries when a writer's
         checkpoint replaced the snapshot it was reading, so it never reports a damage
-        that is only a concurrent save."""
+        that is only a concurrent save. ``follow``: only the log's acknowledged writes
+        (:meth:`follow`), the position reached in ``eng._replayed``."""
         for attempt in range(20 if retry else 1):
             seal = storage.current(root)
             try:
@@ -733,19 +803,24 @@ class Engine:
                 check = storage.FileCheck(snap)  # the checksums, while the files load
                 try:
                     eng = cls._from_snapshot(snap, threads)
-                    eng._replayed = storage.replay(eng._state, snap)
-                    eng._state.refresh_partition()
+                    if follow:
+                        eng._replayed = storage.follow(eng._state, root, snap.name, key, None)
+                    else:
+                        eng._replayed = storage.replay(eng._state, snap)
+                        eng._state.refresh_partition()
                 except BaseException:
                     check.result()  # a file that fails its checksum is the error to report
                     raise
                 check.result()
                 return eng, snap
-            except StorageError:
+            except (StorageError, FileNotFoundError) as e:
                 try:
                     moved = storage.current(root) != seal
                 except StorageError:
                     moved = False
                 if not (retry and moved):
+                    if isinstance(e, FileNotFoundError):  # a follower's log, gone without a new seal
+                        raise CorruptStoreError(f"{root}: {seal['snapshot']}/log.wal is missing") from None
                     raise
         raise StorageError(f"{root}: the store changed under 20 consecutive reads; try again")
 

@@ -42,7 +42,7 @@ from .checkpoint import current, save
 from .layout import FORMAT, FORMAT_VERSION, MAX_DIM
 from .lock import StoreLock, store_key
 from .open import FileCheck, Snapshot, read_snapshot
-from .recovery import open_log, replay, restore
+from .recovery import follow, open_log, replay, restore
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DIM", "Snapshot", "StoreLock", "store_key", "current", "save",
-           "read_snapshot", "restore", "replay", "open_log"]
+           "read_snapshot", "restore", "replay", "follow", "open_log"]

@@ -22,7 +22,7 @@ from .checkpoint import vector_hashes
 from .layout import AMEND_SCHEMA, FILES_OF, META_SCHEMA, NO_CENTROID, PARTITION_SCHEMA, centroid_schema
 from .open import Snapshot
 
-__all__ = ["restore", "replay", "open_log"]
+__all__ = ["restore", "replay", "follow", "open_log"]
 
 
 def _check_meta(table: pa.Table, snap: Snapshot) -> dict:
@@ -271,6 +271,36 @@ def replay(state: StoreState, snap: Snapshot) -> tuple[int, int]:
         except ChronoError as e:
             raise CorruptStoreError(f"{where}: record {i + 1} cannot be applied ({e})") from None
     return len(commits), end
+
+
+def follow(state: StoreState, root: Path, name: str, key: bytes | None, after: tuple[int, int] | None) -> tuple[int, int]:
+    """Apply to ``state`` the writes acknowledged in snapshot ``name``'s log after position
+    ``after`` (None: from its first record; :func:`._wal.read_acknowledged`); returns the
+    position reached. The caller holds ``state.write``. A record that cannot be applied is a
+    CorruptStoreError; the records before it stay applied, and the position returned with the
+    error (``e.position``) is theirs. FileNotFoundError when the snapshot's log is gone (a
+    checkpoint replaced it)."""
+    where = f"{root}: {name}/{_wal.LOG_NAME}"
+    try:
+        records = _wal.read_acknowledged(root / name / _wal.LOG_NAME, name, _wal.blake_key(key), after)
+    except CorruptStoreError as e:
+        raise CorruptStoreError(f"{root}: {e}") from None
+    pos = after
+    appended = False
+    for commit, at in records:
+        try:
+            state.apply(commit, replay=True)
+        except ChronoError as e:
+            err = CorruptStoreError(f"{where}: record {at[0]} cannot be applied ({e})")
+            err.position = pos
+            if appended:
+                state.refresh_partition()
+            raise err from None
+        appended |= commit.append is not None
+        pos = at
+    if appended:
+        state.refresh_partition()
+    return (0, _wal.records_start(name)) if pos is None else pos
 
 
 def open_log(snap_path: Path, name: str, key: bytes | None, *, fsync: str, interval: float, seq: int,
