@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,9 @@ import pyarrow as pa
 
 from .._args import K_MAX, as_float32, count, id_array, shown, thread_count
 from .._state import embed_content, ingest_order, storage_order
-from .._time import now_us
-from ..errors import ConfigError, NotFoundError, QueryError, SchemaError, ShardError, StorageError
+from .._time import now_us, scalar_us
+from ..errors import (ConfigError, NotFoundError, QueryError, SchemaError, ShardError, StorageError,
+                      StoreLockedError)
 from ..grounding import _take
 from ..metadata import MAX_COLUMNS
 from ..schema import COLUMNS, columns_of, normalize_rows
@@ -61,16 +63,101 @@ def shard_of(stem_id: str | None, n: int, id_: int = 0) -> int:
     return int.from_bytes(h, "little") % n
 
 
-@ray.remote
+#: seconds a replica waits for the store's log to show a write its primary acknowledged
+_CATCH_UP = 10.0
+#: seconds a write waits for a promoted or restarted primary
+_PROMOTE_WAIT = 120.0
+#: seconds a promotion waits for a dead primary's process to release the store's lock
+_LOCK_GRACE = 30.0
+
+
+@ray.remote(max_restarts=0, max_task_retries=0)
 class _Shard:
-    """One Engine in an actor; every call is ``run(method, *args, **kwargs)``."""
+    """One Engine in an actor; reads are ``run(method, *args, _at=position, **kwargs)``,
+    writes ``write(method, ...)`` (the result and the store's position after it).
 
-    def __init__(self, kwargs: dict | None = None, path: str | None = None, threads: int | None = None):
+    ``mode``: ``"memory"`` (an Engine of ``kwargs``, no store), ``"create"`` (a new store at
+    ``path``: ``Engine.create``), ``"open"`` (``Engine.open``: the store's writer, the
+    primary), ``"follow"`` (``Engine.follow``: a replica of the store the primary writes)."""
+
+    def __init__(self, mode: str = "memory", kwargs: dict | None = None, path: str | None = None,
+                 threads: int | None = None, kinds: dict | None = None, fsync: str = "call") -> None:
         from chrono_engine import Engine
-        self.eng = Engine.open(path, threads=threads) if path is not None else Engine(**kwargs)
+        self.path, self.threads, self.fsync = path, threads, fsync
+        if mode == "memory":
+            self.eng = Engine.open(path, threads=threads) if path is not None else Engine(**kwargs)
+        elif mode == "create":
+            self.eng = Engine.create(path, fsync=fsync, **kwargs)
+        elif mode == "open":
+            self.eng = Engine.open(path, threads=threads, fsync=fsync)
+        elif mode == "follow":
+            self.eng = Engine.follow(path, threads=threads)
+        else:
+            raise ValueError(f"unknown shard mode {mode!r}")
+        self._declared: dict = {}
+        if kinds:
+            self.declare(kinds)
 
-    def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _catch_up(self, at: tuple | None) -> None:
+        """A replica answers only once it holds every write up to ``at`` (the primary's
+        position after the caller's last acknowledged write): read-your-writes."""
+        eng = self.eng
+        if at is None or getattr(eng, "_follower", None) is None:
+            return
+        pos = eng.position
+        if pos[0] == at[0] and pos[1] >= at[1]:
+            return
+        deadline = time.monotonic() + _CATCH_UP
+        while True:
+            if eng.refresh() == -1:  # a new checkpoint: declarations are not in the log
+                self._redeclare()
+            pos = eng.position
+            # on another snapshot after a refresh: the live one, newer than the one of ``at``
+            if pos[0] != at[0] or pos[1] >= at[1]:
+                return
+            if time.monotonic() > deadline:
+                raise ShardError(f"a replica could not catch up with its primary within {_CATCH_UP:g} s "
+                                 f"(it holds record {pos[1]} of {pos[0]}, the primary acknowledged {at[1]})")
+            time.sleep(0.002)
+
+    def run(self, method: str, *args: Any, _at: tuple | None = None, **kwargs: Any) -> Any:
+        self._catch_up(_at)
         return getattr(self.eng, method)(*args, **kwargs)
+
+    def write(self, method: str, *args: Any, **kwargs: Any) -> tuple:
+        out = getattr(self.eng, method)(*args, **kwargs)
+        return out, self.eng.position
+
+    def position(self) -> tuple | None:
+        return self.eng.position
+
+    def applied(self, ids: np.ndarray, at: int | None = None) -> Any:
+        """Whether a write whose primary died is in this (new) primary's store: ``ids`` all
+        stored (an ingest or supersede), or all amended at transaction time ``at`` (a
+        retract or deprecate). The write's ids when it is, None when it is not."""
+        if at is None:
+            has = np.asarray(self.eng.contains(ids), bool)
+        else:
+            has = self.eng.columns(ids)["amended_at"] == at
+        if has.all():
+            return ids
+        if not has.any():
+            return None
+        raise ShardError(f"a write is in the store for {int(has.sum())} of its {len(has)} rows (a write is atomic: "
+                         f"the store is damaged)")
+
+    def node(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    def promote(self) -> tuple:
+        """This replica becomes its store's writer: the store is opened for writing (its
+        lock taken without waiting: a StoreLockedError while the old primary lives), with
+        every write the log holds; returns its position."""
+        from chrono_engine import Engine
+        eng = Engine.open(self.path, threads=self.threads, fsync=self.fsync)
+        self.eng = eng
+        self._redeclare()
+        return eng.position
 
     def size(self) -> int:
         return len(self.eng)
@@ -94,7 +181,45 @@ class _Shard:
         st = self.eng._state
         with st.write:
             st.declare(kinds)
+        self._declared.update(kinds)
         return st.user_kinds()
+
+    def _redeclare(self) -> None:
+        if self._declared:
+            st = self.eng._state
+            with st.write:
+                st.declare({k: v for k, v in self._declared.items() if k not in st.user_kinds()})
+
+
+class _Member:
+    """The driver's record of one copy of a shard: its actor, the placement group bundle it
+    runs in, its role, and whether it is started (``ready``) and alive."""
+
+    __slots__ = ("actor", "bundle", "role", "ready", "alive", "ready_ref", "since", "served_in")
+
+    def __init__(self, actor: Any, bundle: int, role: str, ready_ref: Any = None) -> None:
+        self.actor, self.bundle, self.role = actor, bundle, role
+        self.ready, self.alive, self.ready_ref = ready_ref is None, True, ready_ref
+        self.since, self.served_in = time.monotonic(), None
+
+
+class _Group:
+    """One shard: its members (one primary, the others replicas), the placement group that
+    spreads them, the primary's position after the last acknowledged write, a turn counter."""
+
+    __slots__ = ("members", "pg", "at", "turn")
+
+    def __init__(self, pg: Any = None) -> None:
+        self.members: list[_Member] = []
+        self.pg, self.at, self.turn = pg, None, 0
+
+
+def _unwrap(e: BaseException) -> BaseException:
+    """An exception raised inside an actor, as the caller's own (QueryError, not Ray's
+    RayTaskError wrapping it)."""
+    cause = e.as_instanceof_cause() if isinstance(e, ray.exceptions.RayTaskError) else e
+    inner = getattr(cause, "cause", None)
+    return inner if isinstance(inner, BaseException) else cause
 
 
 class ShardedEngine:
@@ -105,16 +230,25 @@ class ShardedEngine:
     each holding an ``Engine(dim, metric, decay, **engine_kwargs)``; ``ray.init()`` must
     have run (or Ray starts a local instance on first use). ``embedder`` stays on the
     driver (rows without vectors and :meth:`query` are embedded there). ``timeout``: the
-    most seconds a call waits for its shards (None: no limit).
+    most seconds a call waits for one shard copy (None: no limit).
+
+    **Durable and replicated** (``path=``, ``replicas=``): each shard is a store at
+    ``path/shard-<i>`` (a directory every node can reach) written by its primary, and
+    ``replicas - 1`` followers of it (:meth:`Engine.follow <chrono_engine.Engine.follow>`)
+    spread across nodes by a placement group. Reads go to any live copy, which first catches
+    up with the primary's last acknowledged write (read-your-writes); a copy that dies is
+    retried on another within the call and replaced from the store; a dead primary hands
+    writing to a live replica, which opens the store (every acknowledged write is in its
+    log). docs/distributed.md, "Replicas".
 
     Calls and results are the single engine's: :meth:`ingest` (validated on the driver
     first, with the batch's row numbers, then split by placement; ids global),
     :meth:`search` / :meth:`search_batch` (times resolved once on the driver, every shard's
     exact top-k merged; the ``verify`` gate applied after the merge), :meth:`query`,
     :meth:`supersede`, :meth:`retract`, :meth:`deprecate`, :meth:`history`, :meth:`get`,
-    :meth:`contains`, :meth:`save` and :meth:`open`. A shard that died (or a call past
-    ``timeout``) is a :class:`~chrono_engine.errors.ShardError` naming it; restart from the
-    last save with :meth:`open`.
+    :meth:`contains`, :meth:`save` and :meth:`open`. A shard none of whose copies answers
+    (or a call past ``timeout`` on every copy) is a
+    :class:`~chrono_engine.errors.ShardError` naming it.
 
     Metadata columns (``metadata=`` declarations, or a batch's columns beyond the engine's)
     are declared on every shard, so ``where=`` filters and ``columns=`` work as on one
@@ -123,27 +257,69 @@ class ShardedEngine:
 
     def __init__(self, n_shards: int, dim: int, metric: str = "cosine", decay: Any = None, *,
                  cpus_per_shard: float = 1.0, threads: int | None = 1, embedder: Any = None,
-                 timeout: float | None = None, **engine_kwargs: Any) -> None:
+                 timeout: float | None = None, replicas: int = 1, path: str | os.PathLike | None = None,
+                 fsync: str = "call", **engine_kwargs: Any) -> None:
         n = count(n_shards, "n_shards", lo=1, hi=4096, error=ConfigError)
-        self._setup(n, cpus_per_shard, timeout, embedder)
-        kwargs = dict(dim=dim, metric=metric, decay=decay, threads=thread_count(threads, "threads", ConfigError),
-                      **engine_kwargs)
+        r = self._replication(replicas, path, fsync)
+        self._setup(n, cpus_per_shard, timeout, embedder, r, path, fsync)
+        threads = thread_count(threads, "threads", ConfigError)
+        kwargs = dict(dim=dim, metric=metric, decay=decay, threads=threads, **engine_kwargs)
         from chrono_engine import Engine
         probe = Engine(**kwargs)  # checks every argument here, with the single engine's errors
         self.dim, self.metric, self.decay = probe.dim, probe.metric, probe.decay
         self._kinds = probe.metadata  # every shard's metadata columns, in their order
-        actor = self._actor()
-        self._actors = [actor.remote(kwargs=kwargs) for _ in range(n)]
+        self._threads = threads
         self._next_id = 0
-        self._started(lambda: self._wait([a.size.remote() for a in self._actors]))  # up, or say why not
+        if self._path is not None:
+            self._path.mkdir(parents=True, exist_ok=True)
+            if (self._path / MANIFEST).exists():
+                raise StorageError(f"{self._path} already holds a sharded engine (open it with ShardedEngine.open)")
+            for i in range(n):
+                if (self._path / f"shard-{i}").exists():
+                    raise StorageError(f"{self._path / f'shard-{i}'} already exists")
+        self._start_groups()
 
-    def _setup(self, n: int, cpus: float, timeout: float | None, embedder: Any) -> None:
+        def first() -> None:
+            for i in range(n):
+                g = self._groups[i]
+                if self._path is None:
+                    g.members.append(_Member(self._spawn(i, 0, "memory", kwargs=kwargs), 0, "primary"))
+                else:
+                    g.members.append(_Member(self._spawn(i, 0, "create", kwargs=kwargs, path=self._shard_path(i)),
+                                             0, "primary"))
+            self._wait([self._groups[i].members[0].actor.position.remote() for i in range(n)])  # up, or say why not
+            for i in range(n):
+                for j in range(1, r):
+                    self._groups[i].members.append(self._follower(i, j, wait=False))
+            self._wait_ready()
+            if self._path is not None:
+                self._write_manifest()
+        self._started(first)
+
+    @staticmethod
+    def _replication(replicas: Any, path: Any, fsync: Any) -> int:
+        r = count(replicas, "replicas", lo=1, hi=64, error=ConfigError)
+        if r > 1 and path is None:
+            raise ConfigError("replicas need path=: a directory every node can reach, where each shard's primary "
+                              "writes its store and log and its replicas follow them")
+        if fsync not in ("call", "interval"):
+            raise ConfigError(f"fsync must be 'call' or 'interval' for a sharded store (its replicas follow "
+                              f"acknowledged, synced writes), got {shown(fsync)}")
+        return r
+
+    def _setup(self, n: int, cpus: float, timeout: float | None, embedder: Any, replicas: int = 1,
+               path: Any = None, fsync: str = "call") -> None:
         if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus <= 1024:
             raise ConfigError(f"cpus_per_shard must be a number in (0, 1024], got {shown(cpus)}")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or not timeout > 0):
             raise ConfigError(f"timeout must be a positive number of seconds or None, got {shown(timeout)}")
         self.n_shards, self._cpus, self.timeout, self.embedder = n, float(cpus), timeout, embedder
+        self.replicas, self._fsync = replicas, fsync
+        self._path = None if path is None else Path(os.path.abspath(path))  # actors run elsewhere
+        self._lock = threading.RLock()
+        self._groups: list[_Group] = []
+        self._events: list[tuple[float, str]] = []
 
     def _started(self, first_call: Any) -> Any:
         """``first_call()`` on the new actors; if a shard fails to start, the others are
@@ -154,49 +330,391 @@ class ShardedEngine:
             self.shutdown()
             raise
 
-    def _actor(self):
-        """The shard actor class with its CPUs; refuses (instead of waiting forever for) a set
-        of shards the cluster's free CPUs cannot hold within ``_FREE_WAIT`` seconds (Ray frees
-        the CPUs of finished jobs' actors asynchronously)."""
+    def _start_groups(self) -> None:
+        """Check that the cluster's free CPUs hold every copy (instead of waiting forever),
+        then one placement group per shard when it has replicas (``SPREAD``: its copies on
+        different nodes where the cluster has them)."""
         if not ray.is_initialized():
             ray.init()
-        need = self.n_shards * self._cpus
+        need = self.n_shards * self.replicas * self._cpus
         deadline = time.monotonic() + _FREE_WAIT
         while (free := ray.available_resources().get("CPU", 0.0)) < need - 1e-9 and time.monotonic() < deadline:
             time.sleep(0.1)
         if need > free + 1e-9:
             total = ray.cluster_resources().get("CPU", 0.0)
-            raise ConfigError(f"{self.n_shards} shards of {self._cpus:g} CPU(s) need {need:g} CPUs; the Ray cluster has "
+            copies = f"{self.n_shards} shards" + (f" x {self.replicas} copies" if self.replicas > 1 else "")
+            raise ConfigError(f"{copies} of {self._cpus:g} CPU(s) need {need:g} CPUs; the Ray cluster has "
                               f"{free:g} free of {total:g} (shut other actors down, or lower cpus_per_shard)")
-        return _Shard.options(num_cpus=self._cpus)
+        for _ in range(self.n_shards):
+            pg = None
+            if self.replicas > 1:
+                from ray.util.placement_group import placement_group
+                pg = placement_group([{"CPU": self._cpus}] * self.replicas, strategy="SPREAD")
+            self._groups.append(_Group(pg))
+        for i, g in enumerate(self._groups):
+            if g.pg is not None:
+                try:
+                    ray.get(g.pg.ready(), timeout=60)
+                except ray.exceptions.GetTimeoutError:
+                    raise ConfigError(f"shard {i}'s placement group was not placed within 60 s") from None
+
+    def _shard_path(self, i: int) -> str:
+        return str(self._path / f"shard-{i}")
+
+    def _spawn(self, shard: int, bundle: int, mode: str, **init: Any) -> Any:
+        opts: dict = {"num_cpus": self._cpus}
+        pg = self._groups[shard].pg
+        if pg is not None:
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=bundle)
+        return _Shard.options(**opts).remote(mode, fsync=self._fsync, **init)
+
+    def _follower(self, shard: int, bundle: int, *, wait: bool) -> _Member:
+        actor = self._spawn(shard, bundle, "follow", path=self._shard_path(shard), threads=self._threads,
+                            kinds=dict(self._kinds))
+        m = _Member(actor, bundle, "replica", actor.position.remote())
+        if wait:
+            self._wait_ready([m])
+        return m
+
+    def _wait_ready(self, members: list[_Member] | None = None, timeout: float | None = None) -> None:
+        """Wait until ``members`` (default: every copy not yet started) answer."""
+        members = [m for g in self._groups for m in g.members if not m.ready and m.alive] if members is None else members
+        for m in members:
+            shard = next(i for i, g in enumerate(self._groups) if m in g.members)
+            self._wait([m.ready_ref], [shard], timeout=timeout)
+            m.ready, m.ready_ref = True, None
+
+    # ------------------------------------------------------------------ membership
+    @property
+    def _actors(self) -> list:
+        """Each shard's primary actor."""
+        return [self._primary_member(i).actor for i in range(len(self._groups))]
+
+    def _primary_member(self, shard: int) -> _Member:
+        return next((m for m in self._groups[shard].members if m.role == "primary"),
+                    self._groups[shard].members[0])
+
+    def _event(self, text: str) -> None:
+        self._events.append((time.time(), text))
+        del self._events[:-200]
+
+    def _poll(self) -> None:
+        """Copies started since the last call join the rotation; one that failed to start
+        is dropped (and started again from the store, at most once per call)."""
+        with self._lock:
+            waiting = [(i, m) for i, g in enumerate(self._groups) for m in g.members
+                       if m.alive and not m.ready and m.ready_ref is not None]
+        if not waiting:
+            return
+        done, _ = ray.wait([m.ready_ref for _, m in waiting], num_returns=len(waiting), timeout=0)
+        done = set(done)
+        for i, m in waiting:
+            if m.ready_ref not in done:
+                continue
+            try:
+                ray.get(m.ready_ref)
+            except Exception as e:  # noqa: BLE001 - it did not start: dropped, started again
+                self._event(f"shard {i}: a new copy failed to start ({type(e).__name__})")
+                self._lost(i, m)
+                continue
+            with self._lock:
+                m.ready, m.ready_ref = True, None
+                m.served_in = time.monotonic() - m.since
+            self._event(f"shard {i}: a new {m.role} serves ({m.served_in:.2f} s after it was started)")
+
+    def _lost(self, shard: int, m: _Member) -> None:
+        """Copy ``m`` of ``shard`` died: out of the rotation, and (a durable shard) a new
+        replica started in its place from the store, in the same placement group bundle."""
+        with self._lock:
+            if not m.alive:
+                return
+            m.alive = False
+            g = self._groups[shard]
+            self._event(f"shard {shard}: a {m.role} died")
+            if self._path is None:
+                return
+            try:
+                ray.kill(m.actor)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            g.members.remove(m)
+            if m.role == "primary" and not any(x.alive for x in g.members):
+                # no copy left to promote: the primary again, from the store
+                actor = self._spawn(shard, m.bundle, "open", path=self._shard_path(shard), threads=self._threads,
+                                    kinds=dict(self._kinds))
+                g.members.append(_Member(actor, m.bundle, "primary", actor.position.remote()))
+            else:
+                g.members.append(self._follower(shard, m.bundle, wait=False))
+
+    def _pick(self, shard: int, tried: set) -> _Member | None:
+        with self._lock:
+            g = self._groups[shard]
+            live = [m for m in g.members if m.alive and m.ready and id(m) not in tried]
+            if not live:
+                return None
+            g.turn += 1
+            return live[g.turn % len(live)]
+
+    def _await_copy(self, shard: int, tried: set) -> _Member | None:
+        """A copy of ``shard`` to try next: a started one, else (a durable shard) one being
+        started, waited for up to the timeout."""
+        m = self._pick(shard, tried)
+        if m is not None or self._path is None:
+            return m
+        deadline = time.monotonic() + (self.timeout or _PROMOTE_WAIT)
+        while time.monotonic() < deadline:
+            with self._lock:
+                pending = [x for x in self._groups[shard].members if x.alive and not x.ready]
+            if not pending:
+                return None
+            self._poll()
+            m = self._pick(shard, tried)
+            if m is not None:
+                return m
+            time.sleep(0.02)
+        return None
 
     # ------------------------------------------------------------------ plumbing
-    def _wait(self, refs: list, shards: list[int] | None = None) -> list:
-        """Results of one call per shard (in ``shards`` order); a dead shard or a call past
-        the timeout is a ShardError naming the shard; an engine error comes back as raised."""
+    def _wait(self, refs: list, shards: list[int] | None = None, timeout: float | None = None) -> list:
+        """Results of one call per shard (in ``shards`` order), no retry: a dead copy or a
+        call past the timeout is a ShardError naming the shard; an engine error comes back
+        as raised."""
         shards = list(range(len(refs))) if shards is None else shards
         out = []
         for i, ref in zip(shards, refs):
             try:
-                out.append(ray.get(ref, timeout=self.timeout))
+                out.append(ray.get(ref, timeout=self.timeout if timeout is None else timeout))
             except ray.exceptions.GetTimeoutError:
                 raise ShardError(f"shard {i} did not answer within {self.timeout} s", shard=i) from None
             except ray.exceptions.RayActorError as e:  # ActorDiedError among them
-                if getattr(e, "actor_init_failed", False):  # its engine did not start: Ray's text ends with why
-                    why = (getattr(e, "error_msg", "") or str(e)).strip().splitlines()[-1]
-                    raise ShardError(f"shard {i} could not start: {why[:500]}", shard=i) from None
-                raise ShardError(f"shard {i} is dead ({type(e).__name__}); restart from the last save with "
-                                 f"ShardedEngine.open(path)", shard=i) from None
+                raise self._dead_error(i, e) from None
             except ray.exceptions.RayTaskError as e:
-                cause = e.as_instanceof_cause()
-                raise (cause.cause if getattr(cause, "cause", None) is not None else cause) from None
+                raise _unwrap(e) from None
+        return out
+
+    def _dead_error(self, i: int, e: BaseException) -> ShardError:
+        if getattr(e, "actor_init_failed", False):  # its engine did not start: Ray's text ends with why
+            why = (getattr(e, "error_msg", "") or str(e)).strip().splitlines()[-1]
+            return ShardError(f"shard {i} could not start: {why[:500]}", shard=i)
+        if self._path is None:
+            return ShardError(f"shard {i} is dead ({type(e).__name__}); restart from the last save with "
+                              f"ShardedEngine.open(path)", shard=i)
+        return ShardError(f"shard {i}: no copy answers ({type(e).__name__})", shard=i)
+
+    def _reads(self, calls: dict[int, tuple]) -> dict[int, Any]:
+        """One read per shard (``{shard: (method, args, kwargs)}``), each on a live copy; a
+        copy that dies or times out is replaced by another within the call (a dead one is
+        also started again from the store). ShardError when no copy of a shard answers."""
+        self._poll()
+        tried: dict[int, set] = {s: set() for s in calls}
+        pending: dict[int, tuple] = {}
+
+        def submit(s: int) -> None:
+            m = self._await_copy(s, tried[s])
+            if m is None:
+                raise ShardError(f"shard {s}: no live copy to answer" + (
+                    "; restart from the last save with ShardedEngine.open(path)" if self._path is None else ""),
+                    shard=s)
+            method, args, kwargs = calls[s]
+            at = None if m.role == "primary" else self._groups[s].at
+            pending[s] = (m, m.actor.run.remote(method, *args, _at=at, **kwargs))
+
+        for s in calls:
+            submit(s)
+        out = {}
+        for s in calls:
+            while True:
+                m, ref = pending[s]
+                try:
+                    out[s] = ray.get(ref, timeout=self.timeout)
+                    break
+                except ray.exceptions.GetTimeoutError:
+                    failure: BaseException = ShardError(f"shard {s} did not answer within {self.timeout} s", shard=s)
+                    dead = False
+                except ray.exceptions.RayActorError as e:
+                    if getattr(e, "actor_init_failed", False):
+                        raise self._dead_error(s, e) from None
+                    failure, dead = self._dead_error(s, e), True
+                except ray.exceptions.RayTaskError as e:
+                    raise _unwrap(e) from None
+                tried[s].add(id(m))
+                if dead:
+                    self._lost(s, m)
+                try:
+                    submit(s)
+                except ShardError:
+                    raise failure from None
         return out
 
     def _all(self, method: str, *args: Any, **kwargs: Any) -> list:
-        return self._wait([a.run.remote(method, *args, **kwargs) for a in self._actors])
+        got = self._reads({s: (method, args, kwargs) for s in range(self.n_shards)})
+        return [got[s] for s in range(self.n_shards)]
 
     def _one(self, shard: int, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._wait([self._actors[shard].run.remote(method, *args, **kwargs)], [shard])[0]
+        return self._reads({shard: (method, args, kwargs)})[shard]
+
+    def _primary(self, shard: int) -> _Member:
+        """The shard's live primary: a replica promoted (it opens the store for writing) or
+        the primary started again from the store when the old one died."""
+        with self._lock:
+            g = self._groups[shard]
+            p = self._primary_member(shard)
+            if p.role == "primary" and p.alive and p.ready:
+                return p
+        if self._path is None:
+            raise ShardError(f"shard {shard} is dead; restart from the last save with ShardedEngine.open(path)",
+                             shard=shard)
+        deadline = time.monotonic() + _PROMOTE_WAIT
+        locked_since = None
+        while time.monotonic() < deadline:
+            self._poll()
+            with self._lock:
+                p = self._primary_member(shard)
+                if p.role == "primary" and p.alive:
+                    if p.ready:
+                        return p
+                    candidate = None
+                elif p.role == "primary":
+                    candidate = next((m for m in g.members if m.alive and m.ready and m.role == "replica"), None)
+                    if candidate is None:
+                        self._lost(shard, p)  # restarts it from the store when no replica lives
+                        continue
+                else:  # every member is a replica (the dead primary was removed)
+                    candidate = next((m for m in g.members if m.alive and m.ready), None)
+            if candidate is None:
+                time.sleep(0.02)
+                continue
+            t0 = time.monotonic()
+            try:
+                pos = ray.get(candidate.actor.promote.remote(), timeout=_PROMOTE_WAIT)
+            except ray.exceptions.RayActorError:
+                self._lost(shard, candidate)
+                continue
+            except ray.exceptions.RayTaskError as e:
+                err = _unwrap(e)
+                if not isinstance(err, StoreLockedError):
+                    raise err from None
+                # Ray says the primary died, but its process still holds the store's lock:
+                # exiting, or alive somewhere (cut off). Never two writers: wait for the lock
+                # to be released, and refuse writes if it is not
+                if locked_since is None:
+                    locked_since = time.monotonic()
+                if time.monotonic() - locked_since > _LOCK_GRACE:
+                    raise ShardError(f"shard {shard}: its primary does not answer but still holds the store's lock "
+                                     f"after {_LOCK_GRACE:g} s (alive somewhere): writes are refused until it exits "
+                                     f"({err})", shard=shard) from None
+                time.sleep(0.1)
+                continue
+            with self._lock:
+                old = self._primary_member(shard)
+                if old is not candidate and old.role == "primary":
+                    old.role = "replica"  # the dead one, replaced by _lost as a replica
+                candidate.role = "primary"
+                g.at = pos
+            self._event(f"shard {shard}: a replica became the primary in {time.monotonic() - t0:.2f} s")
+            with self._lock:
+                dead = [m for m in g.members if not m.alive]
+            for m in dead:
+                self._lost(shard, m)
+            return candidate
+        raise ShardError(f"shard {shard}: no primary within {_PROMOTE_WAIT:g} s", shard=shard)
+
+    def _write(self, shard: int, method: str, *args: Any, applied: tuple | None = None, **kwargs: Any) -> Any:
+        """A write on the shard's primary (:meth:`_writes` of one)."""
+        return self._writes({shard: ((method, *args), kwargs, applied)})[shard]
+
+    def _writes(self, calls: dict[int, tuple]) -> dict[int, Any]:
+        """Writes on the shards' primaries, in parallel (``{shard: ((method, *args), kwargs,
+        applied)}``); each primary's position after its write is what the shard's replicas
+        catch up with. When a primary dies during the call its write may or may not be in the
+        store's log: a replica is promoted (or the primary started again from the store) and
+        ``applied`` (ids, and a transaction time for an amendment: :meth:`_Shard.applied`)
+        says whether it is there; if not, it is made again. Without ``applied`` that is a
+        ShardError saying the write may or may not be applied."""
+        submitted = {}
+        for s, (args, kwargs, _) in calls.items():
+            m = self._primary(s)
+            submitted[s] = (m, m.actor.write.remote(*args, **kwargs))
+        out = {}
+        for s, (args, kwargs, applied) in calls.items():
+            m, ref = submitted[s]
+            for attempt in range(3):
+                try:
+                    res, pos = ray.get(ref, timeout=self.timeout)
+                except ray.exceptions.GetTimeoutError:
+                    raise ShardError(f"shard {s} did not acknowledge a write within {self.timeout} s: it may or may "
+                                     f"not be applied", shard=s) from None
+                except ray.exceptions.RayActorError as e:
+                    self._lost(s, m)
+                    if applied is None:
+                        raise ShardError(f"shard {s}'s primary died during a write ({type(e).__name__}): it may or "
+                                         f"may not be applied", shard=s) from None
+                    m = self._primary(s)
+                    try:
+                        done = ray.get(m.actor.applied.remote(*applied), timeout=self.timeout)
+                    except ray.exceptions.RayActorError:
+                        continue
+                    except ray.exceptions.RayTaskError as e2:
+                        raise _unwrap(e2) from None
+                    if done is not None:  # the dead primary logged it: it stands
+                        self._event(f"shard {s}: a write the dead primary had logged stands")
+                        res, pos = done, ray.get(m.actor.position.remote(), timeout=self.timeout)
+                    else:
+                        ref = m.actor.write.remote(*args, **kwargs)
+                        continue
+                except ray.exceptions.RayTaskError as e:
+                    raise _unwrap(e) from None
+                with self._lock:
+                    g = self._groups[s]
+                    if g.at is None or g.at[0] != pos[0] or g.at[1] < pos[1]:
+                        g.at = pos
+                out[s] = res
+                break
+            else:
+                raise ShardError(f"shard {s}: the write failed on three primaries", shard=s)
+        return out
+
+    def status(self) -> list[list[dict]]:
+        """Per shard, its copies: ``role`` ("primary" / "replica"), ``alive``, ``ready``
+        (started and in the rotation), ``node`` (Ray's node id, None when it does not
+        answer) and ``position`` (snapshot, acknowledged writes applied)."""
+        self._poll()
+        out = []
+        for i, g in enumerate(self._groups):
+            rows = []
+            for m in list(g.members):
+                info = {"role": m.role, "alive": m.alive, "ready": m.ready, "node": None, "position": None}
+                if m.alive and m.ready:
+                    try:
+                        info["node"], info["position"] = ray.get([m.actor.node.remote(), m.actor.position.remote()],
+                                                                 timeout=self.timeout or 30)
+                    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                        info["alive"] = False
+                rows.append(info)
+            out.append(rows)
+        return out
+
+    @property
+    def events(self) -> list[tuple[float, str]]:
+        """What happened to the copies (deaths, promotions, replacements serving), newest
+        last: (unix time, text); the last 200."""
+        return list(self._events)
+
+    def wait_replicas(self, timeout: float = 120.0) -> None:
+        """Wait until every shard has all its copies started (after a failure: the
+        replacements serve); ShardError past ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._poll()
+            with self._lock:
+                short = [i for i, g in enumerate(self._groups)
+                         if sum(m.alive and m.ready for m in g.members) < self.replicas]
+            if not short:
+                return
+            if time.monotonic() > deadline:
+                raise ShardError(f"shards {short} lack copies after {timeout:g} s", shard=short[0])
+            time.sleep(0.05)
 
     def _shards_of_ids(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(ids as uint64, the shard holding each), read as Engine reads ids; NotFoundError
@@ -219,7 +737,7 @@ class ShardedEngine:
 
     def shard_sizes(self) -> list[int]:
         """Items per shard."""
-        return self._wait([a.size.remote() for a in self._actors])
+        return self._all("__len__")
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -231,13 +749,24 @@ class ShardedEngine:
         """Declare ``kinds`` (in order) on ``shards`` (None: every one)."""
         shards = list(range(self.n_shards)) if shards is None else shards
         if kinds and shards:
-            self._wait([self._actors[s].declare.remote(kinds) for s in shards], shards)
+            with self._lock:  # every copy, those still starting too (their calls queue)
+                targets = [(s, m) for s in shards for m in self._groups[s].members if m.alive]
+            refs = [m.actor.declare.remote(kinds) for _, m in targets]
+            for (s, m), ref in zip(targets, refs):
+                try:
+                    ray.get(ref, timeout=self.timeout)
+                except ray.exceptions.RayActorError:
+                    if self._path is None:
+                        raise self._dead_error(s, RuntimeError("dead")) from None
+                    self._lost(s, m)  # its replacement is started with every column declared
+                except ray.exceptions.RayTaskError as e:
+                    raise _unwrap(e) from None
         self._kinds.update(kinds)
 
     def _adopt(self, shard: int) -> None:
         """Metadata columns ``shard`` added on its own (a supersede's new columns) declared on
         the other shards too."""
-        have = self._wait([self._actors[shard].kinds.remote()], [shard])[0]
+        have = self._wait([self._primary(shard).actor.kinds.remote()], [shard])[0]
         new = {name: have[name] for name in have if name not in self._kinds}
         self._declare(new, [s for s in range(self.n_shards) if s != shard])
 
@@ -281,14 +810,13 @@ class ShardedEngine:
         stems = batch.stem_id
         place = np.array([shard_of(s, self.n_shards, int(i)) for s, i in zip(stems, ids)], np.int64)
         stored = np.arange(n) if perm is None else perm  # the rows in the order one engine stores them
-        refs, shards = [], []
+        parts = {}
         for s in range(self.n_shards):
             src = stored[place[stored] == s]
             if len(src):  # each part in that order already: the shard stores it as given
-                part = {name: _take(name, col, src) for name, col in raw.items()}
-                refs.append(self._actors[s].run.remote("ingest", part, order="input"))
-                shards.append(s)
-        self._wait(refs, shards)
+                parts[s] = ({name: _take(name, col, src) for name, col in raw.items()}, ids[src])
+        self._writes({s: (("ingest", part), {"order": "input"}, (part_ids,)) for s, (part, part_ids)
+                      in parts.items()})
         self._next_id = max(self._next_id, int(ids.max()) + 1)
         return ids
 
@@ -347,7 +875,9 @@ class ShardedEngine:
         n = len(next(iter(raw.values()))) if raw else 0
         if "id" not in raw and n:
             raw["id"] = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
-        ids = np.asarray(self._one(s, "supersede", stem_id, raw, effective_at, **kwargs), np.uint64)
+        given = np.asarray(raw["id"], np.uint64) if "id" in raw and n else None
+        ids = np.asarray(self._write(s, "supersede", stem_id, raw, effective_at,
+                                     applied=None if given is None else (given,), **kwargs), np.uint64)
         added = [c for c in raw if isinstance(c, str) and c not in COLUMNS and c not in self._kinds]
         if added:  # the stem's shard added them: the others declare them too
             self._adopt(s)
@@ -359,18 +889,19 @@ class ShardedEngine:
         """A per-id lifecycle call (retract, deprecate): every id's shard is found first (an
         unknown id changes nothing), then each shard applies its ids."""
         arr, where = self._shards_of_ids(ids)
-        shards = [s for s in range(self.n_shards) if (where == s).any()]
-        self._wait([self._actors[s].run.remote(method, arr[where == s], *args) for s in shards], shards)
+        at = args[-1]  # the event's transaction time, resolved on the driver: a replayed write shows it
+        self._writes({s: ((method, arr[where == s], *args), {}, (arr[where == s], at))
+                      for s in range(self.n_shards) if (where == s).any()})
         return arr
 
     def retract(self, ids: Any, at: Any = None) -> np.ndarray:
         """:meth:`Engine.retract <chrono_engine.Engine.retract>` in each id's shard (``at``
         resolved once on the driver)."""
-        return self._by_shard("retract", ids, now_us() if at is None else at)
+        return self._by_shard("retract", ids, now_us() if at is None else scalar_us(at, "at"))
 
     def deprecate(self, ids: Any, effective_at: Any = None, at: Any = None) -> np.ndarray:
         """:meth:`Engine.deprecate <chrono_engine.Engine.deprecate>` in each id's shard."""
-        return self._by_shard("deprecate", ids, effective_at, now_us() if at is None else at)
+        return self._by_shard("deprecate", ids, effective_at, now_us() if at is None else scalar_us(at, "at"))
 
     def history(self, stem_id: str, known_at: Any = None) -> pa.Table:
         """:meth:`Engine.history <chrono_engine.Engine.history>` from the stem's shard."""
@@ -400,24 +931,45 @@ class ShardedEngine:
         return out
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike) -> None:
-        """Each shard saves its store to ``path/shard-<i>``, then the manifest
-        (``path/sharded.json``: shard count, placement, next id) is written
-        atomically, last: a directory without it is not a saved sharded engine."""
-        root = Path(os.path.abspath(path))  # the actors do not run in this working directory
-        root.mkdir(parents=True, exist_ok=True)
-        self._wait([a.run.remote("save", str(root / f"shard-{i}")) for i, a in enumerate(self._actors)])
+    def _write_manifest(self, root: Path | None = None) -> None:
+        root = self._path if root is None else root
         manifest = {"format": _FORMAT, "n_shards": self.n_shards, "placement": "blake2b-64(stem_id, utf-8) mod n; "
                     "id mod n without a stem", "next_id": self._next_id}
         tmp = root / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         os.replace(tmp, root / MANIFEST)
 
+    def checkpoint(self) -> None:
+        """Each shard's primary checkpoints its store (:meth:`Engine.save
+        <chrono_engine.Engine.save>` in place: a new snapshot, its log empty; replicas load it
+        on their next read), then the manifest is written again. Only for a sharded engine
+        with a store (``path=`` or :meth:`open`)."""
+        if self._path is None:
+            raise StorageError("checkpoint() needs a sharded engine with a store (path=, or ShardedEngine.open)")
+        self._writes({s: (("save",), {}, None) for s in range(self.n_shards)})
+        self._write_manifest()
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Each shard saves its store to ``path/shard-<i>``, then the manifest
+        (``path/sharded.json``: shard count, placement, next id) is written
+        atomically, last: a directory without it is not a saved sharded engine. The engine's
+        own path (``path=`` or :meth:`open`'s): :meth:`checkpoint`."""
+        root = Path(os.path.abspath(path))  # the actors do not run in this working directory
+        if self._path is not None and root == self._path:
+            self.checkpoint()
+            return
+        root.mkdir(parents=True, exist_ok=True)
+        self._writes({s: (("save", str(root / f"shard-{s}")), {}, None) for s in range(self.n_shards)})
+        self._write_manifest(root)
+
     @classmethod
     def open(cls, path: str | os.PathLike, *, cpus_per_shard: float = 1.0, threads: int | None = 1,
-             embedder: Any = None, timeout: float | None = None) -> ShardedEngine:
-        """A sharded engine saved by :meth:`save`: one actor per shard opens its store
-        (:meth:`Engine.open <chrono_engine.Engine.open>`, every check of a single store)."""
+             embedder: Any = None, timeout: float | None = None, replicas: int = 1,
+             fsync: str = "call") -> ShardedEngine:
+        """A sharded engine saved by :meth:`save` (or made with ``path=``): each shard's
+        primary opens its store for writing (:meth:`Engine.open
+        <chrono_engine.Engine.open>`, every check of a single store) and ``replicas - 1``
+        followers of it start; writes go to the stores' logs."""
         root = Path(os.path.abspath(path))  # the actors do not run in this working directory
         try:
             manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
@@ -433,39 +985,66 @@ class ShardedEngine:
         for i in range(n):
             if not (root / f"shard-{i}").is_dir():
                 raise StorageError(f"{root}: shard-{i} is missing (the manifest names {n} shards)")
+        r = cls._replication(replicas, root, fsync)
         self = cls.__new__(cls)
-        self._setup(n, cpus_per_shard, timeout, embedder)
-        threads = thread_count(threads, "threads", ConfigError)
-        actor = self._actor()
-        self._actors = [actor.remote(path=str(root / f"shard-{i}"), threads=threads) for i in range(n)]
-        # writes after the save went to the shards' logs (each store was opened for writing)
-        ends = self._started(lambda: self._wait([a.next_id.remote() for a in self._actors]))
+        self._setup(n, cpus_per_shard, timeout, embedder, r, root, fsync)
+        self._threads = thread_count(threads, "threads", ConfigError)
+        self._kinds = {}
+        self._start_groups()
+
+        def first() -> list:
+            for i in range(n):
+                actor = self._spawn(i, 0, "open", path=self._shard_path(i), threads=self._threads)
+                self._groups[i].members.append(_Member(actor, 0, "primary"))
+            # writes after the save went to the shards' logs (each store was opened for writing)
+            return self._wait([self._groups[i].members[0].actor.next_id.remote() for i in range(n)])
+        ends = self._started(first)
         self._next_id = max([next_id, *ends])
         self.dim, self.metric, self.decay = self._wait([self._actors[0].settings.remote()], [0])[0]
         # a column declared on a shard after its last save, that none of its rows carry, is
         # not in its log: declare again what any shard has on every shard that lacks it
         per = self._wait([a.kinds.remote() for a in self._actors])
-        self._kinds = {}
         for i, kinds in enumerate(per):
             for name, kind in kinds.items():
                 if self._kinds.setdefault(name, kind) != kind:
+                    self.shutdown()
                     raise StorageError(f"{root}: metadata column {name!r} is {self._kinds[name]} in one shard and "
                                        f"{kind} in shard-{i}")
         for i, kinds in enumerate(per):
             lack = {name: kind for name, kind in self._kinds.items() if name not in kinds}
             if lack:
                 self._wait([self._actors[i].declare.remote(lack)], [i])
+
+        def followers() -> None:
+            for i in range(n):
+                for j in range(1, r):
+                    self._groups[i].members.append(self._follower(i, j, wait=False))
+            self._wait_ready()
+        self._started(followers)
         return self
 
     def shutdown(self) -> None:
-        """Stop the shard actors (their engines' unsaved writes are lost: :meth:`save` first)
-        and wait (up to 10 s) until Ray has their CPUs back, so that the next engine can
-        start at once."""
-        held = len(self._actors) * self._cpus
+        """Stop every shard actor (an engine without a store loses its writes: :meth:`save`
+        first) and wait (up to 10 s) until Ray has their CPUs back, so that the next engine
+        can start at once."""
+        with self._lock:
+            members = [m for g in self._groups for m in g.members]
+            pgs = [g.pg for g in self._groups if g.pg is not None]
+            self._groups = []
+        held = (len(members) if not pgs else 0) * self._cpus + sum(self.replicas for _ in pgs) * self._cpus
         free = ray.available_resources().get("CPU", 0.0)
-        for a in self._actors:
-            ray.kill(a)
-        self._actors = []
+        for m in members:
+            try:
+                ray.kill(m.actor)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if pgs:
+            from ray.util.placement_group import remove_placement_group
+            for pg in pgs:
+                try:
+                    remove_placement_group(pg)
+                except Exception:  # noqa: BLE001
+                    pass
         deadline = time.monotonic() + 10.0
         while held and ray.available_resources().get("CPU", 0.0) < free + held - 1e-9 and time.monotonic() < deadline:
             time.sleep(0.05)
