@@ -1,7 +1,7 @@
 """The sharded engine's replicas on a real multi-node Ray cluster on this machine: a head and
 two worker nodes, each started with ``ray start`` as its own process group with its own CPUs
 and object store, in a network namespace whose only interface is loopback
-(chrono_engine.distributed._nodes). tests/nodes_scenario.py runs once for the module: two
+(chrono_engine.distributed._nodes). benches/bench_failover.py runs once for the module, short: two
 shards with two copies each spread over the nodes, a query load from several clients, a
 worker node holding a primary killed with SIGKILL under it, a write after the kill, the
 replacements; each test below checks one thing it saw."""
@@ -18,7 +18,7 @@ pytest.importorskip("ray", reason="the [ray] extra is not installed")
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-SCENARIO = Path(__file__).with_name("nodes_scenario.py")
+SCENARIO = Path(__file__).parents[1] / "benches" / "bench_failover.py"
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,8 @@ def seen(tmp_path_factory):
     work = tmp_path_factory.mktemp("nodes")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
-        r = private_network([sys.executable, str(SCENARIO), str(work)], timeout=600, env=env, cwd=str(work))
+        r = private_network([sys.executable, str(SCENARIO), "--work", str(work), "--clients", "4", "--seconds", "8",
+                             "--n", "3000", "--dim", "16", "--inside"], timeout=600, env=env, cwd=str(work))
     except OSError as e:
         pytest.skip(f"a multi-node Ray cluster is run in a private network namespace: {e}")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]

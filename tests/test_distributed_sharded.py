@@ -354,3 +354,32 @@ def test_concat_orders_the_shards_metadata_columns():
     assert t.column_names == ["id", "x", "y"] and t.column("x").to_pylist() == ["b", "a"]
     c = pa.table({"id": pa.array([3], pa.uint64()), "x": ["c"]})
     assert _concat([a, c], {"x": "string", "y": "int64"}).column("y").to_pylist() == [1, None]
+
+
+@pytest.mark.slow
+def test_two_phase_merge_equals_one_phase_and_brings_back_less(local_ray):
+    """The default merge (each shard's top-k keys, then only the final rows) gives the one-phase
+    tables exactly, every column, in every mode; the shards send back fewer bytes."""
+    sh = ce.distributed.ShardedEngine(4, DIM, decay=POLICY, cpus_per_shard=0.5)
+    try:
+        _apply(sh)
+        assert sh.merge == "two_phase"
+        sizes = {}
+        for merge in ("one_phase", "two_phase"):
+            sh.merge = merge
+            sh.received_bytes = 0
+            got = [sh.search_batch(QUERIES, 10, **case) for case in CASES]
+            got.append(sh.search_batch(QUERIES, 3, mode="window", window=("2020-01-01", "2022-01-01")))
+            sizes[merge] = sh.received_bytes
+            if merge == "one_phase":
+                ref = got
+        for g, r in zip(got, ref):
+            assert g.equals(r)
+        assert sizes["two_phase"] < sizes["one_phase"]
+        # a copy asked for a table it does not keep (it died and came back, or dropped it)
+        # answers None, and the driver then searches again in one phase
+        assert ray.get(sh._actors[0].take_rows.remote("no-such-call", np.arange(1))) is None
+    finally:
+        sh.shutdown()
+    with pytest.raises(ce.errors.ConfigError, match="merge"):
+        ce.distributed.ShardedEngine(2, DIM, merge="three_phase")

@@ -69,6 +69,8 @@ _CATCH_UP = 10.0
 _PROMOTE_WAIT = 120.0
 #: seconds a promotion waits for a dead primary's process to release the store's lock
 _LOCK_GRACE = 30.0
+#: two-phase searches a shard copy keeps between their phases (the oldest dropped past it)
+_KEPT = 256
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -95,6 +97,7 @@ class _Shard:
         else:
             raise ValueError(f"unknown shard mode {mode!r}")
         self._declared: dict = {}
+        self._kept: dict = {}  # two-phase searches between their phases
         if kinds:
             self.declare(kinds)
 
@@ -123,6 +126,24 @@ class _Shard:
     def run(self, method: str, *args: Any, _at: tuple | None = None, **kwargs: Any) -> Any:
         self._catch_up(_at)
         return getattr(self.eng, method)(*args, **kwargs)
+
+    def search_keys(self, call: str, *args: Any, _at: tuple | None = None, **kwargs: Any) -> pa.Table:
+        """Phase one of a two-phase search: ``search_batch(*args, **kwargs)``, its table kept
+        here under ``call`` and only what the merge needs returned (query, score, id, rank,
+        certified and the row's place in the table)."""
+        self._catch_up(_at)
+        table = self.eng.search_batch(*args, **kwargs)
+        self._kept[call] = table
+        while len(self._kept) > _KEPT:  # phase two never came (its caller died): the oldest go
+            self._kept.pop(next(iter(self._kept)))
+        return pa.table({"query": table.column("query"), "score": table.column("score"),
+                         "id": table.column("id"), "rank": table.column("rank"), "certified": table.column("certified"),
+                         "row": pa.array(np.arange(table.num_rows, dtype=np.int32))})
+
+    def take_rows(self, call: str, rows: np.ndarray) -> pa.Table | None:
+        """Phase two: the kept table's ``rows`` (all its columns); None when it is gone."""
+        table = self._kept.pop(call, None)
+        return None if table is None else table.take(pa.array(rows))
 
     def write(self, method: str, *args: Any, **kwargs: Any) -> tuple:
         out = getattr(self.eng, method)(*args, **kwargs)
@@ -258,10 +279,10 @@ class ShardedEngine:
     def __init__(self, n_shards: int, dim: int, metric: str = "cosine", decay: Any = None, *,
                  cpus_per_shard: float = 1.0, threads: int | None = 1, embedder: Any = None,
                  timeout: float | None = None, replicas: int = 1, path: str | os.PathLike | None = None,
-                 fsync: str = "call", **engine_kwargs: Any) -> None:
+                 fsync: str = "call", merge: str = "two_phase", **engine_kwargs: Any) -> None:
         n = count(n_shards, "n_shards", lo=1, hi=4096, error=ConfigError)
         r = self._replication(replicas, path, fsync)
-        self._setup(n, cpus_per_shard, timeout, embedder, r, path, fsync)
+        self._setup(n, cpus_per_shard, timeout, embedder, r, path, fsync, merge)
         threads = thread_count(threads, "threads", ConfigError)
         kwargs = dict(dim=dim, metric=metric, decay=decay, threads=threads, **engine_kwargs)
         from chrono_engine import Engine
@@ -308,7 +329,14 @@ class ShardedEngine:
         return r
 
     def _setup(self, n: int, cpus: float, timeout: float | None, embedder: Any, replicas: int = 1,
-               path: Any = None, fsync: str = "call") -> None:
+               path: Any = None, fsync: str = "call", merge: str = "two_phase") -> None:
+        if merge not in ("two_phase", "one_phase"):
+            raise ConfigError(f"merge must be 'two_phase' or 'one_phase', got {shown(merge)}")
+        #: "two_phase" (default): shards return their top-k keys, then the final rows only;
+        #: "one_phase": shards return their top-k rows whole (docs/distributed.md)
+        self.merge = merge
+        #: bytes of the Arrow tables the shards sent back to searches so far (Arrow's nbytes)
+        self.received_bytes = 0
         if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus <= 1024:
             raise ConfigError(f"cpus_per_shard must be a number in (0, 1024], got {shown(cpus)}")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -502,10 +530,12 @@ class ShardedEngine:
                               f"ShardedEngine.open(path)", shard=i)
         return ShardError(f"shard {i}: no copy answers ({type(e).__name__})", shard=i)
 
-    def _reads(self, calls: dict[int, tuple]) -> dict[int, Any]:
+    def _reads(self, calls: dict[int, tuple], answered: dict | None = None, remote: str = "run") -> dict[int, Any]:
         """One read per shard (``{shard: (method, args, kwargs)}``), each on a live copy; a
         copy that dies or times out is replaced by another within the call (a dead one is
-        also started again from the store). ShardError when no copy of a shard answers."""
+        also started again from the store). ShardError when no copy of a shard answers.
+        ``answered`` receives the copy that answered for each shard; ``remote``: the actor
+        method called (``run``, or ``search_keys`` with the call's key as "method")."""
         self._poll()
         tried: dict[int, set] = {s: set() for s in calls}
         pending: dict[int, tuple] = {}
@@ -518,7 +548,7 @@ class ShardedEngine:
                     shard=s)
             method, args, kwargs = calls[s]
             at = None if m.role == "primary" else self._groups[s].at
-            pending[s] = (m, m.actor.run.remote(method, *args, _at=at, **kwargs))
+            pending[s] = (m, getattr(m.actor, remote).remote(method, *args, _at=at, **kwargs))
 
         for s in calls:
             submit(s)
@@ -528,6 +558,8 @@ class ShardedEngine:
                 m, ref = pending[s]
                 try:
                     out[s] = ray.get(ref, timeout=self.timeout)
+                    if answered is not None:
+                        answered[s] = m
                     break
                 except ray.exceptions.GetTimeoutError:
                     failure: BaseException = ShardError(f"shard {s} did not answer within {self.timeout} s", shard=s)
@@ -838,11 +870,54 @@ class ShardedEngine:
             fixed["window"] = (ws, we)
         sub = _search.SearchOptions.of(opts, **fixed)
         kw = {} if threads is None else {"threads": threads}
-        parts = self._all("search_batch", q, k, sub, **kw)
-        table = _merge(_concat(parts, self._kinds), nq, k)
+        table = self._two_phase(q, k, sub, kw, nq) if self.merge == "two_phase" else None
+        if table is None:
+            parts = self._all("search_batch", q, k, sub, **kw)
+            self.received_bytes += sum(p.nbytes for p in parts)
+            table = _merge(_concat(parts, self._kinds), nq, k)
         if opts.verify is not None:
             table = _search.gate(table, opts.verify, nq)
         return table
+
+    def _two_phase(self, q: np.ndarray, k: int, sub: Any, kw: dict, nq: int) -> pa.Table | None:
+        """Each shard's top-k keys (query, score, id, rank, certified) first, merged here; then
+        only the final k rows per query from the copies that hold them, so the bytes back
+        per query are shards x k keys plus k rows, not shards x k rows. None when a copy died
+        between the phases (the caller searches again in one phase)."""
+        call = os.urandom(12).hex()
+        answered: dict = {}
+        keys = self._reads({s: (call, (q, k, sub), kw) for s in range(self.n_shards)}, answered, "search_keys")
+        parts = [keys[s].append_column("shard", pa.array(np.full(keys[s].num_rows, s, np.int32)))
+                 for s in range(self.n_shards)]
+        self.received_bytes += sum(p.nbytes for p in parts)
+        merged = _merge(pa.concat_tables(parts), nq, k)
+        shard = merged.column("shard").to_numpy()
+        row = merged.column("row").to_numpy()
+        refs = {}
+        for s in range(self.n_shards):  # every copy drops its kept table, even with no row kept
+            refs[s] = answered[s].actor.take_rows.remote(call, row[shard == s])
+        taken = {}
+        for s, ref in refs.items():
+            try:
+                taken[s] = ray.get(ref, timeout=self.timeout)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                taken[s] = None
+            except ray.exceptions.RayTaskError as e:
+                raise _unwrap(e) from None
+        if any(t is None for t in taken.values()):
+            self._event("a copy died between the phases of a search: searched again in one phase")
+            return None
+        self.received_bytes += sum(t.nbytes for t in taken.values())
+        table = _concat([taken[s] for s in range(self.n_shards)], self._kinds)
+        # the taken rows, shard after shard, back in the merged order
+        starts = np.concatenate([[0], np.cumsum([taken[s].num_rows for s in range(self.n_shards)])])
+        order = np.empty(len(shard), np.int64)
+        for s in range(self.n_shards):
+            sel = np.flatnonzero(shard == s)
+            order[sel] = starts[s] + np.arange(len(sel))
+        table = table.take(pa.array(order))
+        table = table.set_column(table.column_names.index("rank"), "rank", merged.column("rank"))
+        return table.set_column(table.column_names.index("certified"), "certified", merged.column("certified"))
 
     def search(self, vector: Any, k: int = 10, options: Any = None, **kwargs: Any) -> pa.Table:
         """:meth:`Engine.search <chrono_engine.Engine.search>`: one query through
@@ -965,7 +1040,7 @@ class ShardedEngine:
     @classmethod
     def open(cls, path: str | os.PathLike, *, cpus_per_shard: float = 1.0, threads: int | None = 1,
              embedder: Any = None, timeout: float | None = None, replicas: int = 1,
-             fsync: str = "call") -> ShardedEngine:
+             fsync: str = "call", merge: str = "two_phase") -> ShardedEngine:
         """A sharded engine saved by :meth:`save` (or made with ``path=``): each shard's
         primary opens its store for writing (:meth:`Engine.open
         <chrono_engine.Engine.open>`, every check of a single store) and ``replicas - 1``
@@ -987,7 +1062,7 @@ class ShardedEngine:
                 raise StorageError(f"{root}: shard-{i} is missing (the manifest names {n} shards)")
         r = cls._replication(replicas, root, fsync)
         self = cls.__new__(cls)
-        self._setup(n, cpus_per_shard, timeout, embedder, r, root, fsync)
+        self._setup(n, cpus_per_shard, timeout, embedder, r, root, fsync, merge)
         self._threads = thread_count(threads, "threads", ConfigError)
         self._kinds = {}
         self._start_groups()
