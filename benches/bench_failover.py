@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> dict:
         for seed, part in enumerate(np.array_split(np.arange(args.n), max(1, args.n // 50_000))):
             b = _rows(len(part), seed + 1, dim)
             assert np.array_equal(sh.ingest(b), one.ingest(b))
+        sh.checkpoint()  # a copy started later loads the snapshot instead of replaying the bulk load
         out["spread"] = [len({c["node"] for c in shard}) for shard in sh.status()]
         rng = np.random.default_rng(0)
         pool = rng.standard_normal((64, dim)).astype(np.float32)

@@ -73,7 +73,12 @@ _LOCK_GRACE = 30.0
 _KEPT = 256
 
 
-@ray.remote(max_restarts=0, max_task_retries=0)
+#: calls a shard copy runs at once (searches run in parallel in the engine; writes take its
+#: write lock): a copy answers many clients' queries without queueing them one by one
+_CONCURRENCY = 16
+
+
+@ray.remote(max_restarts=0, max_task_retries=0, max_concurrency=_CONCURRENCY)
 class _Shard:
     """One Engine in an actor; reads are ``run(method, *args, _at=position, **kwargs)``,
     writes ``write(method, ...)`` (the result and the store's position after it).
@@ -98,6 +103,7 @@ class _Shard:
             raise ValueError(f"unknown shard mode {mode!r}")
         self._declared: dict = {}
         self._kept: dict = {}  # two-phase searches between their phases
+        self._kept_lock = threading.Lock()
         if kinds:
             self.declare(kinds)
 
@@ -133,16 +139,18 @@ class _Shard:
         certified and the row's place in the table)."""
         self._catch_up(_at)
         table = self.eng.search_batch(*args, **kwargs)
-        self._kept[call] = table
-        while len(self._kept) > _KEPT:  # phase two never came (its caller died): the oldest go
-            self._kept.pop(next(iter(self._kept)))
+        with self._kept_lock:
+            self._kept[call] = table
+            while len(self._kept) > _KEPT:  # phase two never came (its caller died): the oldest go
+                self._kept.pop(next(iter(self._kept)))
         return pa.table({"query": table.column("query"), "score": table.column("score"),
                          "id": table.column("id"), "rank": table.column("rank"), "certified": table.column("certified"),
                          "row": pa.array(np.arange(table.num_rows, dtype=np.int32))})
 
     def take_rows(self, call: str, rows: np.ndarray) -> pa.Table | None:
         """Phase two: the kept table's ``rows`` (all its columns); None when it is gone."""
-        table = self._kept.pop(call, None)
+        with self._kept_lock:
+            table = self._kept.pop(call, None)
         return None if table is None else table.take(pa.array(rows))
 
     def write(self, method: str, *args: Any, **kwargs: Any) -> tuple:
