@@ -432,8 +432,14 @@ class ShardedEngine:
                     self._groups[shard].members[0])
 
     def _event(self, text: str) -> None:
-        self._events.append((time.time(), text))
-        del self._events[:-200]
+        with self._lock:
+            if self._events and self._events[-1][1].startswith(text):  # a repeat: counted
+                when, last = self._events[-1]
+                times = int(last.rsplit(" (x", 1)[1][:-1]) + 1 if last.endswith(")") and " (x" in last else 2
+                self._events[-1] = (when, f"{text} (x{times})")
+                return
+            self._events.append((time.time(), text))
+            del self._events[:-200]
 
     def _poll(self) -> None:
         """Copies started since the last call join the rotation; one that failed to start
@@ -455,6 +461,8 @@ class ShardedEngine:
                 self._lost(i, m)
                 continue
             with self._lock:
+                if m.ready:  # another thread's poll took it in
+                    continue
                 m.ready, m.ready_ref = True, None
                 m.served_in = time.monotonic() - m.since
             self._event(f"shard {i}: a new {m.role} serves ({m.served_in:.2f} s after it was started)")
