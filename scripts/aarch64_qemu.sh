@@ -273,6 +273,15 @@ if [ "$(cat "$SITE/.chrono-requirements" 2>/dev/null)" != "$stamp" ]; then
   printf '%s' "$stamp" >"$SITE.tmp/.chrono-requirements"
   rm -rf "$SITE" && mv "$SITE.tmp" "$SITE"
 fi
+# the host's pip byte-compiled them for the host's Python; the arm64 one compiles them for
+# itself once (else, with another version, or PYTHONDONTWRITEBYTECODE set, every start under
+# qemu would compile the sources again: a minute for numpy, pyarrow and numba)
+TAG=$("$PY" -c 'import sys; print(sys.implementation.cache_tag)')
+if [ ! -f "$SITE/.chrono-compiled-$TAG" ]; then
+  say "byte-compiling the wheels for $TAG under qemu (once)"
+  "$PY" -m compileall -q -j "$JOBS" "$SITE" >"$WORK/compileall-py$PYV.log" 2>&1 || true  # a test file that does not compile is pytest's to report
+  touch "$SITE/.chrono-compiled-$TAG"
+fi
 # the versions from the wheels' .dist-info names (importing them under qemu takes seconds)
 versions=$(cd "$SITE" && for d in numpy-*.dist-info pyarrow-*.dist-info numba-*.dist-info pytest-[0-9]*.dist-info; do
   d=${d%.dist-info}; printf '%s %s, ' "${d%%-*}" "${d#*-}"; done)
@@ -425,11 +434,16 @@ if [ "$WHEEL" = 1 ]; then
   # folder, for this Python on aarch64; nothing of the checkout is on the path
   TARGET=$STAGE/target
   t0=$(date +%s.%N)
-  "$HOST_PYTHON" -m pip install --disable-pip-version-check -q --no-warn-conflicts --target "$TARGET" \
+  "$HOST_PYTHON" -m pip install --disable-pip-version-check -q --no-warn-conflicts --no-compile --target "$TARGET" \
     "${PLATFORMS[@]}" --only-binary=:all: --python-version "$PYV" --implementation cp --abi "$CP" \
     "$wheel" >"$WORK/wheel-install-py$PYV.log" 2>&1 \
     || { tail -5 "$WORK/wheel-install-py$PYV.log" >&2; say "pip could not install $wheel for aarch64 (log: $WORK/wheel-install-py$PYV.log)"; exit 2; }
   install_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  # the byte-compilation pip does at the end of an install on the machine, by the arm64 interpreter
+  t0=$(date +%s.%N)
+  "$PY" -m compileall -q -j "$JOBS" "$TARGET" >>"$WORK/wheel-install-py$PYV.log" 2>&1 \
+    || say "some installed files did not byte-compile (pip ignores those too; log: $WORK/wheel-install-py$PYV.log)"
+  compile_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   deps=$(cd "$TARGET" && for d in numpy-*.dist-info pyarrow-*.dist-info numba-*.dist-info tqdm-*.dist-info; do
     d=${d%.dist-info}; printf '%s %s, ' "${d%%-*}" "${d#*-}"; done)
   deps=${deps%, }
@@ -450,7 +464,7 @@ if [ "$WHEEL" = 1 ]; then
   qpy -m chrono_engine.cli demo --lang en >"$WORK/wheel-demo-py$PYV.log" 2>&1 || { demo=FAIL; tail -20 "$WORK/wheel-demo-py$PYV.log" >&2; }
   demo_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   info=$(qpy -c 'import chrono_engine as c; b = c.build_info(); print(b["baseline"], b["simd"], b["hnswlib_simd"])' 2>/dev/null || echo "?")
-  phase "installed in $install_s s ($deps); imported from $TARGET in $import_best s; demo: $demo ($demo_s s); build_info: $info"
+  phase "installed in $install_s s ($deps), byte-compiled under qemu in $compile_s s; imported from $TARGET in $import_best s; demo: $demo ($demo_s s); build_info: $info"
   # the tests from a copy of tests/ (and pyproject.toml: pytest's settings) outside the checkout
   mkdir -p "$STAGE/tests-copy"
   cp -r tests pyproject.toml "$STAGE/tests-copy/"
@@ -479,9 +493,9 @@ echo "aarch64 under qemu: ${counts:-no pytest summary} (pytest rc $rc); tests ${
 if [ "$WHEEL" = 1 ]; then
   pyfull=$("$PY" -c 'import platform; print(platform.python_version())')
   {
-    echo "| arm64 CPython (Debian) | wheel tag (auditwheel) | size | build s | install s | import s | demo s | tests (under qemu) | tests s |"
+    echo "| arm64 CPython (Debian) | wheel tag (auditwheel) | size | build s | install s (pip + byte-compile under qemu) | import s | demo s | tests (under qemu) | tests s |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    echo "| $pyfull | $tag | $size | $build_s | $install_s | $import_best | $demo ($demo_s) | ${counts:-no summary} | $test_s |"
+    echo "| $pyfull | $tag | $size | $build_s | $install_s + $compile_s | $import_best | $demo ($demo_s) | ${counts:-no summary} | $test_s |"
     echo
     echo "wheel: $(basename "$wheel"); dependencies: $deps; $tools; host $(nproc) cores"
   } | tee "$OUT/wheels-aarch64-$CP.md"
