@@ -45,6 +45,11 @@
 # test subset of scripts/build_wheels.sh (WHEEL_FILES, less CORE_DESELECT) from a copy of
 # tests/ outside the checkout. A table row goes to stdout and dist/wheels-aarch64-cp3XX.md.
 #
+# QEMU_CPU (read by qemu itself) picks the emulated processor; its default, "max", has SVE, under
+# which Debian 13's root (3.13) ran twenty times slower here (import numpy: 61 s, against 2.6 s
+# with QEMU_CPU=cortex-a72, Armv8-A with NEON only, the module's baseline): the 3.13 figures in
+# benches/RESULTS.md were taken with QEMU_CPU=cortex-a72.
+#
 # Exit status: pytest's (1: a test failed), 2 when the cross build or the NEON check fails
 # (--wheel: or the wheel's build, repair, contents, install, import or demo),
 # 3 when this machine cannot run it (no apt-get, not root, a download failed, no arm64
