@@ -67,12 +67,23 @@ class NotRegularFile(OSError):
     """A path that must be a regular file is a symlink, FIFO, device, directory..."""
 
 
+#: open(2) flags where the platform has them: Windows' os has no O_NOFOLLOW (a symbolic link
+#: is then refused by an lstat first) and no O_NONBLOCK (it has no FIFOs), and needs O_BINARY
+#: (else reads and writes translate line ends)
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+O_BINARY = getattr(os, "O_BINARY", 0)
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
 def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY) -> int:
     """An fd of ``path`` only if it is a regular file: never follows a symlink, never blocks
     (a FIFO), never reads a device. FileNotFoundError when absent; NotRegularFile (saying
     what it is) otherwise."""
+    if not O_NOFOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): look first
+        raise NotRegularFile(errno.ELOOP, "is not a regular file (a symbolic link)")
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_BINARY | O_CLOEXEC)
     except FileNotFoundError:
         raise
     except OSError as e:

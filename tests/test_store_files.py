@@ -341,3 +341,36 @@ def test_a_format_2_store_opens(pristine, tmp_path):
     m["files"]["amend.arrow"] = "0" * 64
     write_manifest(path, m)
     _refused(path, "files")
+
+
+def test_store_opens_and_refuses_links_without_o_nofollow(tmp_path, monkeypatch):
+    """Windows' os has no O_NOFOLLOW or O_NONBLOCK: with them absent (0), a store still opens
+    and writes, and a symbolic link where a store file or the lock should be is still refused
+    (an lstat before the open)."""
+    import chrono_engine._util as util
+    import chrono_engine.storage.lock as lock
+    from chrono_engine.errors import CorruptStoreError, StorageError
+
+    monkeypatch.setattr(util, "O_NOFOLLOW", 0)
+    monkeypatch.setattr(util, "O_NONBLOCK", 0)
+    monkeypatch.setattr(lock, "O_NOFOLLOW", 0)
+    rng = np.random.default_rng(0)
+    eng = ce.Engine.create(tmp_path / "st", dim=4)
+    eng.ingest({"vector": rng.standard_normal((3, 4)).astype(np.float32), "valid_from": ["2024-01-01"] * 3})
+    eng.close()
+    back = ce.Engine.open(tmp_path / "st")
+    assert len(back) == 3
+    back.close()
+    seal = tmp_path / "st" / "CURRENT"
+    real = tmp_path / "CURRENT.real"
+    seal.rename(real)
+    seal.symlink_to(real)
+    with pytest.raises(StorageError, match="symbolic link|not a regular file|unreadable"):
+        ce.Engine.open(tmp_path / "st", read_only=True)
+    seal.unlink()
+    real.rename(seal)
+    (tmp_path / "st" / "LOCK").unlink()
+    (tmp_path / "st" / "LOCK").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(CorruptStoreError, match="LOCK is not a regular file"):
+        ce.Engine.open(tmp_path / "st")
+    assert not (tmp_path / "elsewhere").exists()

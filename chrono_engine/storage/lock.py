@@ -8,6 +8,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from .._util import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from ..errors import ConfigError, CorruptStoreError, StorageError, StoreLockedError
 
 __all__ = ["StoreLock", "store_key"]
@@ -35,8 +36,10 @@ class StoreLock:
 
     def __init__(self, root: Path) -> None:
         path = root / "LOCK"
+        if not O_NOFOLLOW and path.is_symlink():  # no O_NOFOLLOW (Windows): look first
+            raise CorruptStoreError(f"{root}: LOCK is not a regular file")
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_BINARY | O_CLOEXEC, 0o644)
         except OSError as e:
             raise StorageError(f"cannot lock {root} for writing: {e.strerror} ({path.name}); a store that is only "
                                "read opens with read_only=True") from None
