@@ -417,8 +417,14 @@ class StoreState:
         """Add a validated batch, and apply ``amend`` (``rows`` and the :data:`AMEND_FIELDS`
         of existing rows) in the same core call, so no reader sees one without the other;
         returns the batch's ids. All or nothing: a batch the core refuses leaves names,
-        strings and core unchanged. The caller holds ``write``."""
+        strings and core unchanged. The caller holds ``write``.
+
+        ``amend`` may also name rows of the batch itself (row numbers from ``len(self)``: an
+        import of rows with their events, :mod:`._transfer`); those are checked against the
+        batch before anything changes and applied by a second core call right after the
+        rows, so a reader may see such rows without their events for that moment."""
         n = batch.n
+        amend, own = _own_amendments(batch, len(self), amend)
         # codes for fact types and stems (dictionary-encoded by the schema, remapped here
         # without a per-row loop); remembered only once the core accepted the batch
         new_types = [t for t in batch.fact_type_names if t not in self.fact_code]
@@ -442,6 +448,9 @@ class StoreState:
                 batch.vector, batch.valid_from, batch.valid_to, batch.observed_at, batch.ingested_at,
                 batch.retracted_at, batch.version_key, batch.reliability, stem, ft,
                 batch.deprecated.astype(np.uint8), batch.ids, self.threads, **_amend_args(amend))
+            if own is not None:  # checked above against the batch: cannot fail now the rows exist
+                self.core.amend(own["amend_rows"], own["amend_tx"], own["amend_valid_to"],
+                                own["amend_deprecated_from"])
         except BaseException as e:
             self.table, self.parts = old_table, old_parts
             self.stems.truncate(n_stems)
@@ -605,6 +614,41 @@ def _amend_args(amend: dict | None) -> dict:
             "amend_tx": np.asarray(amend["amend_tx"], np.int64),
             "amend_valid_to": np.asarray(amend["amend_valid_to"], np.int64),
             "amend_deprecated_from": np.asarray(amend["amend_deprecated_from"], np.int64)}
+
+
+#: the most lifecycle events one row takes (the core's MetaTable::kMaxAmendments)
+MAX_AMENDMENTS = 64
+
+
+def _own_amendments(batch: IngestBatch, first: int, amend: dict | None) -> tuple[dict | None, dict | None]:
+    """``amend`` split into the amendments of existing rows (below ``first``, for the core's
+    ingest call) and those of the batch's own rows (row ``first + i``: the core's arguments,
+    or None), the latter checked against the batch by the core's rules (the row is in the
+    batch, the transaction time a time not before its ``ingested_at``, a new end after its
+    ``valid_from``, at most :data:`MAX_AMENDMENTS` per row); SchemaError naming the first
+    that breaks one, before anything changes."""
+    if not amend or not len(amend["rows"]):
+        return amend, None
+    rows = np.asarray(amend["rows"]).astype(np.int64)
+    own = rows >= first
+    if not own.any():
+        return amend, None
+    a = _amend_args(dict({k: np.asarray(v)[own] for k, v in amend.items() if k != "rows"}, rows=rows[own]))
+    i = rows[own] - first
+    tx, vt = a["amend_tx"], a["amend_valid_to"]
+    bad = i >= batch.n
+    i = np.where(bad, 0, i)
+    checks = (("no such row", bad),
+              ("transaction time is not a time", (tx < MIN_TIME_US) | (tx > MAX_TIME_US)),
+              ("transaction time before the row's ingested_at", tx < batch.ingested_at[i]),
+              ("valid_to <= valid_from", (vt != OPEN_END) & (vt <= batch.valid_from[i])),
+              (f"more than {MAX_AMENDMENTS} amendments of one row",
+               np.bincount(i, minlength=max(batch.n, 1))[i] > MAX_AMENDMENTS))
+    for what, fails in checks:
+        if fails.any():
+            j = int(np.flatnonzero(fails)[0])
+            raise SchemaError(f"edited rows: amendment of new row {int(rows[own][j]) - first}: {what}")
+    return {k: np.asarray(v)[~own] for k, v in amend.items()}, a
 
 
 def _appended(table: pa.Table | None, rows: pa.Table, parts: list[int]) -> pa.Table:
