@@ -133,8 +133,10 @@ def import_rows(eng: Any, payload: Any) -> np.ndarray:
                                   "(wrong type)", column=name, rule="wrong type")
         # cosine vectors arrive of unit length and are kept bit for bit (checked, as a replay does)
         metric = "ip" if st.metric == "cosine" else st.metric
+        # the payload's columns as declared (names checked by _checked): a source may hold a
+        # declared column whose name an undeclared batch would take for a typo ("valid_form")
         batch = normalize_rows(t.rows, dim=st.dim, metric=metric, known_fact_type=st.policy.knows,
-                               now_us=now_us(), metadata=kinds)
+                               now_us=now_us(), metadata={**t.metadata, **kinds})
         if {k: kind for k, (kind, _) in batch.metadata.items()} != t.metadata:
             raise SchemaError("payload: the metadata columns do not match their kinds", rule="payload")
         if st.metric == "cosine":
@@ -180,6 +182,8 @@ def _checked(p: Any, st: Any) -> Transfer:
     if not isinstance(p.metadata, dict) or any(
             not isinstance(k, str) or k in COLUMNS or v not in _metadata.ARROW_TYPES for k, v in p.metadata.items()):
         bad("metadata must map column names to kinds")
+    for name in p.metadata:
+        _metadata.check_name(name)  # SchemaError naming a name no store keeps
     if not isinstance(p.rows, pa.Table) or not p.rows.schema.equals(rows_schema(p.dim, p.metadata)):
         bad("rows are not in the transfer schema")
     if not isinstance(p.amendments, pa.Table) or not p.amendments.schema.equals(AMEND_SCHEMA):

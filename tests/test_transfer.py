@@ -17,7 +17,7 @@ import pytest
 
 import chrono_engine as ce
 from chrono_engine._transfer import AMEND_SCHEMA, Transfer, export_rows, import_rows
-from chrono_engine.errors import ConfigError, NotFoundError, QueryError, SchemaError
+from chrono_engine.errors import ConfigError, NotFoundError, QueryError, SchemaError, StorageError
 
 DIM = 8
 DAY = 86_400_000_000
@@ -241,8 +241,12 @@ def test_import_into_a_store_is_seen_by_reopen_follower_and_checkpoint(source, t
     path = tmp_path / "store"
     w = ce.Engine.create(path, dim=DIM, decay=DECAY)
     follower = ce.Engine.follow(path)
+    start = w.position[1]
     import_rows(w, pickle.loads(pickle.dumps(export_rows(eng, groups[0]))))
     import_rows(w, export_rows(eng, groups[1]))
+    assert w.position[1] == start + 2  # one log record (one commit) per import
+    with pytest.raises(StorageError):  # a follower does not write
+        import_rows(follower, export_rows(eng, groups[0]))
     follower.refresh()
     assert follower.position == w.position
     ids = eng.columns()["id"]
@@ -365,6 +369,25 @@ def test_empty_selection_and_payload_are_no_ops(source):
     assert import_rows(target, p).tolist() == []
     _unchanged(target, before)
     assert import_rows(ce.Engine(dim=DIM), export_rows(ce.Engine(dim=DIM), [])).tolist() == []
+
+
+def test_declared_columns_move_with_their_names():
+    """A declared column a plain ingest would take for a typo (``valid_form``) moves too,
+    and a name no store keeps is refused."""
+    src = _engine(metadata={"valid_form": "string", "empty": "int64"})
+    src.ingest({"vector": np.eye(DIM, dtype=np.float32)[:2], "valid_from": [T0, T0 + DAY],
+                "valid_form": ["a", None]})
+    p = export_rows(src, src.columns()["id"])
+    target = _engine()
+    import_rows(target, p)
+    assert target.metadata == src.metadata
+    assert target.get([0, 1]).equals(src.get([0, 1]))
+    bad = _with(p, metadata={"$x" if k == "empty" else k: v for k, v in p.metadata.items()},
+                rows=p.rows.rename_columns([("$x" if c == "empty" else c) for c in p.rows.column_names]))
+    fresh = _engine()
+    with pytest.raises(SchemaError, match=r"\$x"):
+        import_rows(fresh, bad)
+    assert len(fresh) == 0 and fresh.metadata == {}
 
 
 def test_export_refuses_unknown_and_repeated_ids(source):
