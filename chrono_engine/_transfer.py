@@ -116,11 +116,11 @@ def import_rows(eng: Any, payload: Any) -> np.ndarray:
     """Append a :class:`Transfer` to ``eng`` (in memory, or a writable store: one logged
     write) with ids, base columns, metadata, retractions and events as exported; returns
     the ids (uint64) in the payload's order. Nothing is written unless all of it is:
-    ConfigError for another ``dim`` / ``metric``, SchemaError (rule ``payload``) for a
-    malformed payload, QueryError naming
-    an id or a stem the target already holds, SchemaError naming a metadata column of
-    another kind, a row or an event that breaks the store's rules. An empty payload is a
-    no-op."""
+    ConfigError for another ``dim`` / ``metric``; SchemaError (rule ``payload``) for a
+    malformed payload; QueryError naming an id or a stem the target already holds;
+    SchemaError naming a metadata column of another kind, or a row or an event that breaks
+    the store's rules; StorageError from an engine that does not write. An empty payload is
+    a no-op."""
     st = eng._state
     t = _checked(payload, st)
     if not len(t):
