@@ -170,15 +170,26 @@ class ArrowPeer:
         return t.append_column("validity", pa.array(v)).append_column("score", pa.array(s))
 
 
-PEERS = {"arrow": ArrowPeer, "pandas": PandasPeer, "numpy": NumpyPeer}
-FORMATS = {"arrow": "pyarrow", "pandas": "pandas", "numpy": "numpy"}
+class Zeros:
+    """Not a peer: a batch function that appends two float32 columns of zeros to the Arrow
+    batch, so the pipeline costs what Ray costs per batch with no scoring at all (its
+    outputs are not ce.score's and are not compared)."""
+
+    def __call__(self, t: pa.Table) -> pa.Table:
+        z = pa.array(np.zeros(t.num_rows, np.float32))
+        return t.append_column("validity", z).append_column("score", z)
+
+
+PEERS = {"arrow": ArrowPeer, "pandas": PandasPeer, "numpy": NumpyPeer, "zeros": Zeros}
+FORMATS = {"arrow": "pyarrow", "pandas": "pandas", "numpy": "numpy", "zeros": "pyarrow"}
 
 
 def peer(ds, fmt: str, batch_size: int, compute):
     """The peer pipeline: rescore's map_batches shape (batch size, actor pool, one CPU per
     actor, zero-copy batches) with a NumPy / pandas batch function instead of ce.score."""
-    return ds.map_batches(PEERS[fmt], batch_format=FORMATS[fmt], batch_size=batch_size, compute=compute,
-                          fn_constructor_kwargs={"rate_of": RATE_OF, "as_of": T_QUERY}, num_cpus=1,
+    kw = {} if fmt == "zeros" else {"fn_constructor_kwargs": {"rate_of": RATE_OF, "as_of": T_QUERY}}
+    return ds.map_batches(PEERS[fmt], batch_format=FORMATS[fmt], batch_size=batch_size, compute=compute, **kw,
+                          num_cpus=1,
                           udf_modifying_row_count=False, zero_copy_batch=True)
 
 
@@ -354,7 +365,7 @@ def run_fixed(args, pol, report, rescore, rescore_parquet) -> None:
                 t1 = time.perf_counter()
                 out = job()
                 dt = time.perf_counter() - t1
-                if name not in best:  # outputs checked once per pipeline
+                if name not in best and name != "peer.zeros":  # outputs checked once per pipeline
                     got = aligned(out() if callable(out) else out)
                     checks[f"{name}.{src}"] = compare(got, ref)
                     if name == "ray" and not checks[f"{name}.{src}"]["identical"]:
@@ -518,7 +529,7 @@ def run_stream(args, pol, kind: str) -> dict:
         now = time.perf_counter() - t0
         rows += b.num_rows
         marks.append((now, rows))
-        if k % args.stream_check_every == 0 and kind != "source":
+        if k % args.stream_check_every == 0 and kind not in ("source", "zeros"):
             ref = ce.score(b.drop_columns(["validity", "score"]), as_of=T_QUERY, policy=pol)
             check = merge_diff(check, compare(b, ref))
             if kind == "engine" and not check["identical"]:
@@ -667,8 +678,8 @@ def main(argv=None) -> dict:
     r.add_argument("--min-time", type=float, default=0.5, help="in-process: stop repeating after this many seconds")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--peers", type=lambda s: [p for p in s.split(",") if p], default=["arrow", "pandas", "numpy"],
-                   help="peer batch functions, comma-separated: arrow (NumPy on Arrow batches), pandas, numpy "
-                        "('' = none)")
+                   help="peer batch functions, comma-separated: arrow (NumPy on Arrow batches), pandas, numpy; "
+                        "zeros (no scoring: Ray's own cost) ('' = none)")
     r.add_argument("--stream-peers", type=lambda s: [p for p in s.split(",") if p], default=["arrow", "pandas"],
                    help="the peers run in the long job ('' = none)")
     r.add_argument("--object-store-mb", type=int, default=2048, help="Ray's object store (MB)")
