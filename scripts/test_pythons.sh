@@ -7,6 +7,7 @@
 #   scripts/test_pythons.sh 3.10 3.13       # those (a prefix of a version under pyenv, or a path to python)
 #   CHRONO_TEST_FILES="tests/test_search.py" scripts/test_pythons.sh 3.12   # other tests
 #   CHRONO_TEST_ALL=1 scripts/test_pythons.sh 3.13   # the whole suite (-m "not slow" dropped too)
+#   CHRONO_INSTALL_FROM=dist/chrono_engine-0.x.tar.gz scripts/test_pythons.sh   # install the sdist (or a wheel) instead
 #
 # Each interpreter: a venv under $WORK (default build/pythons/<version>), `pip install .`
 # with pip's default resolution of the dependencies (what a user gets on that Python), the
@@ -51,7 +52,7 @@ for py in "${pythons[@]}"; do
   echo "test_pythons: CPython $ver ($py): installing" >&2
   rm -rf "$venv"
   if ! { "$py" -m venv "$venv" &&
-         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check . "${test_deps[@]}"; } >"$log" 2>&1; then
+         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${CHRONO_INSTALL_FROM:-.}" "${test_deps[@]}"; } >"$log" 2>&1; then
     tail -20 "$log" >&2
     summary+=("CPython $ver: install FAILED ($(( $(date +%s) - t0 )) s; $log)")
     status=1

@@ -42,7 +42,9 @@ def test_node_cluster_is_three_ray_nodes_on_loopback_only(seen):
 
 def test_replicas_spread_across_nodes(seen):
     assert seen["spread"] == [2, 2]  # each shard's two copies on two different nodes
-    assert seen["spread_after"] == [2, 2]  # and again once the dead node's copies were replaced
+    # once a node died its copies' bundles go where CPUs are free (SPREAD is best effort): the
+    # copies may then share a node (docs/distributed.md); each shard has both again
+    assert seen["copies_after"] == [2, 2]
 
 
 def test_node_killed_under_load_fails_no_query(seen):
@@ -56,8 +58,8 @@ def test_node_killed_answers_stay_those_of_one_engine(seen):
 
 
 def test_node_killed_primary_hands_writing_to_a_replica(seen):
-    assert any("a primary died" in e for e in seen["events"])
-    assert any("became the primary" in e for e in seen["events"])
+    assert any("a primary died" in e for e in seen["events"]), seen["events"]
+    assert any("became the primary" in e or "a new primary serves" in e for e in seen["events"]), seen["events"]
     assert seen["write_ids_equal"]
 
 

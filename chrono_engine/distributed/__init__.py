@@ -4,7 +4,8 @@
   ``ray.data.Dataset`` of candidates (Arrow batches through ``map_batches`` on an actor pool
   holding the compiled policy); Parquet in and out.
 - :class:`ShardedEngine`: N :class:`~chrono_engine.Engine` shards in Ray actors, items placed
-  by stem, ``search_batch`` fanned out and merged exactly; the single engine's API.
+  by ranges of a key of their stem, ``search_batch`` fanned out and merged exactly; the single
+  engine's API; replicas of each shard with failover, ``add_shards`` online.
 
 Ray is imported when one of these is first used; a missing Ray raises
 :class:`~chrono_engine.errors.MissingDependencyError` naming the extra.
@@ -12,7 +13,7 @@ Ray is imported when one of these is first used; a missing Ray raises
 from __future__ import annotations
 
 _LAZY = {"rescore": "._rescore", "rescore_parquet": "._rescore", "ShardedEngine": "._sharded",
-         "shard_of": "._sharded"}
+         "shard_of": "._sharded", "placement_key": "._sharded"}
 
 __all__ = sorted(_LAZY)
 

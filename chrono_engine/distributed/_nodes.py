@@ -145,14 +145,23 @@ class LocalNodes:
         return None
 
     def kill(self, i: int) -> None:
-        """Node ``i`` dies as a machine does: SIGKILL to its raylet, object store and workers."""
+        """Node ``i`` dies as a machine does: SIGKILL, at once, to every process of it — the
+        ``ray start`` process group (raylet, object store) and every descendant, Ray's worker
+        processes too (they run in process groups of their own: killing the group alone
+        would leave the node's actors running, and answering, until they noticed)."""
         p = self.procs[i]
         if p is None:
             return
+        victims = _descendants(p.pid)
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         p.wait()
         self.procs[i] = None
 
@@ -166,6 +175,7 @@ class LocalNodes:
         import ray
         if ray.is_initialized():
             ray.shutdown()
+        leftovers = [pid for p in self.procs if p is not None for pid in _descendants(p.pid)]
         for p in reversed(self.procs):
             if p is not None:
                 try:
@@ -179,12 +189,18 @@ class LocalNodes:
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
+                pass
+            try:  # what `ray start` left behind in its group (the GCS, raylet, workers) goes too
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
             self.procs[i] = None
+        for pid in leftovers:  # workers in process groups of their own
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> LocalNodes:
@@ -198,3 +214,24 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out

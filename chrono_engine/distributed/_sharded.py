@@ -1,16 +1,23 @@
 """A sharded engine on Ray actors: N :class:`~chrono_engine.Engine` shards, items placed by
 stem, the single engine's calls routed or fanned out (docs/distributed.md).
 
-Placement: an item goes to shard ``shard_of(stem_id, n)`` = the first 8 bytes of
-BLAKE2b(stem_id, UTF-8) as a little-endian integer, mod n; an item without a stem to
-``id mod n``. A lineage (every version of a stem) therefore lives in one shard, so
-arbitration, supersede, retract and history run there unchanged. The placement depends on
-the stem and n only: stable across runs, machines and Python versions.
+Placement: every item has a placement key (:func:`placement_key`: BLAKE2b-64 of its stem,
+shifted to int64), kept in a hidden metadata column; each shard owns ranges of the key space
+(:class:`_Layout`). A lineage (every version of a stem) lives in one shard, so arbitration,
+supersede, retract and history run there unchanged. :meth:`ShardedEngine.add_shards` gives
+the tail of every range to new shards: only those items move, with their history; the old
+shards keep hidden copies, filtered out of every read. Format-1 engines (BLAKE2b mod n,
+:func:`shard_of`) still open, and cannot grow.
 
 Ids are global: the driver assigns them (0, 1, 2, ... in the order one engine stores the
 rows, see ``Engine.ingest``'s ``order``, or the rows' own ``id`` column) and each shard
 stores them as given, so every shard's top-k list is ordered by (score, global id) and the
 merge of the lists is the single engine's answer exactly (certified when every shard's was).
+
+Replicas (``path=``, ``replicas=``): each shard is a store written by its primary and
+followed (:meth:`Engine.follow <chrono_engine.Engine.follow>`) by its replicas; reads go to
+any live copy, which catches up with the last acknowledged write first; a dead copy is
+retried within the call and replaced; a dead primary hands writing to a replica.
 
 Metadata columns are declared on every shard: a column that first arrives in a batch is
 declared on all of them before the batch's parts go out (in the batch's order, so every
@@ -45,22 +52,130 @@ from .._util import import_extra
 
 ray = import_extra("ray", "ray", "chrono_engine.distributed.ShardedEngine")
 
-__all__ = ["ShardedEngine", "shard_of"]
+__all__ = ["ShardedEngine", "shard_of", "placement_key"]
 
 #: the manifest of a saved sharded engine (beside its shard stores shard-0, shard-1, ...)
 MANIFEST = "sharded.json"
-_FORMAT = 1
+#: 2: placement by ranges of the placement key, kept in a hidden column; 1 (still opens):
+#: BLAKE2b-64 mod n, no hidden column, no add_shards
+_FORMAT = 2
+#: the hidden metadata column holding each row's placement key (int64) in a format-2 engine
+HIDDEN = "__placement"
+_I64 = 1 << 63
 #: seconds a new sharded engine waits for enough free CPUs before it is refused
 _FREE_WAIT = 10.0
 
 
 def shard_of(stem_id: str | None, n: int, id_: int = 0) -> int:
-    """The shard of an item: BLAKE2b-64 of its stem (UTF-8) mod ``n``; ``id_`` mod ``n``
-    for an item without a stem."""
+    """The shard of an item in a format-1 sharded engine (saved before placement by ranges):
+    BLAKE2b-64 of its stem (UTF-8) mod ``n``; ``id_`` mod ``n`` for an item without a stem."""
     if stem_id is None:
         return int(id_) % n
     h = hashlib.blake2b(stem_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(h, "little") % n
+
+
+def placement_key(stem_id: str | None, id_: int = 0) -> int:
+    """An item's placement key: the first 8 bytes of BLAKE2b(stem_id, UTF-8) as a
+    little-endian integer, shifted to the int64 range (minus 2**63, so the order is the
+    hash's); an item without a stem: the same of its id's decimal digits after a zero byte.
+    Every version of a stem has the same key, so a lineage never spans shards."""
+    data = (b"\0" + str(int(id_)).encode()) if stem_id is None else stem_id.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") - _I64
+
+
+class _Layout:
+    """Which shard owns which placement keys: ``starts`` (int64, ascending, the first
+    -2**63) with the shard owning each range up to the next start; ``dirty``: the shards
+    that still hold rows they gave away in a re-sharding (their reads filter on the hidden
+    column). ``kind`` "mod" is format 1's BLAKE2b mod n. Immutable: a change makes a new one,
+    swapped in whole, so a read uses one layout from start to end."""
+
+    __slots__ = ("kind", "n", "starts", "owners", "dirty")
+
+    def __init__(self, kind: str, n: int, starts: list[int] | None = None, owners: list[int] | None = None,
+                 dirty: frozenset = frozenset()) -> None:
+        self.kind, self.n, self.dirty = kind, n, frozenset(dirty)
+        if kind == "ranges" and starts is None:
+            starts = [-_I64 + (i << 64) // n for i in range(n)]
+            owners = list(range(n))
+        self.starts = np.asarray(starts if starts is not None else [], np.int64)
+        self.owners = np.asarray(owners if owners is not None else [], np.int64)
+
+    def place(self, stems: list, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(shard of each item, its placement key or None for format 1)."""
+        if self.kind == "mod":
+            return np.array([shard_of(st, self.n, int(i)) for st, i in zip(stems, ids)], np.int64), None
+        keys = np.array([placement_key(st, int(i)) for st, i in zip(stems, ids)], np.int64)
+        return self.owners[np.searchsorted(self.starts, keys, side="right") - 1], keys
+
+    def of_stem(self, stem_id: str) -> int:
+        if self.kind == "mod":
+            return shard_of(stem_id, self.n)
+        return int(self.owners[np.searchsorted(self.starts, placement_key(stem_id), side="right") - 1])
+
+    def ranges(self, shard: int) -> list[tuple[int, int | None]]:
+        """The key ranges ``shard`` owns, [lo, hi) with None for 2**63, adjacent ones joined."""
+        out: list = []
+        for j in np.flatnonzero(self.owners == shard):
+            lo = int(self.starts[j])
+            hi = int(self.starts[j + 1]) if j + 1 < len(self.starts) else None
+            if out and out[-1][1] == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        return out
+
+    def owner_where(self, shard: int) -> dict | None:
+        """The filter a dirty shard's reads take (its own keys only); None for a clean one."""
+        if shard not in self.dirty:
+            return None
+        parts = [{HIDDEN: {"$gte": lo}} if hi is None else {HIDDEN: {"$gte": lo, "$lt": hi}}
+                 for lo, hi in self.ranges(shard)]
+        return parts[0] if len(parts) == 1 else {"$or": parts}
+
+    def grown(self, m: int) -> tuple[_Layout, dict[int, list[tuple[int, int | None, int]]]]:
+        """This layout with ``m`` shards more: each shard gives the tail m / (n + m) of every
+        range it owns, cut in m equal pieces, one to each new shard; so about m / (n + m) of
+        the keys (and items) move, each to a new shard only. Returns the new layout and, per
+        old shard, the pieces it gives: (lo, hi, new shard)."""
+        n, total = self.n, self.n + m
+        starts, owners = [], []
+        gives: dict[int, list] = {}
+        for j, lo in enumerate(self.starts.tolist()):
+            hi = int(self.starts[j + 1]) if j + 1 < len(self.starts) else _I64
+            owner = int(self.owners[j])
+            cut = lo + (hi - lo) * n // total
+            starts.append(lo)
+            owners.append(owner)
+            edges = [cut + (hi - cut) * q // m for q in range(m + 1)]
+            for q in range(m):
+                if edges[q] < edges[q + 1]:
+                    starts.append(edges[q])
+                    owners.append(n + q)
+                    gives.setdefault(owner, []).append((edges[q], None if edges[q + 1] == _I64 else edges[q + 1], n + q))
+        return _Layout("ranges", total, starts, owners, self.dirty | {s for s in gives}), gives
+
+    def manifest(self) -> dict:
+        if self.kind == "mod":
+            return {"placement": "blake2b-64(stem_id, utf-8) mod n; id mod n without a stem"}
+        return {"placement": "ranges of placement_key (blake2b-64 of the stem)", "starts": self.starts.tolist(),
+                "owners": self.owners.tolist(), "dirty": sorted(self.dirty)}
+
+    @classmethod
+    def from_manifest(cls, m: dict, n: int, where: str) -> _Layout:
+        if m.get("format") == 1:
+            return cls("mod", n)
+        starts, owners, dirty = m.get("starts"), m.get("owners"), m.get("dirty", [])
+        ok = (isinstance(starts, list) and isinstance(owners, list) and isinstance(dirty, list)
+              and len(starts) == len(owners) and len(starts) >= n
+              and all(type(x) is int and -_I64 <= x < _I64 for x in starts)
+              and all(type(x) is int and 0 <= x < n for x in owners + dirty)
+              and starts and starts[0] == -_I64 and all(a < b for a, b in zip(starts, starts[1:]))
+              and set(owners) == set(range(n)))
+        if not ok:
+            raise StorageError(f"{where}: the placement's ranges are malformed")
+        return cls("ranges", n, starts, owners, frozenset(dirty))
 
 
 #: seconds a replica waits for the store's log to show a write its primary acknowledged
@@ -147,6 +262,52 @@ class _Shard:
                          "id": table.column("id"), "rank": table.column("rank"), "certified": table.column("certified"),
                          "row": pa.array(np.arange(table.num_rows, dtype=np.int32))})
 
+    def _keys(self, rows: np.ndarray) -> np.ndarray:
+        """The placement keys (hidden column) of ``rows``."""
+        col = self.eng._state.user_table(rows, [HIDDEN])[HIDDEN]
+        return np.asarray(col.to_numpy(zero_copy_only=False), np.int64)
+
+    @staticmethod
+    def _in(keys: np.ndarray, ranges: list) -> np.ndarray:
+        inside = np.zeros(len(keys), bool)
+        for lo, hi in ranges:
+            inside |= (keys >= lo) if hi is None else ((keys >= lo) & (keys < hi))
+        return inside
+
+    def owned(self, ids: Any, ranges: list | None = None, _at: tuple | None = None) -> np.ndarray:
+        """Whether each id is here and (``ranges`` given: a shard that gave rows away) owned."""
+        self._catch_up(_at)
+        has = np.asarray(self.eng.contains(ids), bool)
+        if ranges is not None and has.any():
+            arr = np.asarray(ids, np.uint64).reshape(-1)
+            rows = self.eng._state.rows_of(arr[has])
+            sub = has.copy()
+            sub[has] = self._in(self._keys(rows), ranges)
+            has = sub
+        return has
+
+    def owned_count(self, ranges: list | None = None, _at: tuple | None = None) -> int:
+        self._catch_up(_at)
+        n = len(self.eng)
+        if ranges is None or n == 0:
+            return n
+        return int(self._in(self._keys(np.arange(n)), ranges).sum())
+
+    def export_ranges(self, ranges: list) -> Any:
+        """Every row whose placement key is in ``ranges``, with its history
+        (:func:`chrono_engine._transfer.export_rows`)."""
+        from chrono_engine._transfer import export_rows
+        n = len(self.eng)
+        rows = np.flatnonzero(self._in(self._keys(np.arange(n)), ranges)) if n else np.zeros(0, np.int64)
+        ids = self.eng.columns()["id"][rows] if len(rows) else np.zeros(0, np.uint64)
+        return export_rows(self.eng, ids)
+
+    def import_rows(self, payload: Any) -> tuple:
+        """Rows exported by another shard, appended with their history (a logged write)."""
+        from chrono_engine._transfer import import_rows
+        out = import_rows(self.eng, payload)
+        return out, self.eng.position
+
     def take_rows(self, call: str, rows: np.ndarray) -> pa.Table | None:
         """Phase two: the kept table's ``rows`` (all its columns); None when it is gone."""
         with self._kept_lock:
@@ -194,6 +355,13 @@ class _Shard:
     def settings(self) -> tuple:
         """(dim, metric, decay policy) of the shard's engine."""
         return self.eng.dim, self.eng.metric, self.eng.decay
+
+    def engine_kwargs(self) -> dict:
+        """The constructor's arguments that make an empty engine like this one (a new shard)."""
+        e = self.eng
+        return dict(dim=e.dim, metric=e.metric, decay=e.decay, ef=e.ef, ef_max=e.ef_max, scan_limit=e.scan_limit,
+                    seed_ef=e.seed_ef, seed_min=e.seed_min, group=e.group, scan=e.scan, threads=self.threads,
+                    metadata=e.metadata, **e.params)
 
     def next_id(self) -> int:
         """One past the largest id stored (0 when empty)."""
@@ -296,7 +464,11 @@ class ShardedEngine:
         from chrono_engine import Engine
         probe = Engine(**kwargs)  # checks every argument here, with the single engine's errors
         self.dim, self.metric, self.decay = probe.dim, probe.metric, probe.decay
-        self._kinds = probe.metadata  # every shard's metadata columns, in their order
+        if HIDDEN in probe.metadata:
+            raise ConfigError(f"metadata column {HIDDEN!r} is reserved by ShardedEngine (each item's placement key)")
+        # every shard's metadata columns, in their order: the hidden placement key first
+        self._kinds = {HIDDEN: "int64", **probe.metadata}
+        kwargs["metadata"] = dict(self._kinds)
         self._threads = threads
         self._next_id = 0
         if self._path is not None:
@@ -354,6 +526,8 @@ class ShardedEngine:
         self.replicas, self._fsync = replicas, fsync
         self._path = None if path is None else Path(os.path.abspath(path))  # actors run elsewhere
         self._lock = threading.RLock()
+        self._write_lock = threading.RLock()  # writes, checkpoints and re-sharding, one at a time
+        self._layout = _Layout("ranges", n)
         self._groups: list[_Group] = []
         self._events: list[tuple[float, str]] = []
 
@@ -366,28 +540,30 @@ class ShardedEngine:
             self.shutdown()
             raise
 
-    def _start_groups(self) -> None:
-        """Check that the cluster's free CPUs hold every copy (instead of waiting forever),
-        then one placement group per shard when it has replicas (``SPREAD``: its copies on
-        different nodes where the cluster has them)."""
+    def _start_groups(self, count_: int | None = None) -> None:
+        """Check that the cluster's free CPUs hold every copy of ``count_`` shards more
+        (default: all; instead of waiting forever), then one placement group per shard when
+        it has replicas (``SPREAD``: its copies on different nodes where the cluster has them)."""
         if not ray.is_initialized():
             ray.init()
-        need = self.n_shards * self.replicas * self._cpus
+        count_ = self.n_shards if count_ is None else count_
+        need = count_ * self.replicas * self._cpus
         deadline = time.monotonic() + _FREE_WAIT
         while (free := ray.available_resources().get("CPU", 0.0)) < need - 1e-9 and time.monotonic() < deadline:
             time.sleep(0.1)
         if need > free + 1e-9:
             total = ray.cluster_resources().get("CPU", 0.0)
-            copies = f"{self.n_shards} shards" + (f" x {self.replicas} copies" if self.replicas > 1 else "")
+            copies = f"{count_} shards" + (f" x {self.replicas} copies" if self.replicas > 1 else "")
             raise ConfigError(f"{copies} of {self._cpus:g} CPU(s) need {need:g} CPUs; the Ray cluster has "
                               f"{free:g} free of {total:g} (shut other actors down, or lower cpus_per_shard)")
-        for _ in range(self.n_shards):
+        first = len(self._groups)
+        for _ in range(count_):
             pg = None
             if self.replicas > 1:
                 from ray.util.placement_group import placement_group
                 pg = placement_group([{"CPU": self._cpus}] * self.replicas, strategy="SPREAD")
             self._groups.append(_Group(pg))
-        for i, g in enumerate(self._groups):
+        for i, g in enumerate(self._groups[first:], first):
             if g.pg is not None:
                 try:
                     ray.get(g.pg.ready(), timeout=60)
@@ -546,12 +722,13 @@ class ShardedEngine:
                               f"ShardedEngine.open(path)", shard=i)
         return ShardError(f"shard {i}: no copy answers ({type(e).__name__})", shard=i)
 
-    def _reads(self, calls: dict[int, tuple], answered: dict | None = None, remote: str = "run") -> dict[int, Any]:
-        """One read per shard (``{shard: (method, args, kwargs)}``), each on a live copy; a
-        copy that dies or times out is replaced by another within the call (a dead one is
-        also started again from the store). ShardError when no copy of a shard answers.
-        ``answered`` receives the copy that answered for each shard; ``remote``: the actor
-        method called (``run``, or ``search_keys`` with the call's key as "method")."""
+    def _reads(self, calls: dict[int, tuple], answered: dict | None = None) -> dict[int, Any]:
+        """One read per shard (``{shard: (actor method, args, kwargs)}``: ``run`` with the
+        engine's method first in args, or another of :class:`_Shard`'s reads), each on a live
+        copy, which first catches up with the shard's last acknowledged write; a copy that
+        dies or times out is replaced by another within the call (a dead one is also started
+        again from the store). ShardError when no copy of a shard answers. ``answered``
+        receives the copy that answered for each shard."""
         self._poll()
         tried: dict[int, set] = {s: set() for s in calls}
         pending: dict[int, tuple] = {}
@@ -562,9 +739,9 @@ class ShardedEngine:
                 raise ShardError(f"shard {s}: no live copy to answer" + (
                     "; restart from the last save with ShardedEngine.open(path)" if self._path is None else ""),
                     shard=s)
-            method, args, kwargs = calls[s]
+            remote, args, kwargs = calls[s]
             at = None if m.role == "primary" else self._groups[s].at
-            pending[s] = (m, getattr(m.actor, remote).remote(method, *args, _at=at, **kwargs))
+            pending[s] = (m, getattr(m.actor, remote).remote(*args, _at=at, **kwargs))
 
         for s in calls:
             submit(s)
@@ -596,11 +773,12 @@ class ShardedEngine:
         return out
 
     def _all(self, method: str, *args: Any, **kwargs: Any) -> list:
-        got = self._reads({s: (method, args, kwargs) for s in range(self.n_shards)})
-        return [got[s] for s in range(self.n_shards)]
+        n = self._layout.n
+        got = self._reads({s: ("run", (method, *args), kwargs) for s in range(n)})
+        return [got[s] for s in range(n)]
 
     def _one(self, shard: int, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._reads({shard: (method, args, kwargs)})[shard]
+        return self._reads({shard: ("run", (method, *args), kwargs)})[shard]
 
     def _primary(self, shard: int) -> _Member:
         """The shard's live primary: a replica promoted (it opens the store for writing) or
@@ -769,13 +947,20 @@ class ShardedEngine:
         naming the first unknown one (an integer no item can have included)."""
         arr, impossible = id_array(ids, "ids", QueryError)
         where = np.full(len(arr), -1, np.int64)
-        for i, has in enumerate(self._all("contains", arr)):
+        for i, has in enumerate(self._owned(arr)):
             where[np.asarray(has, bool)] = i
         where[list(impossible)] = -1
         if (where < 0).any():
             i = int(np.flatnonzero(where < 0)[0])
             raise NotFoundError(f"id {shown(impossible.get(i, int(arr[i])))} is not in the store")
         return arr, where
+
+    def _owned(self, arr: np.ndarray) -> list[np.ndarray]:
+        """Per shard, whether each id is there and its own (not a copy left by a re-sharding)."""
+        lay = self._layout
+        got = self._reads({s: ("owned", (arr, lay.ranges(s) if s in lay.dirty else None), {})
+                           for s in range(lay.n)})
+        return [got[s] for s in range(lay.n)]
 
     def __len__(self) -> int:
         return sum(self.shard_sizes())
@@ -784,14 +969,17 @@ class ShardedEngine:
         return f"ShardedEngine(n_shards={self.n_shards}, dim={self.dim}, metric={self.metric!r})"
 
     def shard_sizes(self) -> list[int]:
-        """Items per shard."""
-        return self._all("__len__")
+        """Items per shard (those it owns)."""
+        lay = self._layout
+        got = self._reads({s: ("owned_count", (lay.ranges(s) if s in lay.dirty else None,), {})
+                           for s in range(lay.n)})
+        return [got[s] for s in range(lay.n)]
 
     @property
     def metadata(self) -> dict[str, str]:
         """The user metadata columns and their kinds (:attr:`Engine.metadata
         <chrono_engine.Engine.metadata>`), declared on every shard (a new dict)."""
-        return dict(self._kinds)
+        return {k: v for k, v in self._kinds.items() if k != HIDDEN}
 
     def _declare(self, kinds: dict[str, str], shards: list[int] | None = None) -> None:
         """Declare ``kinds`` (in order) on ``shards`` (None: every one)."""
@@ -829,6 +1017,13 @@ class ShardedEngine:
         ``"input"``). Returns the ids."""
         ingest_order(order)
         rows = embed_content(self.embedder, rows)
+        if HIDDEN in columns_of(rows):
+            raise SchemaError(f"column {HIDDEN!r} is reserved by ShardedEngine (each item's placement key)",
+                              column=HIDDEN, rule="unknown column")
+        with self._write_lock:
+            return self._ingest(rows, order)
+
+    def _ingest(self, rows: Any, order: str) -> np.ndarray:
         now = now_us()
         batch = normalize_rows(rows, dim=self.dim, metric=self.metric, known_fact_type=self.decay.knows, now_us=now,
                                metadata=self._kinds)
@@ -838,7 +1033,7 @@ class ShardedEngine:
         if batch.ids is not None:
             ids = np.asarray(batch.ids, np.uint64)
             held = np.zeros(n, bool)
-            for has in self._all("contains", ids):
+            for has in self._all("contains", ids):  # a copy a re-sharding left counts: ids stay unique
                 held |= np.asarray(has, bool)
             if held.any():
                 i = int(np.flatnonzero(held)[0])
@@ -855,11 +1050,12 @@ class ShardedEngine:
             raise SchemaError(f"the store would hold {len(self._kinds) + len(new)} metadata columns; at most "
                               f"{MAX_COLUMNS} (unknown column)", rule="unknown column")
         self._declare(new)  # on every shard, before any part: a shard whose rows all lack it reads null
-        stems = batch.stem_id
-        place = np.array([shard_of(s, self.n_shards, int(i)) for s, i in zip(stems, ids)], np.int64)
+        place, keys = self._layout.place(batch.stem_id, ids)
+        if keys is not None:
+            raw[HIDDEN] = keys
         stored = np.arange(n) if perm is None else perm  # the rows in the order one engine stores them
         parts = {}
-        for s in range(self.n_shards):
+        for s in range(self._layout.n):
             src = stored[place[stored] == s]
             if len(src):  # each part in that order already: the shard stores it as given
                 parts[s] = ({name: _take(name, col, src) for name, col in raw.items()}, ids[src])
@@ -877,6 +1073,7 @@ class ShardedEngine:
         returns its exact top-k and the lists are merged by (score desc, id asc) into the
         global top-k, with ``certified`` true for a query only when every shard's was."""
         opts = _search.SearchOptions.of(options, **kwargs)
+        _refuse_hidden(opts)
         q = _search.query_vectors(vectors, self.dim, self.metric)
         k = count(k, "k", lo=1, hi=K_MAX, error=QueryError)
         nq = q.shape[0]
@@ -885,32 +1082,36 @@ class ShardedEngine:
         if opts.mode == "window":
             fixed["window"] = (ws, we)
         sub = _search.SearchOptions.of(opts, **fixed)
+        lay = self._layout  # one layout for the whole call
+        subs = {s: _owned_options(sub, lay.owner_where(s)) for s in range(lay.n)}
         kw = {} if threads is None else {"threads": threads}
-        table = self._two_phase(q, k, sub, kw, nq) if self.merge == "two_phase" else None
+        table = self._two_phase(q, k, subs, kw, nq) if self.merge == "two_phase" else None
         if table is None:
-            parts = self._all("search_batch", q, k, sub, **kw)
+            got = self._reads({s: ("run", ("search_batch", q, k, subs[s]), kw) for s in subs})
+            parts = [got[s] for s in subs]
             self.received_bytes += sum(p.nbytes for p in parts)
             table = _merge(_concat(parts, self._kinds), nq, k)
+        table = _public(table)
         if opts.verify is not None:
             table = _search.gate(table, opts.verify, nq)
         return table
 
-    def _two_phase(self, q: np.ndarray, k: int, sub: Any, kw: dict, nq: int) -> pa.Table | None:
+    def _two_phase(self, q: np.ndarray, k: int, subs: dict, kw: dict, nq: int) -> pa.Table | None:
         """Each shard's top-k keys (query, score, id, rank, certified) first, merged here; then
         only the final k rows per query from the copies that hold them, so the bytes back
         per query are shards x k keys plus k rows, not shards x k rows. None when a copy died
         between the phases (the caller searches again in one phase)."""
         call = os.urandom(12).hex()
         answered: dict = {}
-        keys = self._reads({s: (call, (q, k, sub), kw) for s in range(self.n_shards)}, answered, "search_keys")
-        parts = [keys[s].append_column("shard", pa.array(np.full(keys[s].num_rows, s, np.int32)))
-                 for s in range(self.n_shards)]
+        shards = list(subs)
+        keys = self._reads({s: ("search_keys", (call, q, k, subs[s]), kw) for s in shards}, answered)
+        parts = [keys[s].append_column("shard", pa.array(np.full(keys[s].num_rows, s, np.int32))) for s in shards]
         self.received_bytes += sum(p.nbytes for p in parts)
         merged = _merge(pa.concat_tables(parts), nq, k)
         shard = merged.column("shard").to_numpy()
         row = merged.column("row").to_numpy()
         refs = {}
-        for s in range(self.n_shards):  # every copy drops its kept table, even with no row kept
+        for s in shards:  # every copy drops its kept table, even with no row kept
             refs[s] = answered[s].actor.take_rows.remote(call, row[shard == s])
         taken = {}
         for s, ref in refs.items():
@@ -924,13 +1125,13 @@ class ShardedEngine:
             self._event("a copy died between the phases of a search: searched again in one phase")
             return None
         self.received_bytes += sum(t.nbytes for t in taken.values())
-        table = _concat([taken[s] for s in range(self.n_shards)], self._kinds)
+        table = _concat([taken[s] for s in shards], self._kinds)
         # the taken rows, shard after shard, back in the merged order
-        starts = np.concatenate([[0], np.cumsum([taken[s].num_rows for s in range(self.n_shards)])])
+        starts = np.concatenate([[0], np.cumsum([taken[s].num_rows for s in shards])])
         order = np.empty(len(shard), np.int64)
-        for s in range(self.n_shards):
+        for i, s in enumerate(shards):
             sel = np.flatnonzero(shard == s)
-            order[sel] = starts[s] + np.arange(len(sel))
+            order[sel] = starts[i] + np.arange(len(sel))
         table = table.take(pa.array(order))
         table = table.set_column(table.column_names.index("rank"), "rank", merged.column("rank"))
         return table.set_column(table.column_names.index("certified"), "certified", merged.column("certified"))
@@ -961,9 +1162,18 @@ class ShardedEngine:
         new rows get the next global ids (or their own ``id`` column)."""
         if not isinstance(stem_id, str):
             raise QueryError(f"stem_id must be a string, got {shown(stem_id)}")
-        s = shard_of(stem_id, self.n_shards)
         raw = dict(columns_of(embed_content(self.embedder, rows)))
+        if HIDDEN in raw:
+            raise SchemaError(f"column {HIDDEN!r} is reserved by ShardedEngine (each item's placement key)",
+                              column=HIDDEN, rule="unknown column")
+        with self._write_lock:
+            return self._supersede(stem_id, raw, effective_at, **kwargs)
+
+    def _supersede(self, stem_id: str, raw: dict, effective_at: Any, **kwargs: Any) -> np.ndarray:
+        s = self._layout.of_stem(stem_id)
         n = len(next(iter(raw.values()))) if raw else 0
+        if self._layout.kind == "ranges" and n:
+            raw[HIDDEN] = np.full(n, placement_key(stem_id), np.int64)
         if "id" not in raw and n:
             raw["id"] = np.arange(self._next_id, self._next_id + n, dtype=np.uint64)
         given = np.asarray(raw["id"], np.uint64) if "id" in raw and n else None
@@ -979,10 +1189,11 @@ class ShardedEngine:
     def _by_shard(self, method: str, ids: Any, *args: Any) -> np.ndarray:
         """A per-id lifecycle call (retract, deprecate): every id's shard is found first (an
         unknown id changes nothing), then each shard applies its ids."""
-        arr, where = self._shards_of_ids(ids)
-        at = args[-1]  # the event's transaction time, resolved on the driver: a replayed write shows it
-        self._writes({s: ((method, arr[where == s], *args), {}, (arr[where == s], at))
-                      for s in range(self.n_shards) if (where == s).any()})
+        with self._write_lock:
+            arr, where = self._shards_of_ids(ids)
+            at = args[-1]  # the event's transaction time, resolved on the driver: a replayed write shows it
+            self._writes({s: ((method, arr[where == s], *args), {}, (arr[where == s], at))
+                          for s in range(self._layout.n) if (where == s).any()})
         return arr
 
     def retract(self, ids: Any, at: Any = None) -> np.ndarray:
@@ -998,13 +1209,13 @@ class ShardedEngine:
         """:meth:`Engine.history <chrono_engine.Engine.history>` from the stem's shard."""
         if not isinstance(stem_id, str):
             raise QueryError(f"stem_id must be a string, got {shown(stem_id)}")
-        return self._one(shard_of(stem_id, self.n_shards), "history", stem_id, known_at)
+        return _public(self._one(self._layout.of_stem(stem_id), "history", stem_id, known_at))
 
     def get(self, ids: Any, known_at: Any = None) -> pa.Table:
         """:meth:`Engine.get <chrono_engine.Engine.get>`: rows in the order given."""
         arr, where = self._shards_of_ids(ids)
         parts, order = [], []
-        for s in range(self.n_shards):
+        for s in range(self._layout.n):
             sel = np.flatnonzero(where == s)
             if len(sel):
                 parts.append(self._one(s, "get", arr[sel], known_at))
@@ -1012,20 +1223,108 @@ class ShardedEngine:
         table = _concat(parts, self._kinds)
         pos = np.empty(len(arr), np.int64)
         pos[np.concatenate(order)] = np.arange(len(arr))
-        return table.take(pa.array(pos))  # row i of the answer: the id given i-th
+        return _public(table.take(pa.array(pos)))  # row i of the answer: the id given i-th
 
     def contains(self, ids: Any) -> np.ndarray:
         """Whether each id is in some shard."""
         out = None
-        for has in self._all("contains", ids):
+        for has in self._all("contains", ids):  # a copy a re-sharding left holds only ids another shard has
             out = np.asarray(has, bool) if out is None else out | np.asarray(has, bool)
         return out
+
+    # ------------------------------------------------------------------ re-sharding
+    def add_shards(self, m: int) -> dict:
+        """Grow to ``n_shards + m`` shards, online: each shard gives the tail m / (n + m) of
+        every range of placement keys it owns to the new shards, so only the items whose key
+        changes owner move (about m / (n + m) of them), each with its whole history
+        (:mod:`chrono_engine._transfer`: ids, vectors, both time axes, amendments,
+        retractions, metadata), to a new shard only. Writes wait while it runs; reads go on
+        and are answered by the old placement until every item is copied, then by the new one
+        (the shards that gave items away keep their copies, hidden from every read by a filter
+        on the placement key). Returns ``{"moved", "total", "fraction", "seconds"}``."""
+        lay = self._layout
+        if lay.kind != "ranges":
+            raise ConfigError("this sharded engine places items by BLAKE2b mod n (format 1, saved before "
+                              "placement by ranges): it cannot grow; save its items into a new one")
+        m = count(m, "m", lo=1, hi=4096 - lay.n, error=ConfigError)
+        t0 = time.monotonic()
+        with self._write_lock:
+            lay = self._layout
+            n = lay.n
+            grown, gives = lay.grown(m)
+            if self._path is not None:
+                for i in range(n, n + m):
+                    if (self._path / f"shard-{i}").exists():
+                        raise StorageError(f"{self._path / f'shard-{i}'} already exists (a re-sharding that did not "
+                                           f"finish?): remove it first")
+            kwargs = self._wait([self._primary(0).actor.engine_kwargs.remote()], [0])[0]
+            kwargs["metadata"] = dict(self._kinds)
+            self.n_shards = n + m  # for _start_groups' count; the layout (what reads use) switches last
+            try:
+                self._start_groups(m)
+                for i in range(n, n + m):
+                    g = self._groups[i]
+                    if self._path is None:
+                        g.members.append(_Member(self._spawn(i, 0, "memory", kwargs=kwargs), 0, "primary"))
+                    else:
+                        g.members.append(_Member(self._spawn(i, 0, "create", kwargs=kwargs,
+                                                             path=self._shard_path(i)), 0, "primary"))
+                self._wait([self._groups[i].members[0].actor.position.remote() for i in range(n, n + m)],
+                           list(range(n, n + m)))
+                for i in range(n, n + m):
+                    for j in range(1, self.replicas):
+                        self._groups[i].members.append(self._follower(i, j, wait=False))
+                moved = 0
+                for src, pieces in sorted(gives.items()):
+                    targets: dict[int, list] = {}
+                    for lo, hi, dst in pieces:
+                        targets.setdefault(dst, []).append((lo, hi))
+                    for dst, ranges in sorted(targets.items()):
+                        payload = self._primary(src).actor.export_ranges.remote(ranges)  # shard to shard
+                        ids, pos = self._wait([self._primary(dst).actor.import_rows.remote(payload)], [dst])[0]
+                        moved += len(ids)
+                        self._groups[dst].at = pos
+                self._wait_ready()
+            except BaseException:
+                self._drop_groups(n)
+                raise
+            with self._lock:
+                self._layout = grown
+            if self._path is not None:
+                self._write_manifest()
+            self._event(f"re-sharded from {n} to {n + m} shards: {moved} items moved")
+        total = len(self)
+        return {"moved": moved, "total": total, "fraction": moved / total if total else 0.0,
+                "seconds": round(time.monotonic() - t0, 3)}
+
+    def _drop_groups(self, keep: int) -> None:
+        """Stop the shards from ``keep`` on (a re-sharding that failed) and remove their stores."""
+        import shutil
+        with self._lock:
+            extra = self._groups[keep:]
+            del self._groups[keep:]
+            self.n_shards = keep
+        for i, g in enumerate(extra, keep):
+            for mem in g.members:
+                try:
+                    ray.kill(mem.actor)
+                except Exception:  # noqa: BLE001
+                    pass
+            if g.pg is not None:
+                from ray.util.placement_group import remove_placement_group
+                try:
+                    remove_placement_group(g.pg)
+                except Exception:  # noqa: BLE001
+                    pass
+            if self._path is not None:
+                shutil.rmtree(self._path / f"shard-{i}", ignore_errors=True)
 
     # ------------------------------------------------------------------ persistence
     def _write_manifest(self, root: Path | None = None) -> None:
         root = self._path if root is None else root
-        manifest = {"format": _FORMAT, "n_shards": self.n_shards, "placement": "blake2b-64(stem_id, utf-8) mod n; "
-                    "id mod n without a stem", "next_id": self._next_id}
+        lay = self._layout
+        manifest = {"format": _FORMAT if lay.kind == "ranges" else 1, "n_shards": lay.n, **lay.manifest(),
+                    "next_id": self._next_id}
         tmp = root / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         os.replace(tmp, root / MANIFEST)
@@ -1037,8 +1336,9 @@ class ShardedEngine:
         with a store (``path=`` or :meth:`open`)."""
         if self._path is None:
             raise StorageError("checkpoint() needs a sharded engine with a store (path=, or ShardedEngine.open)")
-        self._writes({s: (("save",), {}, None) for s in range(self.n_shards)})
-        self._write_manifest()
+        with self._write_lock:
+            self._writes({s: (("save",), {}, None) for s in range(self._layout.n)})
+            self._write_manifest()
 
     def save(self, path: str | os.PathLike) -> None:
         """Each shard saves its store to ``path/shard-<i>``, then the manifest
@@ -1050,8 +1350,9 @@ class ShardedEngine:
             self.checkpoint()
             return
         root.mkdir(parents=True, exist_ok=True)
-        self._writes({s: (("save", str(root / f"shard-{s}")), {}, None) for s in range(self.n_shards)})
-        self._write_manifest(root)
+        with self._write_lock:
+            self._writes({s: (("save", str(root / f"shard-{s}")), {}, None) for s in range(self._layout.n)})
+            self._write_manifest(root)
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, cpus_per_shard: float = 1.0, threads: int | None = 1,
@@ -1068,17 +1369,19 @@ class ShardedEngine:
             raise StorageError(f"{root} is not a saved sharded engine (no {MANIFEST})") from None
         except (OSError, ValueError) as e:
             raise StorageError(f"{root / MANIFEST}: cannot read the manifest ({e})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
-            raise StorageError(f"{root / MANIFEST}: not a format-{_FORMAT} manifest")
+        if not isinstance(manifest, dict) or manifest.get("format") not in (1, _FORMAT):
+            raise StorageError(f"{root / MANIFEST}: not a format-1 or -{_FORMAT} manifest")
         n, next_id = manifest.get("n_shards"), manifest.get("next_id")
         if type(n) is not int or not 1 <= n <= 4096 or type(next_id) is not int or next_id < 0:
             raise StorageError(f"{root / MANIFEST}: bad n_shards or next_id")
         for i in range(n):
             if not (root / f"shard-{i}").is_dir():
                 raise StorageError(f"{root}: shard-{i} is missing (the manifest names {n} shards)")
+        layout = _Layout.from_manifest(manifest, n, str(root / MANIFEST))
         r = cls._replication(replicas, root, fsync)
         self = cls.__new__(cls)
         self._setup(n, cpus_per_shard, timeout, embedder, r, root, fsync, merge)
+        self._layout = layout
         self._threads = thread_count(threads, "threads", ConfigError)
         self._kinds = {}
         self._start_groups()
@@ -1101,6 +1404,8 @@ class ShardedEngine:
                     self.shutdown()
                     raise StorageError(f"{root}: metadata column {name!r} is {self._kinds[name]} in one shard and "
                                        f"{kind} in shard-{i}")
+        if layout.kind == "ranges":
+            self._kinds = {HIDDEN: "int64", **{k: v for k, v in self._kinds.items() if k != HIDDEN}}
         for i, kinds in enumerate(per):
             lack = {name: kind for name, kind in self._kinds.items() if name not in kinds}
             if lack:
@@ -1183,3 +1488,34 @@ def _merge(table: pa.Table, nq: int, k: int) -> pa.Table:
     table = table.set_column(table.column_names.index("rank"), "rank", pa.array(rank[keep].astype(np.int32)))
     qk = qs[keep]
     return table.set_column(table.column_names.index("certified"), "certified", pa.array(all_cert[qk]))
+
+
+def _public(table: pa.Table) -> pa.Table:
+    """A result table without the hidden placement key column."""
+    return table.drop_columns([HIDDEN]) if HIDDEN in table.column_names else table
+
+
+def _mentions(spec: Any, name: str) -> bool:
+    if isinstance(spec, dict):
+        return name in spec or any(_mentions(v, name) for v in spec.values())
+    if isinstance(spec, (list, tuple)):
+        return any(_mentions(v, name) for v in spec)
+    return False
+
+
+def _refuse_hidden(opts: Any) -> None:
+    """A filter or column list naming the hidden placement key is refused as one engine
+    refuses an unknown field."""
+    if opts.where is not None and _mentions(opts.where.spec, HIDDEN):
+        raise QueryError(f"where: {HIDDEN!r} is reserved by ShardedEngine (unknown field)")
+    if opts.columns is not None and HIDDEN in opts.columns:
+        raise QueryError(f"columns: {HIDDEN!r} is reserved by ShardedEngine")
+
+
+def _owned_options(sub: Any, owner: dict | None) -> Any:
+    """A shard's options: ``sub``, its ``where`` ANDed with the shard's own keys when it
+    still holds rows a re-sharding moved away."""
+    if owner is None:
+        return sub
+    where = owner if sub.where is None else {"$and": [sub.where.spec, owner]}
+    return _search.SearchOptions.of(sub, where=where)
