@@ -33,6 +33,8 @@ import time
 
 import numpy as np
 
+from chrono_engine.bench import write_json
+
 
 def _rows(k: int, seed: int, dim: int) -> dict:
     r = np.random.default_rng(seed)
@@ -212,11 +214,9 @@ def main(argv: list[str] | None = None) -> dict | None:
              ("answers equal to one Engine after", str(all(out["equal_after"]) and out["len_equal"]))]
     for k, v in rows:
         print(f"{k:40s} {v}", file=sys.stderr)
-    line = json.dumps(out)
-    print(line)
+    print(json.dumps(out))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            f.write(line + "\n")
+        write_json(args.json, out)
     return out
 
 

@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from chrono_engine.bench import write_json
+
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -81,11 +83,9 @@ def main(argv: list[str] | None = None) -> dict:
         finally:
             sh.shutdown()
     ray.shutdown()
-    line = json.dumps(out)
-    print(line)
+    print(json.dumps(out))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            f.write(line + "\n")
+        write_json(args.json, out)
     return out
 
 

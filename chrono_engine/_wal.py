@@ -272,14 +272,22 @@ def read(path: Path, snapshot: str, key: bytes | None) -> tuple[list[tuple[int, 
     with os.fdopen(fd, "rb") as f:
         # the marks first, then the records: whatever a mark read here covers was written
         # before it, so the read below sees it
-        first, want = b"", records_start(snapshot)
-        for attempt in range(_MARK_READS):
-            first = os.pread(fd, want, 0)
-            if len(first) < want or not first.startswith(_MAGIC[3]) or None not in _marks(first, snapshot, key):
-                break
-            time.sleep(0.001 * (attempt + 1))
+        first = _first_bytes(fd, snapshot, key)
         data = f.read()
     return parse(data, snapshot, key, first=first)
+
+
+def _first_bytes(fd: int, snapshot: str, key: bytes | None) -> bytes:
+    """A log's header and mark slots, read again (a few times) while a slot fails its digest:
+    a writer may be writing it."""
+    want = records_start(snapshot)
+    first = b""
+    for attempt in range(_MARK_READS):
+        first = os.pread(fd, want, 0)
+        if len(first) < want or not first.startswith(_MAGIC[3]) or None not in _marks(first, snapshot, key):
+            break
+        time.sleep(0.001 * (attempt + 1))
+    return first
 
 
 def parse(data: bytes, snapshot: str, key: bytes | None, *, first: bytes | None = None
@@ -338,19 +346,12 @@ def read_acknowledged(path: Path, snapshot: str, key: bytes | None, after: tuple
     seq, at = (0, start) if after is None else after
     fd = _open_regular(path, os.O_RDONLY)  # FileNotFoundError passes through
     try:
-        marks: list = [None]
-        for attempt in range(_MARK_READS):  # a writer may be writing a slot
-            first = os.pread(fd, start, 0)
-            if not first.startswith(_MAGIC[3]):
-                _version(first, snapshot, key, where)  # the header's own error first
-                raise CorruptStoreError(f"{where}: a version 2 log has no marks; a follower needs a checkpoint first")
-            if len(first) == start:
-                _version(first, snapshot, key, where)
-                marks = _marks(first, snapshot, key)
-            if None not in marks:
-                break
-            time.sleep(0.001 * (attempt + 1))
-        valid = [m for m in marks if m is not None]
+        first = _first_bytes(fd, snapshot, key)
+        if _version(first, snapshot, key, where) != 3:
+            raise CorruptStoreError(f"{where}: a version 2 log has no marks; a follower needs a checkpoint first")
+        if len(first) < start:
+            raise CorruptStoreError(f"{where}: the header ends at byte {len(first)}, before its marks")
+        valid = [m for m in _marks(first, snapshot, key) if m is not None]
         if not valid:
             raise CorruptStoreError(f"{where}: both mark slots fail their checksums" + (" (or the key is wrong)" if key else ""))
         mseq, mend = max(valid)

@@ -207,7 +207,7 @@ class _Shard:
         from chrono_engine import Engine
         self.path, self.threads, self.fsync = path, threads, fsync
         if mode == "memory":
-            self.eng = Engine.open(path, threads=threads) if path is not None else Engine(**kwargs)
+            self.eng = Engine(**kwargs)
         elif mode == "create":
             self.eng = Engine.create(path, fsync=fsync, **kwargs)
         elif mode == "open":
