@@ -269,7 +269,7 @@ class Store {
     }
     std::vector<std::uint64_t> tail = user_.eval(p, lo, n);
     rs->bits.insert(rs->bits.end(), tail.begin(), tail.end());
-    for (std::uint64_t w : rs->bits) rs->count += static_cast<std::size_t>(__builtin_popcountll(w));
+    rs->index_rows();
     std::shared_ptr<const RowSet> out = rs;
     std::lock_guard<std::mutex> g(fc_mu_);
     auto it = fc_map_.find(p.key);

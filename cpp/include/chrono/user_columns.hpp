@@ -145,9 +145,31 @@ struct RowSet {
   std::vector<std::uint64_t> bits;
   std::size_t n = 0;
   std::size_t count = 0;
+  // The rows in order when they are few (count <= n / kListShare; set by index_rows): a
+  // lone query's walk over a 0.1% filter's bits was a third of its core (200k rows, 3,125
+  // words for ~200 rows).
+  std::vector<std::uint32_t> list;
+  static constexpr std::size_t kListShare = 32;
   bool test(std::uint32_t r) const { return r < n && ((bits[r >> 6] >> (r & 63)) & 1u); }
+  // count from bits, and list where the rows are few (at most n / 8 bytes, as the bits).
+  void index_rows() {
+    count = 0;
+    for (std::uint64_t w : bits) count += static_cast<std::size_t>(__builtin_popcountll(w));
+    list.clear();
+    if (count * kListShare > n) return;
+    list.reserve(count);
+    walk_bits([&](std::uint32_t r) { list.push_back(r); });
+  }
   template <class F>
   void for_each(F&& f) const {
+    if (!list.empty() || count == 0) {
+      for (std::uint32_t r : list) f(r);
+      return;
+    }
+    walk_bits(f);
+  }
+  template <class F>
+  void walk_bits(F&& f) const {
     for (std::size_t w = 0; w < bits.size(); ++w) {
       std::uint64_t x = bits[w];
       while (x) {
@@ -157,7 +179,7 @@ struct RowSet {
       }
     }
   }
-  std::size_t memory_bytes() const { return bits.capacity() * 8 + sizeof(RowSet); }
+  std::size_t memory_bytes() const { return bits.capacity() * 8 + list.capacity() * 4 + sizeof(RowSet); }
 };
 
 // A compiled filter: postfix operations; see the header comment.
