@@ -131,6 +131,12 @@ def test_reshard_online_moves_a_fraction_and_answers_stay_one_engines(local_ray)
             sh.search_batch(QUERIES, 5, mode="all", as_of="2024-01-01", where={HIDDEN: {"$gte": 0}})
         with pytest.raises(SchemaError, match="reserved"):
             sh.ingest({**_rows(2, 3), HIDDEN: [1, 2]})
+        # without a store: the old shards compacted in memory
+        assert sum(_stored_rows(sh)) > len(one)
+        assert sh.compact()["shards"] == [0, 1]
+        assert sum(_stored_rows(sh)) == len(one)
+        _queries_equal(sh, one)
+        _tables_equal(sh.history(moved_stem), one.history(moved_stem))
     finally:
         sh.shutdown()
 
@@ -160,6 +166,84 @@ def test_reshard_with_stores_and_replicas_survives_save_and_open(local_ray, tmp_
         assert len(back) == len(one)
     finally:
         back.shutdown()
+
+
+def _stored_rows(sh):
+    """Rows each shard's primary holds (its own and any hidden copies it gave away)."""
+    return [ray.get(sh._primary(s).actor.size.remote()) for s in range(sh.n_shards)]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_compact_drops_the_copies_given_away_while_reads_go_on(local_ray, tmp_path):
+    root = tmp_path / "sh"
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=0.24, replicas=2, path=root)
+    one = ce.Engine(DIM, decay=POLICY, threads=1)
+    try:
+        _apply(sh), _apply(one)
+        sh.add_shards(1)
+        assert sum(_stored_rows(sh)) > len(one)  # the old shards keep hidden copies
+        refs = {i: one.search_batch(QUERIES, 10, **case) for i, case in enumerate(CASES)}
+        stop, seen, bad = threading.Event(), [0], []
+
+        def reader():
+            i = 0
+            while not stop.is_set():
+                try:
+                    _tables_equal(sh.search_batch(QUERIES, 10, **CASES[i % len(CASES)]), refs[i % len(CASES)])
+                    seen[0] += 1
+                except Exception as e:  # noqa: BLE001 - collected, then asserted on
+                    bad.append(repr(e)[:300])
+                i += 1
+
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            out = sh.compact()
+        finally:
+            stop.set()
+            t.join(timeout=300)
+        assert not bad, bad[:3]
+        assert seen[0] > 0
+        assert out["shards"] == [0, 1] and out["kept"] + sh.shard_sizes()[2] == len(one) and out["dropped"] > 0
+        assert sum(_stored_rows(sh)) == len(one)  # each row once: the copies given away are gone
+        assert sh._layout.dirty == frozenset()
+        manifest = json.loads((root / "sharded.json").read_text())
+        assert manifest["format"] == 3 and manifest["stores"] == ["shard-0.c1", "shard-1.c1", "shard-2"]
+        assert manifest["dirty"] == []
+        assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["shard-0.c1", "shard-1.c1", "shard-2"]
+        _queries_equal(sh, one)
+        # every copy reads the new store: a replica killed now comes back from it
+        rep = next(m for m in sh._groups[0].members if m.role == "replica")
+        ray.kill(rep.actor)
+        _queries_equal(sh, one)
+        sh.wait_replicas()
+        # writes after it, on compacted shards and moved stems alike
+        rows = _rows(30, 41)
+        assert np.array_equal(sh.ingest(rows), one.ingest(rows))
+        victim = int(one.history("doc-3").column("id")[0].as_py())
+        sh.retract([victim], at="2025-07-01"), one.retract([victim], at="2025-07-01")
+        _queries_equal(sh, one)
+        assert sh.compact()["shards"] == []  # nothing dirty: nothing to do
+    finally:
+        sh.shutdown()
+    back = ce.distributed.ShardedEngine.open(root, cpus_per_shard=0.24, replicas=2)
+    try:
+        assert back.n_shards == 3 and len(back) == len(one)
+        _queries_equal(back, one)
+        back.add_shards(1)  # a compacted shard gives again; then compacts to .c2
+        assert back.compact()["shards"] == [0, 1, 2]
+        assert json.loads((root / "sharded.json").read_text())["stores"] == [
+            "shard-0.c2", "shard-1.c2", "shard-2.c1", "shard-3"]
+        assert sum(_stored_rows(back)) == len(one)
+        _queries_equal(back, one)
+    finally:
+        back.shutdown()
+    m = json.loads((root / "sharded.json").read_text())
+    for bad_stores in (["../x", "shard-1.c2", "shard-2.c1", "shard-3"], ["shard-1.c2"] * 4, "shard-0", None):
+        (root / "sharded.json").write_text(json.dumps({**m, "stores": bad_stores}))
+        with pytest.raises(ce.errors.StorageError, match="bad stores"):
+            ce.distributed.ShardedEngine.open(root, cpus_per_shard=0.24)
 
 
 @pytest.mark.ray

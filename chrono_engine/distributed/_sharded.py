@@ -59,6 +59,9 @@ MANIFEST = "sharded.json"
 #: 2: placement by ranges of the placement key, kept in a hidden column; 1 (still opens):
 #: BLAKE2b-64 mod n, no hidden column, no add_shards
 _FORMAT = 2
+#: format 2 with the shards' store names ("stores"), once compact() renamed one
+_FORMAT_STORES = 3
+_STORE_NAME = re.compile(r"shard-[0-9]{1,4}(\.c[0-9]{1,9})?")
 #: the hidden metadata column holding each row's placement key (int64) in a format-2 engine
 HIDDEN = "__placement"
 _I64 = 1 << 63
@@ -155,6 +158,10 @@ class _Layout:
                     owners.append(n + q)
                     gives.setdefault(owner, []).append((edges[q], None if edges[q + 1] == _I64 else edges[q + 1], n + q))
         return _Layout("ranges", total, starts, owners, self.dirty | {s for s in gives}), gives
+
+    def cleaned(self, shard: int) -> _Layout:
+        """This layout with ``shard`` no longer dirty (compacted: it holds its own rows only)."""
+        return _Layout(self.kind, self.n, self.starts.tolist(), self.owners.tolist(), self.dirty - {shard})
 
     def manifest(self) -> dict:
         if self.kind == "mod":
@@ -307,6 +314,44 @@ class _Shard:
         from chrono_engine._transfer import import_rows
         out = import_rows(self.eng, payload)
         return out, self.eng.position
+
+    def compact(self, ranges: list, path: str | None) -> tuple:
+        """This copy's store rewritten with the rows whose placement key is in ``ranges``
+        (the shard's own, each with its whole history: :mod:`chrono_engine._transfer`), a
+        new store at ``path`` (checkpointed: its snapshot holds them all, its log is empty)
+        or a new engine in memory, swapped in for the old one, which is closed (its store
+        and log stay as they were: the driver removes them once no copy reads them). Reads
+        meanwhile are answered by the old engine. Returns (rows kept, rows dropped, the new
+        store's position)."""
+        from chrono_engine import Engine
+        from chrono_engine._transfer import import_rows
+        old = self.eng
+        payload = self.export_ranges(ranges)
+        kwargs = self.engine_kwargs()
+        try:
+            new = Engine.create(path, fsync=self.fsync, **kwargs) if path is not None else Engine(**kwargs)
+            import_rows(new, payload)
+            if path is not None:
+                new.save()
+        except BaseException:
+            if path is not None:
+                import shutil
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        kept = len(new)
+        self.eng, self.path = new, path
+        self._redeclare()
+        old.close()
+        return kept, len(old) - kept, new.position
+
+    def refollow(self, path: str) -> tuple:
+        """A replica follows the store at ``path`` instead (its primary's, after
+        :meth:`compact`); reads meanwhile are answered by the old one. Returns its position."""
+        from chrono_engine import Engine
+        eng = Engine.follow(path, threads=self.threads)
+        self.eng, self.path = eng, path
+        self._redeclare()
+        return eng.position
 
     def take_rows(self, call: str, rows: np.ndarray) -> pa.Table | None:
         """Phase two: the kept table's ``rows`` (all its columns); None when it is gone."""
@@ -528,6 +573,9 @@ class ShardedEngine:
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()  # writes, checkpoints and re-sharding, one at a time
         self._layout = _Layout("ranges", n)
+        #: each shard's store directory under the path: shard-<i>, or shard-<i>.c<g> once
+        #: compact() rewrote it (the manifest's "stores")
+        self._stores = [f"shard-{i}" for i in range(n)]
         self._groups: list[_Group] = []
         self._events: list[tuple[float, str]] = []
 
@@ -571,7 +619,7 @@ class ShardedEngine:
                     raise ConfigError(f"shard {i}'s placement group was not placed within 60 s") from None
 
     def _shard_path(self, i: int) -> str:
-        return str(self._path / f"shard-{i}")
+        return str(self._path / self._stores[i])
 
     def _spawn(self, shard: int, bundle: int, mode: str, **init: Any) -> Any:
         opts: dict = {"num_cpus": self._cpus}
@@ -1241,7 +1289,8 @@ class ShardedEngine:
         retractions, metadata), to a new shard only. Writes wait while it runs; reads go on
         and are answered by the old placement until every item is copied, then by the new one
         (the shards that gave items away keep their copies, hidden from every read by a filter
-        on the placement key). Returns ``{"moved", "total", "fraction", "seconds"}``."""
+        on the placement key, until :meth:`compact`). Returns ``{"moved", "total",
+        "fraction", "seconds"}``."""
         lay = self._layout
         if lay.kind != "ranges":
             raise ConfigError("this sharded engine places items by BLAKE2b mod n (format 1, saved before "
@@ -1260,6 +1309,7 @@ class ShardedEngine:
             kwargs = self._wait([self._primary(0).actor.engine_kwargs.remote()], [0])[0]
             kwargs["metadata"] = dict(self._kinds)
             self.n_shards = n + m  # for _start_groups' count; the layout (what reads use) switches last
+            self._stores[n:] = [f"shard-{i}" for i in range(n, n + m)]
             try:
                 self._start_groups(m)
                 for i in range(n, n + m):
@@ -1297,6 +1347,61 @@ class ShardedEngine:
         return {"moved": moved, "total": total, "fraction": moved / total if total else 0.0,
                 "seconds": round(time.monotonic() - t0, 3)}
 
+    def compact(self) -> dict:
+        """Drop the copies that the shards which gave items away in :meth:`add_shards` still
+        hold (hidden from reads by a filter on the placement key, but kept in their memory,
+        indexes and stores). Each such shard, one at a time: its primary rewrites it as a new
+        engine of the rows it owns, each with its whole history (a new store,
+        ``shard-<i>.c<g>``, checkpointed), swaps it in and closes the old one; its replicas
+        then follow the new store; the manifest names it (format 3) and the old store is
+        removed. Writes wait while it runs; reads go on (answered by the old engine, then the
+        new one; both give the same answers: no write is made meanwhile), and the shard's
+        reads stop filtering once every copy reads the new store. Returns ``{"dropped",
+        "kept", "shards", "seconds"}``: rows dropped and kept in the compacted shards."""
+        import shutil
+        t0 = time.monotonic()
+        dropped = kept = 0
+        done = []
+        with self._write_lock:
+            for s in sorted(self._layout.dirty):
+                lay = self._layout
+                old_name = self._stores[s]
+                new_path = None
+                if self._path is not None:
+                    gen = int(old_name.split(".c")[1]) + 1 if ".c" in old_name else 1
+                    while (self._path / f"shard-{s}.c{gen}").exists():  # a compaction that did not finish
+                        gen += 1
+                    new_name = f"shard-{s}.c{gen}"
+                    new_path = str(self._path / new_name)
+                m = self._primary(s)
+                k, d, pos = self._wait([m.actor.compact.remote(lay.ranges(s), new_path)], [s])[0]
+                with self._lock:
+                    self._groups[s].at = pos
+                    if new_path is not None:
+                        self._stores[s] = new_name  # copies started from now on read the new store
+                    replicas = [x for x in self._groups[s].members if x is not m and x.alive]
+                for r in replicas:
+                    if not r.ready:  # still starting, from the old store: started again from the new one
+                        self._lost(s, r)
+                        continue
+                    try:
+                        self._wait([r.actor.refollow.remote(new_path)], [s])
+                    except Exception as e:  # noqa: BLE001 - it does not read the new store: replaced
+                        self._event(f"shard {s}: a replica could not follow the compacted store "
+                                    f"({type(e).__name__}): started again")
+                        self._lost(s, r)
+                self._wait_ready([x for x in self._groups[s].members if x.alive and not x.ready])
+                with self._lock:
+                    self._layout = self._layout.cleaned(s)
+                if self._path is not None:
+                    self._write_manifest()
+                    shutil.rmtree(self._path / old_name, ignore_errors=True)
+                dropped += d
+                kept += k
+                done.append(s)
+                self._event(f"shard {s}: compacted ({d} rows it gave away dropped, {k} kept)")
+        return {"dropped": dropped, "kept": kept, "shards": done, "seconds": round(time.monotonic() - t0, 3)}
+
     def _drop_groups(self, keep: int) -> None:
         """Stop the shards from ``keep`` on (a re-sharding that failed) and remove their stores."""
         import shutil
@@ -1317,7 +1422,8 @@ class ShardedEngine:
                 except Exception:  # noqa: BLE001
                     pass
             if self._path is not None:
-                shutil.rmtree(self._path / f"shard-{i}", ignore_errors=True)
+                shutil.rmtree(self._path / self._stores[i], ignore_errors=True)
+        del self._stores[keep:]
 
     # ------------------------------------------------------------------ persistence
     def _write_manifest(self, root: Path | None = None) -> None:
@@ -1325,6 +1431,11 @@ class ShardedEngine:
         lay = self._layout
         manifest = {"format": _FORMAT if lay.kind == "ranges" else 1, "n_shards": lay.n, **lay.manifest(),
                     "next_id": self._next_id}
+        if root == self._path and self._stores != [f"shard-{i}" for i in range(lay.n)]:
+            # a compacted shard's store has another name: code that reads only format 2
+            # (which would open shard-<i>) refuses the manifest instead
+            manifest["format"] = _FORMAT_STORES
+            manifest["stores"] = list(self._stores)
         tmp = root / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         os.replace(tmp, root / MANIFEST)
@@ -1369,19 +1480,28 @@ class ShardedEngine:
             raise StorageError(f"{root} is not a saved sharded engine (no {MANIFEST})") from None
         except (OSError, ValueError) as e:
             raise StorageError(f"{root / MANIFEST}: cannot read the manifest ({e})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") not in (1, _FORMAT):
-            raise StorageError(f"{root / MANIFEST}: not a format-1 or -{_FORMAT} manifest")
+        if not isinstance(manifest, dict) or manifest.get("format") not in (1, _FORMAT, _FORMAT_STORES):
+            raise StorageError(f"{root / MANIFEST}: not a format-1, -{_FORMAT} or -{_FORMAT_STORES} manifest")
         n, next_id = manifest.get("n_shards"), manifest.get("next_id")
         if type(n) is not int or not 1 <= n <= 4096 or type(next_id) is not int or next_id < 0:
             raise StorageError(f"{root / MANIFEST}: bad n_shards or next_id")
+        stores = [f"shard-{i}" for i in range(n)]
+        if manifest.get("format") == _FORMAT_STORES:
+            got = manifest.get("stores")
+            if not (isinstance(got, list) and len(got) == n and all(
+                    type(x) is str and _STORE_NAME.fullmatch(x) and x.split(".")[0] == f"shard-{i}"
+                    for i, x in enumerate(got))):
+                raise StorageError(f"{root / MANIFEST}: bad stores (one name per shard: shard-<i> or shard-<i>.c<g>)")
+            stores = got
         for i in range(n):
-            if not (root / f"shard-{i}").is_dir():
-                raise StorageError(f"{root}: shard-{i} is missing (the manifest names {n} shards)")
+            if not (root / stores[i]).is_dir():
+                raise StorageError(f"{root}: {stores[i]} is missing (the manifest names {n} shards)")
         layout = _Layout.from_manifest(manifest, n, str(root / MANIFEST))
         r = cls._replication(replicas, root, fsync)
         self = cls.__new__(cls)
         self._setup(n, cpus_per_shard, timeout, embedder, r, root, fsync, merge)
         self._layout = layout
+        self._stores = list(stores)
         self._threads = thread_count(threads, "threads", ConfigError)
         self._kinds = {}
         self._start_groups()
