@@ -164,7 +164,11 @@ inline bool group_rows(std::vector<Searcher>& qs, const Store& st, int stage, Em
     emit_ranges(passes);
     return true;  // the freshness lists hold every row, in force or not
   }
-  if (filter) st.intervals().for_each_overlapping(a, b, [&](std::uint32_t r) { if (filter->test(r)) emit(r); });
+  if (filter) {  // the rows in force unread; those the filter keeps prefetched for the scan
+    st.intervals().for_each_overlapping<true>(a, b, [&](std::uint32_t r) {
+      if (filter->test(r)) { meta.prefetch(r); emit(r); }
+    });
+  }
   else st.intervals().for_each_overlapping(a, b, emit);
   return false;
 }
