@@ -248,6 +248,37 @@ def test_compact_drops_the_copies_given_away_while_reads_go_on(local_ray, tmp_pa
 
 @pytest.mark.ray
 @pytest.mark.slow
+def test_compact_interrupted_leaves_the_named_stores_and_the_next_takes_a_new_name(local_ray, tmp_path):
+    """A compaction cut off after its new store was made but before the manifest named it
+    (here: a copy of the store standing where that compaction would have written) changes
+    nothing: a reopen reads the stores the manifest names, and the next compaction skips
+    the name that is taken."""
+    import shutil
+    root = tmp_path / "sh"
+    sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=0.5, path=root)
+    one = ce.Engine(DIM, decay=POLICY, threads=1)
+    try:
+        _apply(sh), _apply(one)
+        sh.add_shards(1)
+        sh.checkpoint()
+    finally:
+        sh.shutdown()
+    shutil.copytree(root / "shard-0", root / "shard-0.c1")  # the cut-off compaction's store
+    back = ce.distributed.ShardedEngine.open(root, cpus_per_shard=0.5)
+    try:
+        assert sum(_stored_rows(back)) > len(one)  # still the stores the manifest names
+        _queries_equal(back, one)
+        assert back.compact()["shards"] == [0, 1]
+        assert json.loads((root / "sharded.json").read_text())["stores"] == ["shard-0.c2", "shard-1.c1", "shard-2"]
+        assert (root / "shard-0.c1").is_dir() and not (root / "shard-0").exists()  # left as it was
+        assert sum(_stored_rows(back)) == len(one)
+        _queries_equal(back, one)
+    finally:
+        back.shutdown()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
 def test_reshard_refuses_format_1_and_bad_counts(local_ray, tmp_path):
     sh = ce.distributed.ShardedEngine(2, DIM, decay=POLICY, cpus_per_shard=0.5)
     try:
