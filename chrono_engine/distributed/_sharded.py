@@ -185,6 +185,8 @@ class _Layout:
         return cls("ranges", n, starts, owners, frozenset(dirty))
 
 
+#: ShardedEngine._wait's timeout for a call that must not be cut off (ShardedEngine.compact)
+_NO_LIMIT = object()
 #: seconds a replica waits for the store's log to show a write its primary acknowledged
 _CATCH_UP = 10.0
 #: seconds a write waits for a promoted or restarted primary
@@ -330,18 +332,28 @@ class _Shard:
         kwargs = self.engine_kwargs()
         try:
             new = Engine.create(path, fsync=self.fsync, **kwargs) if path is not None else Engine(**kwargs)
-            import_rows(new, payload)
-            if path is not None:
-                new.save()
         except BaseException:
             if path is not None:
                 import shutil
                 shutil.rmtree(path, ignore_errors=True)
             raise
+        try:
+            import_rows(new, payload)
+            if path is not None:
+                new.save()
+            self._redeclare(new)
+        except BaseException:
+            if path is not None:
+                import shutil
+                new.close()
+                shutil.rmtree(path, ignore_errors=True)
+            raise
         kept = len(new)
-        self.eng, self.path = new, path
-        self._redeclare()
-        old.close()
+        self.eng, self.path = new, path  # nothing after the swap raises: the driver names the new store
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - its log's last sync; the rows it held are in the new store
+            pass
         return kept, len(old) - kept, new.position
 
     def refollow(self, path: str) -> tuple:
@@ -426,9 +438,9 @@ class _Shard:
         self._declared.update(kinds)
         return st.user_kinds()
 
-    def _redeclare(self) -> None:
+    def _redeclare(self, eng: Any = None) -> None:
         if self._declared:
-            st = self.eng._state
+            st = (self.eng if eng is None else eng)._state
             with st.write:
                 st.declare({k: v for k, v in self._declared.items() if k not in st.user_kinds()})
 
@@ -750,9 +762,10 @@ class ShardedEngine:
         as raised."""
         shards = list(range(len(refs))) if shards is None else shards
         out = []
+        limit = self.timeout if timeout is None else (None if timeout is _NO_LIMIT else timeout)
         for i, ref in zip(shards, refs):
             try:
-                out.append(ray.get(ref, timeout=self.timeout if timeout is None else timeout))
+                out.append(ray.get(ref, timeout=limit))
             except ray.exceptions.GetTimeoutError:
                 raise ShardError(f"shard {i} did not answer within {self.timeout} s", shard=i) from None
             except ray.exceptions.RayActorError as e:  # ActorDiedError among them
@@ -1374,7 +1387,9 @@ class ShardedEngine:
                     new_name = f"shard-{s}.c{gen}"
                     new_path = str(self._path / new_name)
                 m = self._primary(s)
-                k, d, pos = self._wait([m.actor.compact.remote(lay.ranges(s), new_path)], [s])[0]
+                # no time limit: a compaction cut off by the driver's timeout could still swap
+                # the new store in, unnamed by the manifest
+                k, d, pos = self._wait([m.actor.compact.remote(lay.ranges(s), new_path)], [s], timeout=_NO_LIMIT)[0]
                 with self._lock:
                     self._groups[s].at = pos
                     if new_path is not None:
