@@ -72,6 +72,34 @@ def _queries_equal(sh, one, k=10):
         _tables_equal(sh.search_batch(QUERIES, k, **case), one.search_batch(QUERIES, k, **case))
 
 
+def _while_reading(sh, one, change):
+    """``change()``'s result, run while a reader compares every answer of ``sh`` with one
+    Engine's in the five CASES; asserts the reader saw no error and no difference."""
+    stop, seen, bad = threading.Event(), [0], []
+    refs = [one.search_batch(QUERIES, 10, **case) for case in CASES]
+
+    def reader():
+        i = 0
+        while not stop.is_set():
+            try:
+                _tables_equal(sh.search_batch(QUERIES, 10, **CASES[i % len(CASES)]), refs[i % len(CASES)])
+                seen[0] += 1
+            except Exception as e:  # noqa: BLE001 - collected, then asserted on
+                bad.append(repr(e)[:300])
+            i += 1
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        out = change()
+    finally:
+        stop.set()
+        t.join(timeout=300)
+    assert not bad, bad[:3]
+    assert seen[0] > 0
+    return out
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_reshard_online_moves_a_fraction_and_answers_stay_one_engines(local_ray):
@@ -81,29 +109,7 @@ def test_reshard_online_moves_a_fraction_and_answers_stay_one_engines(local_ray)
         for g, r in zip(_apply(sh), _apply(one)):
             assert np.array_equal(g, r)
         _queries_equal(sh, one)
-        stop, seen, bad = threading.Event(), [0], []
-        refs = {i: one.search_batch(QUERIES, 10, **case) for i, case in enumerate(CASES)}
-
-        def reader():
-            i = 0
-            while not stop.is_set():
-                case = CASES[i % len(CASES)]
-                try:
-                    _tables_equal(sh.search_batch(QUERIES, 10, **case), refs[i % len(CASES)])
-                    seen[0] += 1
-                except Exception as e:  # noqa: BLE001 - collected, then asserted on
-                    bad.append(repr(e)[:300])
-                i += 1
-
-        t = threading.Thread(target=reader)
-        t.start()
-        try:
-            out = sh.add_shards(2)
-        finally:
-            stop.set()
-            t.join(timeout=300)
-        assert not bad, bad[:3]
-        assert seen[0] > 0
+        out = _while_reading(sh, one, lambda: sh.add_shards(2))
         assert sh.n_shards == 4 and out["total"] == len(one) == len(sh)
         assert 0.35 < out["fraction"] < 0.65  # about m / (n + m) = 1/2, by stems
         sizes = sh.shard_sizes()
@@ -183,28 +189,7 @@ def test_compact_drops_the_copies_given_away_while_reads_go_on(local_ray, tmp_pa
         _apply(sh), _apply(one)
         sh.add_shards(1)
         assert sum(_stored_rows(sh)) > len(one)  # the old shards keep hidden copies
-        refs = {i: one.search_batch(QUERIES, 10, **case) for i, case in enumerate(CASES)}
-        stop, seen, bad = threading.Event(), [0], []
-
-        def reader():
-            i = 0
-            while not stop.is_set():
-                try:
-                    _tables_equal(sh.search_batch(QUERIES, 10, **CASES[i % len(CASES)]), refs[i % len(CASES)])
-                    seen[0] += 1
-                except Exception as e:  # noqa: BLE001 - collected, then asserted on
-                    bad.append(repr(e)[:300])
-                i += 1
-
-        t = threading.Thread(target=reader)
-        t.start()
-        try:
-            out = sh.compact()
-        finally:
-            stop.set()
-            t.join(timeout=300)
-        assert not bad, bad[:3]
-        assert seen[0] > 0
+        out = _while_reading(sh, one, sh.compact)
         assert out["shards"] == [0, 1] and out["kept"] + sh.shard_sizes()[2] == len(one) and out["dropped"] > 0
         assert sum(_stored_rows(sh)) == len(one)  # each row once: the copies given away are gone
         assert sh._layout.dirty == frozenset()

@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -129,12 +130,17 @@ class _Layout:
                 out.append((lo, hi))
         return out
 
+    def own_ranges(self, shard: int) -> list[tuple[int, int | None]] | None:
+        """The ranges a dirty shard's reads keep (:meth:`ranges`); None for a clean one (it
+        holds its own rows only)."""
+        return self.ranges(shard) if shard in self.dirty else None
+
     def owner_where(self, shard: int) -> dict | None:
         """The filter a dirty shard's reads take (its own keys only); None for a clean one."""
-        if shard not in self.dirty:
+        own = self.own_ranges(shard)
+        if own is None:
             return None
-        parts = [{HIDDEN: {"$gte": lo}} if hi is None else {HIDDEN: {"$gte": lo, "$lt": hi}}
-                 for lo, hi in self.ranges(shard)]
+        parts = [{HIDDEN: {"$gte": lo}} if hi is None else {HIDDEN: {"$gte": lo, "$lt": hi}} for lo, hi in own]
         return parts[0] if len(parts) == 1 else {"$or": parts}
 
     def grown(self, m: int) -> tuple[_Layout, dict[int, list[tuple[int, int | None, int]]]]:
@@ -330,22 +336,17 @@ class _Shard:
         old = self.eng
         payload = self.export_ranges(ranges)
         kwargs = self.engine_kwargs()
+        new = None
         try:
             new = Engine.create(path, fsync=self.fsync, **kwargs) if path is not None else Engine(**kwargs)
-        except BaseException:
-            if path is not None:
-                import shutil
-                shutil.rmtree(path, ignore_errors=True)
-            raise
-        try:
             import_rows(new, payload)
             if path is not None:
                 new.save()
             self._redeclare(new)
         except BaseException:
-            if path is not None:
-                import shutil
-                new.close()
+            if path is not None:  # the new store goes: the old one stays in use
+                if new is not None:
+                    new.close()
                 shutil.rmtree(path, ignore_errors=True)
             raise
         kept = len(new)
@@ -767,7 +768,7 @@ class ShardedEngine:
             try:
                 out.append(ray.get(ref, timeout=limit))
             except ray.exceptions.GetTimeoutError:
-                raise ShardError(f"shard {i} did not answer within {self.timeout} s", shard=i) from None
+                raise ShardError(f"shard {i} did not answer within {limit} s", shard=i) from None
             except ray.exceptions.RayActorError as e:  # ActorDiedError among them
                 raise self._dead_error(i, e) from None
             except ray.exceptions.RayTaskError as e:
@@ -1019,8 +1020,7 @@ class ShardedEngine:
     def _owned(self, arr: np.ndarray) -> list[np.ndarray]:
         """Per shard, whether each id is there and its own (not a copy left by a re-sharding)."""
         lay = self._layout
-        got = self._reads({s: ("owned", (arr, lay.ranges(s) if s in lay.dirty else None), {})
-                           for s in range(lay.n)})
+        got = self._reads({s: ("owned", (arr, lay.own_ranges(s)), {}) for s in range(lay.n)})
         return [got[s] for s in range(lay.n)]
 
     def __len__(self) -> int:
@@ -1032,8 +1032,7 @@ class ShardedEngine:
     def shard_sizes(self) -> list[int]:
         """Items per shard (those it owns)."""
         lay = self._layout
-        got = self._reads({s: ("owned_count", (lay.ranges(s) if s in lay.dirty else None,), {})
-                           for s in range(lay.n)})
+        got = self._reads({s: ("owned_count", (lay.own_ranges(s),), {}) for s in range(lay.n)})
         return [got[s] for s in range(lay.n)]
 
     @property
@@ -1371,7 +1370,6 @@ class ShardedEngine:
         new one; both give the same answers: no write is made meanwhile), and the shard's
         reads stop filtering once every copy reads the new store. Returns ``{"dropped",
         "kept", "shards", "seconds"}``: rows dropped and kept in the compacted shards."""
-        import shutil
         t0 = time.monotonic()
         dropped = kept = 0
         done = []
@@ -1419,7 +1417,6 @@ class ShardedEngine:
 
     def _drop_groups(self, keep: int) -> None:
         """Stop the shards from ``keep`` on (a re-sharding that failed) and remove their stores."""
-        import shutil
         with self._lock:
             extra = self._groups[keep:]
             del self._groups[keep:]

@@ -204,32 +204,22 @@ class IntervalIndex {
     return id;
   }
 
+  // Unread: each node's prefix found by the fenced search (a few endpoint reads), its rows
+  // then emitted without reading theirs, so a caller that filters them (a where= filter's
+  // bits) reads the metadata of those it keeps only (at 200k rows, a tenth in force and a
+  // filter passing a tenth, the per-row endpoint reads were most of the enumeration).
   template <bool Unread = false, class F>
   void stab(std::int32_t id, micros t, F& emit) const {
     const MetaTable::Times* tm = meta_->times_data();
     while (id >= 0) {
       const Node& nd = nodes_[static_cast<std::size_t>(id)];
-      if (!Unread) {
-        if (t < nd.center) {
-          for (std::uint32_t i = nd.begin; i < nd.end && tm[by_start_[i]].valid_from <= t; ++i) emit(by_start_[i]);
-          id = nd.left;
-        } else {
-          for (std::uint32_t i = nd.begin; i < nd.end && tm[by_end_[i]].valid_to > t; ++i) emit(by_end_[i]);
-          id = nd.right;
-        }
-        continue;
-      }
-      // the prefix's length by the fenced search (a few endpoint reads), then its rows
-      // without reading theirs: a caller that filters them (a where= filter's bits) reads
-      // the metadata of those it keeps only (at 200k rows, a tenth in force and a filter
-      // passing a tenth, the per-row endpoint reads were most of the enumeration)
       if (t < nd.center) {
-        const std::size_t m = start_prefix(nd, tm, [&](micros k) { return k <= t; });
-        for (std::size_t i = nd.begin; i < nd.begin + m; ++i) emit(by_start_[i]);
+        const std::size_t end = Unread ? nd.begin + start_prefix(nd, tm, [&](micros k) { return k <= t; }) : nd.end;
+        for (std::size_t i = nd.begin; i < end && (Unread || tm[by_start_[i]].valid_from <= t); ++i) emit(by_start_[i]);
         id = nd.left;
       } else {
-        const std::size_t m = end_prefix(nd, tm, [&](micros k) { return k > t; });
-        for (std::size_t i = nd.begin; i < nd.begin + m; ++i) emit(by_end_[i]);
+        const std::size_t end = Unread ? nd.begin + end_prefix(nd, tm, [&](micros k) { return k > t; }) : nd.end;
+        for (std::size_t i = nd.begin; i < end && (Unread || tm[by_end_[i]].valid_to > t); ++i) emit(by_end_[i]);
         id = nd.right;
       }
     }
